@@ -1,0 +1,83 @@
+"""Local file blob store: temp file, fsync, link (create-only), directory fsync."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+from collections.abc import AsyncIterable
+from pathlib import Path
+
+from waypost.adapters.blobs.store import ObjectConflict, ObjectFacts, Written
+
+_REF = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+class ObjectTooLarge(Exception):
+    """The stream went past the size it was allowed."""
+
+
+class FileBlobStore:
+    """Objects live at ``root/<first two characters after the prefix>/<object_ref>``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def path(self, object_ref: str) -> Path:
+        if not _REF.fullmatch(object_ref):
+            raise ValueError("object references are server-generated ids")
+        return self.root / object_ref[-2:] / object_ref
+
+    async def create_only(self, object_ref: str, chunks: AsyncIterable[bytes],
+                          max_size: int | None = None) -> tuple[Written, ObjectFacts]:
+        final = self.path(object_ref)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        temp = final.parent / f".tmp-{secrets.token_hex(8)}"
+        hasher, size = hashlib.sha256(), 0
+        try:
+            with open(temp, "xb") as out:
+                async for chunk in chunks:
+                    size += len(chunk)
+                    if max_size is not None and size > max_size:
+                        raise ObjectTooLarge(object_ref)
+                    hasher.update(chunk)
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            facts = ObjectFacts(size, hasher.digest())
+            try:
+                os.link(temp, final)
+            except FileExistsError:
+                existing = await self.inspect(object_ref)
+                if existing != facts:
+                    raise ObjectConflict(object_ref) from None
+                return Written.ALREADY_PRESENT, facts
+            _fsync_dir(final.parent)
+            return Written.CREATED, facts
+        finally:
+            temp.unlink(missing_ok=True)
+
+    async def inspect(self, object_ref: str) -> ObjectFacts | None:
+        path = self.path(object_ref)
+        try:
+            with open(path, "rb") as stored:
+                hasher, size = hashlib.sha256(), 0
+                while block := stored.read(1 << 20):
+                    hasher.update(block)
+                    size += len(block)
+        except FileNotFoundError:
+            return None
+        return ObjectFacts(size, hasher.digest())
+
+    async def read(self, object_ref: str) -> bytes:
+        return self.path(object_ref).read_bytes()
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

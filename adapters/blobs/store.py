@@ -1,0 +1,45 @@
+"""What a blob store is: create-only immutable objects under server-generated references."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterable
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class ObjectFacts:
+    """The verified facts of stored bytes."""
+
+    size: int
+    sha256: bytes
+
+
+class Written(enum.Enum):
+    CREATED = "created"
+    ALREADY_PRESENT = "already_present"
+
+
+class ObjectConflict(Exception):
+    """An object exists under the reference with other facts: it is never overwritten."""
+
+
+class BlobStore(Protocol):
+    """Create-only object storage (seed §6.1): the service decides who may read what."""
+
+    async def create_only(self, object_ref: str, chunks: AsyncIterable[bytes],
+                          max_size: int | None = None) -> tuple[Written, ObjectFacts]:
+        """Store the bytes unless an object exists; an existing one is compared by its facts."""
+        ...
+
+    async def inspect(self, object_ref: str) -> ObjectFacts | None:
+        ...
+
+    async def read(self, object_ref: str) -> bytes:
+        ...
+
+
+async def one_chunk(data: bytes) -> AsyncIterable[bytes]:
+    """Bytes already in memory as a one-chunk stream."""
+    yield data

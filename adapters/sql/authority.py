@@ -1,0 +1,30 @@
+"""Guard conditions that re-check a principal's authority inside a commit plan (P02)."""
+
+from __future__ import annotations
+
+from waypost.adapters.sql.plan import SqlValue
+from waypost.reference.principal import Principal
+
+#: True when the token, its actor and its consumer are no longer live at ``:now``.
+NOT_LIVE = """NOT EXISTS (
+        SELECT 1 FROM tokens t
+        JOIN actors a ON a.space_id = t.space_id AND a.actor_id = t.actor_id
+        JOIN consumers c ON c.space_id = t.space_id AND c.consumer_id = t.consumer_id
+        WHERE t.token_id = :token_id AND t.revoked_at IS NULL
+          AND (t.expires_at IS NULL OR t.expires_at > :now)
+          AND a.disabled = 0 AND a.authority_version = :actor_version AND c.disabled = 0)"""
+
+#: True when the token lacks the scope ``:scope``.
+LACKS_SCOPE = """NOT EXISTS (
+        SELECT 1 FROM token_scopes WHERE token_id = :token_id AND scope = :scope)"""
+
+
+def authority_params(principal: Principal, now: int, scope: str) -> dict[str, SqlValue]:
+    """The parameters :data:`NOT_LIVE` and :data:`LACKS_SCOPE` use."""
+    return {"token_id": principal.token_id, "now": now,
+            "actor_version": principal.actor_authority_version, "scope": scope}
+
+
+def authority_cases() -> list[tuple[str, str]]:
+    """The first guard cases of every data-plane write."""
+    return [(NOT_LIVE, "UNAUTHENTICATED"), (LACKS_SCOPE, "FORBIDDEN")]

@@ -1,0 +1,123 @@
+"""Feed reads: a consumer's visible items (protocol.md §8), computed in SQL, never by the client.
+
+Visibility for a consumer of actor A through a token with grants G:
+message and receipt items need ``message.read`` and, in an inbox, A among the item's recipients,
+in a space log ``space.observe``; memory_revision items need ``memory.read`` and a read grant on
+the collection. Then every non-empty filter dimension must match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from waypost.adapters.sql.control import json_list
+from waypost.adapters.sql.plan import SqlValue, Statement, stmt
+from waypost.reference.principal import Principal
+
+FEED_COLUMNS = """f.sequence, f.item_id, f.item_type, f.producer_id, f.thread_id,
+    f.resource_id, f.collection_id, f.committed_at,
+    (SELECT json_group_array(actor_id) FROM (SELECT r.actor_id FROM feed_recipients r
+        WHERE r.space_id = f.space_id AND r.item_id = f.item_id ORDER BY r.actor_id)),
+    m.subject, m.kind,
+    u.receipt_id, u.receipt_version, u.subject_item_id, u.subject_resource_id, u.consumer_id,
+    u.actor_id, u.stage, u.updated_at"""
+
+_JOINS = """LEFT JOIN messages m ON f.item_type = 'message' AND m.space_id = f.space_id
+        AND m.message_id = f.resource_id
+    LEFT JOIN feed_receipt_updates u ON f.item_type = 'receipt' AND u.space_id = f.space_id
+        AND u.item_id = f.item_id"""
+
+_VISIBLE = """(
+    (f.item_type IN ('message', 'receipt') AND (:all_messages = 1 OR (:inbox_messages = 1
+        AND EXISTS (SELECT 1 FROM feed_recipients r WHERE r.space_id = f.space_id
+            AND r.item_id = f.item_id AND r.actor_id = :actor_id))))
+    OR (f.item_type = 'memory_revision' AND :memory_read = 1
+        AND EXISTS (SELECT 1 FROM token_collection_grants g WHERE g.token_id = :token_id
+            AND g.collection_id = f.collection_id AND g.action = 'read')))"""
+
+
+def _dimension(name: str, column: str) -> str:
+    scope = ("cf.space_id = :space_id AND cf.consumer_id = :consumer_id"
+             f" AND cf.dimension = '{name}'")
+    return (f"(NOT EXISTS (SELECT 1 FROM consumer_filters cf WHERE {scope})"
+            f" OR EXISTS (SELECT 1 FROM consumer_filters cf WHERE {scope} AND cf.value = {column}))")
+
+
+_FILTERED = " AND ".join([
+    _dimension("producer_ids", "f.producer_id"),
+    _dimension("thread_ids", "f.thread_id"),
+    _dimension("item_types", "f.item_type"),
+    _dimension("collection_ids", "f.collection_id"),
+])
+
+
+def visibility_params(principal: Principal) -> dict[str, SqlValue]:
+    """The token's effective grants and the consumer's view, as the visibility predicate's
+    parameters."""
+    reads = principal.has("message.read")
+    view = principal.consumer.view
+    return {
+        "space_id": principal.space_id, "actor_id": principal.actor_id,
+        "consumer_id": principal.consumer.consumer_id, "token_id": principal.token_id,
+        "all_messages": int(reads and view == "space_log" and principal.has("space.observe")),
+        "inbox_messages": int(reads and view == "inbox"),
+        "memory_read": int(principal.has("memory.read")),
+    }
+
+
+def page_statement(principal: Principal, after: int, limit: int) -> Statement:
+    """Up to ``limit`` visible items after position ``after``, in sequence order."""
+    return stmt(f"""
+        SELECT {FEED_COLUMNS}
+        FROM feed_items f
+        {_JOINS}
+        WHERE f.space_id = :space_id AND f.sequence > :after
+          AND {_VISIBLE}
+          AND {_FILTERED}
+        ORDER BY f.sequence
+        LIMIT :limit""", {**visibility_params(principal), "after": after, "limit": limit})
+
+
+def visible_items_statement(principal: Principal, item_ids: Sequence[str]) -> Statement:
+    """Which of ``item_ids`` the consumer sees, with their type and resource."""
+    return stmt(f"""
+        SELECT f.item_id, f.item_type
+        FROM feed_items f
+        WHERE f.space_id = :space_id AND f.item_id IN (SELECT value FROM json_each(:ids))
+          AND {_VISIBLE}
+          AND {_FILTERED}""", {**visibility_params(principal), "ids": json_list(item_ids)})
+
+
+def checkpoint_statement(principal: Principal) -> Statement:
+    """The saved checkpoint for (consumer, view revision, grant fingerprint); none means 0."""
+    return stmt("""SELECT sequence FROM consumer_checkpoints WHERE space_id = :space_id
+                   AND consumer_id = :consumer_id AND view_revision = :view_revision
+                   AND grant_fingerprint = :grant_fingerprint""",
+                {"space_id": principal.space_id, "consumer_id": principal.consumer.consumer_id,
+                 "view_revision": principal.consumer.view_revision,
+                 "grant_fingerprint": principal.grant_fingerprint})
+
+
+def latest_sequence_statement(space_id: str) -> Statement:
+    """The newest feed position of a space (for long-poll wake-ups)."""
+    return stmt("SELECT MAX(sequence) FROM feed_items WHERE space_id = :space_id",
+                {"space_id": space_id})
+
+
+@dataclass(frozen=True)
+class FeedRow:
+    """One decoded :data:`FEED_COLUMNS` row."""
+
+    sequence: int
+    item_id: str
+    item_type: str
+    producer_id: str
+    thread_id: str | None
+    resource_id: str
+    collection_id: str | None
+    committed_at: int
+    recipients_json: str
+    subject: str | None
+    kind: str | None
+    receipt: tuple[SqlValue, ...]

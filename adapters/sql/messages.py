@@ -1,0 +1,163 @@
+"""The message commit plan (publishes message, recipients, feed item and stable result at once)
+and the message reads."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from waypost.adapters.sql.authority import authority_cases, authority_params
+from waypost.adapters.sql.control import json_list
+from waypost.adapters.sql.plan import (
+    GUARD_OK, CommitPlan, SqlValue, Statement, guard, guarded, new_plan_id, plan, stmt,
+    verdict_read,
+)
+from waypost.reference.principal import Principal
+from waypost.reference.values import MAX_SEQUENCE
+
+SETTLED = "SETTLED"
+
+#: The submission is already final (committed or failed): the outcome carries its result.
+_SETTLED_CASE = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
+                 " AND state IN ('reserved', 'prepared'))", SETTLED)
+
+
+def sequence_exhausted(count: str) -> tuple[str, str]:
+    """The guard case for a feed counter that cannot take ``count`` more items (never wraps)."""
+    return (f"COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'feed_items'), 0)"
+            f" > {MAX_SEQUENCE} - ({count})", "RESOURCE_LIMIT")
+
+
+@dataclass(frozen=True)
+class MessageCommit:
+    """Everything the commit needs beyond the submission row (which holds the reserved ids,
+    the recipients fixed at reservation and the prepared body)."""
+
+    submission_id: str
+    message_id: str
+    thread_id: str
+    new_thread: bool
+    feed_item_id: str
+    in_reply_to: str | None
+    kind: str
+    subject: str
+    attachment_ids: Sequence[str]
+    metadata: dict[str, Any] | None
+
+
+def commit_message(principal: Principal, now: int, message: MessageCommit) -> CommitPlan:
+    """Guard authority, recipients, thread and reply; then publish everything in one plan."""
+    plan_id = new_plan_id()
+    p: dict[str, SqlValue] = {
+        **authority_params(principal, now, "message.send"),
+        "space_id": principal.space_id, "producer_id": principal.actor_id,
+        "submission_id": message.submission_id, "message_id": message.message_id,
+        "thread_id": message.thread_id, "new_thread": int(message.new_thread),
+        "feed_item_id": message.feed_item_id, "in_reply_to": message.in_reply_to,
+        "kind": message.kind, "subject": message.subject,
+        "attachments": json_list(message.attachment_ids),
+        "metadata": None if message.metadata is None else json.dumps(message.metadata),
+    }
+    recipients = "SELECT actor_id FROM submission_recipients WHERE submission_id = :submission_id"
+    member = ("EXISTS (SELECT 1 FROM thread_members m WHERE m.space_id = :space_id"
+              " AND m.thread_id = :thread_id AND m.actor_id = {who})")
+    cases = [
+        _SETTLED_CASE,
+        *authority_cases(),
+        ("EXISTS (SELECT 1 FROM tokens WHERE token_id = :token_id AND recipients_mode = 'listed'"
+         f" AND EXISTS ({recipients} AND actor_id NOT IN (SELECT recipient_actor_id"
+         " FROM token_recipient_grants WHERE token_id = :token_id)))", "FORBIDDEN:recipient_ids"),
+        (":new_thread = 0 AND NOT " + member.format(who=":producer_id"), "NOT_FOUND:thread_id"),
+        (f":new_thread = 0 AND EXISTS ({recipients} AND NOT "
+         + member.format(who="actor_id") + ")", "FORBIDDEN:recipient_ids"),
+        (":in_reply_to IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages WHERE"
+         " space_id = :space_id AND message_id = :in_reply_to AND thread_id = :thread_id)",
+         "NOT_FOUND:in_reply_to"),
+        ("json_array_length(:attachments) > 0", "REFERENCE_INVALID:attachment_ids"),
+        ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
+         " AND state = 'prepared')", "NOT_READY"),
+        sequence_exhausted("1"),
+    ]
+    writes: list[Statement] = [guard(plan_id, cases, p)] + [guarded(plan_id, sql, p) for sql in (
+        f"""INSERT INTO threads (space_id, thread_id, created_at)
+            SELECT :space_id, :thread_id, :now WHERE :new_thread = 1 AND {GUARD_OK}""",
+        f"""INSERT INTO thread_members (space_id, thread_id, actor_id, added_at)
+            SELECT :space_id, :thread_id, actor_id, :now FROM (
+                SELECT :producer_id AS actor_id UNION {recipients})
+            WHERE :new_thread = 1 AND {GUARD_OK}""",
+        f"""INSERT INTO messages (space_id, message_id, submission_id, producer_id, thread_id,
+                in_reply_to, kind, subject, body_ref, body_sha256, body_size, metadata_json,
+                committed_at)
+            SELECT :space_id, :message_id, :submission_id, :producer_id, :thread_id,
+                :in_reply_to, :kind, :subject, s.object_ref, s.object_sha256, s.object_size,
+                :metadata, :now
+            FROM submissions s WHERE s.submission_id = :submission_id AND {GUARD_OK}""",
+        f"""INSERT INTO message_recipients (space_id, message_id, actor_id)
+            SELECT :space_id, :message_id, actor_id FROM submission_recipients
+            WHERE submission_id = :submission_id AND {GUARD_OK}""",
+        f"""INSERT INTO message_attachments (space_id, message_id, position, blob_id)
+            SELECT :space_id, :message_id, key, value FROM json_each(:attachments)
+            WHERE {GUARD_OK}""",
+        f"""INSERT INTO feed_items (item_id, space_id, item_type, producer_id, thread_id,
+                resource_id, committed_at)
+            SELECT :feed_item_id, :space_id, 'message', :producer_id, :thread_id, :message_id,
+                :now WHERE {GUARD_OK}""",
+        f"""INSERT INTO feed_recipients (space_id, item_id, actor_id, sequence)
+            SELECT :space_id, :feed_item_id, actor_id,
+                (SELECT sequence FROM feed_items WHERE item_id = :feed_item_id)
+            FROM submission_recipients WHERE submission_id = :submission_id AND {GUARD_OK}""",
+        f"""UPDATE submissions SET state = 'committed', result_status = 201, committed_at = :now
+            WHERE submission_id = :submission_id AND {GUARD_OK}""",
+    )]
+    outcome = verdict_read(plan_id, "s.state, s.committed_at, f.sequence",
+                           """JOIN submissions s ON s.submission_id = :submission_id
+                              LEFT JOIN feed_items f ON f.item_id = s.feed_item_id""", p)
+    return plan("commit_message", plan_id, writes, outcome)
+
+
+def message_statements(space_id: str, message_id: str) -> list[Statement]:
+    """The message row (with its feed item), its recipients, its attachments in order."""
+    p: dict[str, SqlValue] = {"space_id": space_id, "message_id": message_id}
+    return [
+        stmt("""SELECT m.message_id, m.thread_id, m.in_reply_to, m.producer_id, m.kind,
+                    m.subject, m.body_ref, m.body_sha256, m.body_size, m.metadata_json,
+                    m.committed_at, f.item_id, f.sequence
+                FROM messages m
+                JOIN feed_items f ON f.space_id = m.space_id AND f.item_type = 'message'
+                    AND f.resource_id = m.message_id
+                WHERE m.space_id = :space_id AND m.message_id = :message_id""", p),
+        stmt("""SELECT actor_id FROM message_recipients
+                WHERE space_id = :space_id AND message_id = :message_id ORDER BY actor_id""", p),
+        stmt("""SELECT blob_id FROM message_attachments
+                WHERE space_id = :space_id AND message_id = :message_id ORDER BY position""", p),
+    ]
+
+
+def thread_statements(space_id: str, thread_id: str, actor_ids: Sequence[str]) -> Statement:
+    """Which of ``actor_ids`` are members of the thread (none if it does not exist)."""
+    return stmt("""SELECT actor_id FROM thread_members WHERE space_id = :space_id
+                   AND thread_id = :thread_id AND actor_id IN (SELECT value FROM json_each(:ids))""",
+                {"space_id": space_id, "thread_id": thread_id, "ids": json_list(actor_ids)})
+
+
+def actors_statement(space_id: str, actor_ids: Sequence[str]) -> Statement:
+    """Which of ``actor_ids`` are actors of the space."""
+    return stmt("""SELECT actor_id FROM actors WHERE space_id = :space_id
+                   AND actor_id IN (SELECT value FROM json_each(:ids))""",
+                {"space_id": space_id, "ids": json_list(actor_ids)})
+
+
+def default_actor_statement(space_id: str) -> Statement:
+    return stmt("SELECT default_actor_id FROM spaces WHERE space_id = :space_id",
+                {"space_id": space_id})
+
+
+def reply_statement(space_id: str, message_id: str) -> Statement:
+    """The thread, producer and recipients-membership facts of a message one replies to."""
+    return stmt("""SELECT m.thread_id, m.producer_id,
+                       (SELECT json_group_array(actor_id) FROM message_recipients r
+                        WHERE r.space_id = m.space_id AND r.message_id = m.message_id)
+                   FROM messages m WHERE m.space_id = :space_id AND m.message_id = :message_id""",
+                {"space_id": space_id, "message_id": message_id})

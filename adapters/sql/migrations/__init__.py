@@ -1,0 +1,25 @@
+"""Numbered schema migrations shared by the SQLite and D1 drivers; never edited once released."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One numbered migration: ``0001_core.sql`` → version 1, name ``core``."""
+
+    version: int
+    name: str
+    sql: str
+
+
+def all_migrations() -> list[Migration]:
+    """Every migration shipped with the package, in order."""
+    found = []
+    for entry in resources.files(__package__).iterdir():
+        if entry.name.endswith(".sql"):
+            number, _, rest = entry.name.partition("_")
+            found.append(Migration(int(number), rest.removesuffix(".sql"), entry.read_text()))
+    return sorted(found, key=lambda migration: migration.version)

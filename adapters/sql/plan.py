@@ -1,0 +1,108 @@
+"""The commit-plan type both drivers execute (architecture.md "Storage core").
+
+A plan is an ordered list of parameterised statements. Its first statement records a verdict in
+``commit_guards`` from the live database state; every business write is conditioned on that
+verdict being ``'ok'``; a final read decodes the outcome from the rows actually written; the last
+statement removes the verdict row. The SQLite driver runs a plan inside ``BEGIN IMMEDIATE``; the
+D1 driver sends the same statements as one ``batch``. Nothing is inferred from "rows changed".
+
+Statements are written with ``:name`` parameters for readability and compiled to numbered ``?N``
+parameters (the only kinds D1 binds), each distinct name bound once.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from textwrap import dedent
+
+SqlValue = int | str | bytes | float | None
+Row = tuple[SqlValue, ...]
+
+_NAME = re.compile(r"(?<![:\w]):([A-Za-z_][A-Za-z0-9_]*)")
+
+#: Condition that a plan's guard said yes; use inside a write's WHERE clause.
+GUARD_OK = "EXISTS (SELECT 1 FROM commit_guards WHERE plan_id = :plan AND verdict = 'ok')"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One SQL statement with its numbered parameters, e.g. ``("… WHERE id = ?1", ("a",))``."""
+
+    sql: str
+    params: tuple[SqlValue, ...] = ()
+
+
+def stmt(sql: str, params: Mapping[str, SqlValue] | None = None) -> Statement:
+    """Compile ``:name`` parameters to ``?N``. Every name used must be given; names given but
+    not used are ignored, so the statements of one plan can share one parameter mapping."""
+    given = dict(params or {})
+    order: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in given:
+            raise KeyError(f"parameter :{name} not given")
+        if name not in order:
+            order.append(name)
+        return f"?{order.index(name) + 1}"
+
+    sql_text = _NAME.sub(number, dedent(sql).strip())
+    return Statement(sql_text, tuple(given[name] for name in order))
+
+
+@dataclass(frozen=True)
+class CommitPlan:
+    """An atomic business operation: guard, guarded writes, outcome read, guard cleanup."""
+
+    name: str
+    plan_id: str
+    writes: tuple[Statement, ...]
+    outcome: Statement
+    cleanup: tuple[Statement, ...] = field(default=())
+
+    @property
+    def statements(self) -> tuple[Statement, ...]:
+        """Everything in execution order; the outcome is the one read the caller decodes."""
+        return (*self.writes, self.outcome, *self.cleanup)
+
+    @property
+    def outcome_index(self) -> int:
+        return len(self.writes)
+
+
+def new_plan_id() -> str:
+    """A fresh id for one plan execution's verdict row."""
+    return secrets.token_hex(12)
+
+
+def plan(name: str, plan_id: str, writes: Sequence[Statement], outcome: Statement) -> CommitPlan:
+    """Assemble a plan; the cleanup that drops its verdict row is added here, once."""
+    cleanup = stmt("DELETE FROM commit_guards WHERE plan_id = :plan", {"plan": plan_id})
+    return CommitPlan(name, plan_id, tuple(writes), outcome, (cleanup,))
+
+
+def guard(plan_id: str, cases: Sequence[tuple[str, str]], params: Mapping[str, SqlValue]) -> Statement:
+    """The verdict statement: the first failing case's code, else ``'ok'``.
+
+    ``cases`` are ``(condition_that_means_failure, code)`` pairs evaluated in order.
+    """
+    whens = "\n".join(f"    WHEN {condition} THEN '{code}'" for condition, code in cases)
+    sql = f"INSERT INTO commit_guards (plan_id, verdict)\nSELECT :plan, CASE\n{whens}\n    ELSE 'ok' END"
+    return stmt(sql, {**params, "plan": plan_id})
+
+
+def guarded(plan_id: str, sql: str, params: Mapping[str, SqlValue] | None = None) -> Statement:
+    """A write that happens only if the plan's verdict is ``'ok'``; its SQL must use
+    :data:`GUARD_OK` (checked, so no write is ever left unguarded)."""
+    if GUARD_OK not in sql:
+        raise ValueError("a plan write must be conditioned on GUARD_OK")
+    return stmt(sql, {**(params or {}), "plan": plan_id})
+
+
+def verdict_read(plan_id: str, columns: str, joins: str, params: Mapping[str, SqlValue]) -> Statement:
+    """The outcome read: the verdict first, then ``columns`` from what ``joins`` finds."""
+    sql = f"SELECT g.verdict, {columns}\nFROM commit_guards g\n{joins}\nWHERE g.plan_id = :plan"
+    return stmt(sql, {**params, "plan": plan_id})

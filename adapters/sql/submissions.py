@@ -1,0 +1,159 @@
+"""Submission plans (protocol.md §5): reserve a key, record the prepared object, look it up."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from waypost.adapters.sql.authority import NOT_LIVE, authority_params
+from waypost.adapters.sql.control import json_list
+from waypost.adapters.sql.driver import Driver
+from waypost.adapters.sql.plan import (
+    GUARD_OK, SqlValue, Statement, guard, guarded, new_plan_id, plan, stmt, verdict_read,
+)
+from waypost.reference.principal import Principal
+
+SUBMISSION_COLUMNS = """s.submission_id, s.fingerprint, s.state, s.resource_id, s.thread_id,
+    s.feed_item_id, s.object_ref, s.object_sha256, s.object_size, s.result_status,
+    s.committed_at, s.checkpoint_sequence, s.error_code, s.error_detail"""
+
+
+@dataclass(frozen=True)
+class SubmissionRecord:
+    """A submission row: key facts fixed at reservation, then its phase and stable result."""
+
+    submission_id: str
+    fingerprint: bytes
+    state: str
+    resource_id: str
+    thread_id: str | None
+    feed_item_id: str | None
+    object_ref: str | None
+    object_sha256: bytes | None
+    object_size: int | None
+    result_status: int | None
+    committed_at: int | None
+    checkpoint_sequence: int | None
+    error_code: str | None
+    error_detail: str | None
+
+    @property
+    def pending(self) -> bool:
+        return self.state in ("reserved", "prepared")
+
+
+def record_from(row: Sequence[SqlValue]) -> SubmissionRecord:
+    """Decode :data:`SUBMISSION_COLUMNS`."""
+    return SubmissionRecord(*row)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """What reserving a key found: our new row, or the row an earlier attempt left."""
+
+    verdict: str
+    record: SubmissionRecord | None
+    created: bool
+
+
+def key_params(principal: Principal, operation: str, request_id: str) -> dict[str, SqlValue]:
+    return {"space_id": principal.space_id, "producer_id": principal.actor_id,
+            "operation": operation, "request_id": request_id}
+
+
+_BY_KEY = """LEFT JOIN submissions s ON s.space_id = :space_id AND s.producer_id = :producer_id
+    AND s.operation = :operation AND s.request_id = :request_id"""
+
+
+async def reserve(driver: Driver, principal: Principal, now: int, operation: str,
+                  request_id: str, fingerprint: bytes, submission_id: str, resource_id: str,
+                  thread_id: str | None = None, feed_item_id: str | None = None,
+                  object_ref: str | None = None,
+                  recipient_ids: Sequence[str] = ()) -> Reservation:
+    """Reserve (space, producer, operation, request_id), fixing the fingerprint, the reserved ids
+    and resolved defaults (the recipients); an existing reservation is read back, unchanged."""
+    plan_id = new_plan_id()
+    params: dict[str, SqlValue] = {
+        **authority_params(principal, now, operation), **key_params(principal, operation,
+                                                                    request_id),
+        "submission_id": submission_id, "fingerprint": fingerprint, "now": now,
+        "resource_id": resource_id, "thread_id": thread_id, "feed_item_id": feed_item_id,
+        "object_ref": object_ref, "recipients": json_list(recipient_ids)}
+    writes = [
+        guard(plan_id, [(NOT_LIVE, "UNAUTHENTICATED")], params),
+        guarded(plan_id, f"""
+            INSERT INTO submissions (submission_id, space_id, producer_id, operation, request_id,
+                fingerprint, state, reserved_at, resource_id, thread_id, feed_item_id, object_ref)
+            SELECT :submission_id, :space_id, :producer_id, :operation, :request_id,
+                :fingerprint, 'reserved', :now, :resource_id, :thread_id, :feed_item_id,
+                :object_ref
+            WHERE {GUARD_OK}
+            ON CONFLICT (space_id, producer_id, operation, request_id) DO NOTHING""", params),
+        guarded(plan_id, f"""
+            INSERT INTO submission_recipients (submission_id, space_id, actor_id)
+            SELECT :submission_id, :space_id, value FROM json_each(:recipients)
+            WHERE {GUARD_OK} AND EXISTS (SELECT 1 FROM submissions
+                WHERE submission_id = :submission_id)""", params),
+    ]
+    outcome = verdict_read(plan_id, SUBMISSION_COLUMNS, _BY_KEY, params)
+    (verdict, *row), = await driver.run(plan("reserve", plan_id, writes, outcome))
+    assert isinstance(verdict, str)
+    record = record_from(row) if row[0] is not None else None
+    return Reservation(verdict, record, record is not None and record.submission_id == submission_id)
+
+
+async def mark_prepared(driver: Driver, principal: Principal, now: int, submission_id: str,
+                        sha256: bytes, size: int) -> str:
+    """Record the verified facts of the prepared object; returns the submission's state after."""
+    plan_id = new_plan_id()
+    params: dict[str, SqlValue] = {**authority_params(principal, now, ""),
+                                   "submission_id": submission_id, "sha256": sha256,
+                                   "size": size, "now": now}
+    writes = [
+        guard(plan_id, [(NOT_LIVE, "UNAUTHENTICATED")], params),
+        guarded(plan_id, f"""
+            UPDATE submissions SET state = 'prepared', object_sha256 = :sha256,
+                object_size = :size, prepared_at = :now
+            WHERE submission_id = :submission_id AND state = 'reserved' AND {GUARD_OK}""",
+            params),
+    ]
+    outcome = verdict_read(plan_id, "s.state",
+                           "JOIN submissions s ON s.submission_id = :submission_id", params)
+    (verdict, state), = await driver.run(plan("mark_prepared", plan_id, writes, outcome))
+    if verdict != "ok":
+        return str(verdict)
+    return str(state)
+
+
+def lookup_statement(principal: Principal, operation: str, request_id: str) -> Statement:
+    """The submission of one key, with the feed sequence of its item if any."""
+    return stmt(f"""
+        SELECT {SUBMISSION_COLUMNS}, f.sequence
+        FROM submissions s LEFT JOIN feed_items f ON f.item_id = s.feed_item_id
+        WHERE s.space_id = :space_id AND s.producer_id = :producer_id
+          AND s.operation = :operation AND s.request_id = :request_id""",
+        key_params(principal, operation, request_id))
+
+
+def recipients_statement(submission_id: str) -> Statement:
+    return stmt("""SELECT actor_id FROM submission_recipients WHERE submission_id = :sid
+                   ORDER BY actor_id""", {"sid": submission_id})
+
+
+def ack_items_statement(submission_id: str) -> Statement:
+    """Per-item ACK results as recorded at commit: ``(item_id, stage, version, changed)``."""
+    return stmt(f"""
+        SELECT item_id,
+               CASE WHEN {ADVANCED} THEN requested_stage ELSE prior_stage END,
+               CASE WHEN {ADVANCED} THEN prior_version + 1 ELSE prior_version END,
+               {ADVANCED}
+        FROM submission_ack_items WHERE submission_id = :sid ORDER BY position""",
+        {"sid": submission_id})
+
+
+def stage_rank(column: str) -> str:
+    """none < received < processed, as an SQL expression."""
+    return f"(CASE {column} WHEN 'processed' THEN 2 WHEN 'received' THEN 1 ELSE 0 END)"
+
+
+ADVANCED = f"({stage_rank('requested_stage')} > {stage_rank('prior_stage')})"

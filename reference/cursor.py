@@ -1,0 +1,80 @@
+"""Opaque, versioned, HMAC-SHA256-protected cursors (protocol.md §3, P07).
+
+Encoding v1: ``"v1." + base64url(payload) + "." + base64url(tag)`` without padding, where
+``payload`` is the canonical JSON of the binding fields plus the position and
+``tag = HMAC-SHA256(key, "waypost-cursor-v1" || 0x00 || payload)``. The same key signs feed cursors
+and memory item cursors; the ``kind`` field keeps them apart.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import asdict, dataclass
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, hmac
+
+from waypost.reference.canonical import canonical_json
+from waypost.reference.errors import CursorInvalid
+
+VERSION = "v1"
+_CONTEXT = b"waypost-cursor-v1\x00"
+
+
+@dataclass(frozen=True)
+class FeedCursor:
+    """Where a consumer's page ends, and everything that page was computed for."""
+
+    space_id: str
+    actor_id: str
+    consumer_id: str
+    view_revision: int
+    filter_fingerprint: str
+    grant_fingerprint: str
+    position: int
+    kind: str = "feed"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _tag(key: bytes, payload: bytes) -> hmac.HMAC:
+    mac = hmac.HMAC(key, hashes.SHA256())
+    mac.update(_CONTEXT + payload)
+    return mac
+
+
+def encode(key: bytes, cursor: FeedCursor) -> str:
+    """Sign a cursor; the result is opaque to callers."""
+    fields = asdict(cursor)
+    fields["position"] = str(cursor.position)
+    payload = canonical_json(fields)
+    return f"{VERSION}.{_b64(payload)}.{_b64(_tag(key, payload).finalize())}"
+
+
+def decode(key: bytes, text: str) -> FeedCursor:
+    """Verify and decode; any modified byte, unknown version or wrong shape is CURSOR_INVALID."""
+    invalid = CursorInvalid("cursor is invalid", field="cursor")
+    parts = text.split(".")
+    if len(parts) != 3 or parts[0] != VERSION:
+        raise invalid
+    try:
+        payload, tag = _unb64(parts[1]), _unb64(parts[2])
+        if _b64(payload) != parts[1] or _b64(tag) != parts[2]:
+            raise invalid  # non-canonical base64 would give two spellings of one cursor
+        _tag(key, payload).verify(tag)
+        fields = json.loads(payload)
+        fields["position"] = int(fields["position"])
+        cursor = FeedCursor(**fields)
+    except (InvalidSignature, binascii.Error, ValueError, TypeError, KeyError):
+        raise invalid from None
+    if cursor.kind != "feed":
+        raise invalid
+    return cursor

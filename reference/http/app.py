@@ -1,0 +1,135 @@
+"""The Starlette application: routes of protocol.md §6 and the served OpenAPI document."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from waypost import __version__
+from waypost.reference.errors import NotFound
+from waypost.reference.http import openapi
+from waypost.reference.http.endpoints import admin, context, data, error_response, read_json
+from waypost.reference.principal import Principal
+from waypost.reference.service import acks, control, feed, listings, messages, submissions
+from waypost.reference.service.context import Context, Outcome
+
+P = "path_params"
+
+
+async def describe(request: Request) -> Response:
+    ctx = context(request)
+    return JSONResponse({
+        "protocol": "waypost/1",
+        "server": f"waypost-reference/{__version__}",
+        "limits": ctx.limits.published(),
+        "capabilities": {"adapter": ctx.driver.name, "test_hooks": ctx.test_hooks, "mcp": False,
+                         "operations": ["message.send", "receipt.ack"]},
+    })
+
+
+async def openapi_document(request: Request) -> Response:
+    return JSONResponse(openapi.document())
+
+
+async def _send(ctx: Context, principal: Principal, request: Request) -> Outcome:
+    return await messages.send(ctx, principal, await read_json(request))
+
+
+async def _message(ctx: Context, principal: Principal, request: Request) -> Outcome:
+    return await messages.read_message(ctx, principal, request.path_params["message_id"])
+
+
+async def _feed(ctx: Context, principal: Principal, request: Request) -> Outcome:
+    query = request.query_params
+    unknown = set(query) - {"cursor", "limit", "wait"}
+    if unknown:
+        from waypost.reference.errors import InvalidRequest
+        raise InvalidRequest(f"unknown query parameter {sorted(unknown)[0]}",
+                             field=sorted(unknown)[0])
+    return await feed.read_feed(ctx, principal, query.get("cursor"), query.get("limit"),
+                                query.get("wait"))
+
+
+async def _ack(ctx: Context, principal: Principal, request: Request) -> Outcome:
+    return await acks.acknowledge(ctx, principal, await read_json(request))
+
+
+async def _submission(ctx: Context, principal: Principal, request: Request) -> Outcome:
+    return await submissions.lookup(ctx, principal, request.path_params["operation"],
+                                    request.path_params["request_id"])
+
+
+def _admin_body(fn: Any, *names: str) -> Any:
+    async def operation(ctx: Context, request: Request) -> Outcome:
+        args = [request.path_params[name] for name in names]
+        return await fn(ctx, *args, await read_json(request))  # type: ignore[no-any-return]
+    return admin(operation)
+
+
+async def _spaces(ctx: Context, request: Request) -> Outcome:
+    return await listings.spaces(ctx)
+
+
+async def _space(ctx: Context, request: Request) -> Outcome:
+    return await listings.space(ctx, request.path_params["space_id"])
+
+
+ROUTES = [
+    Route("/v1/describe", describe, methods=["GET"]),
+    Route("/openapi.json", openapi_document, methods=["GET"]),
+    Route("/v1/messages", data(_send), methods=["POST"]),
+    Route("/v1/messages/{message_id}", data(_message), methods=["GET"]),
+    Route("/v1/feed", data(_feed), methods=["GET"]),
+    Route("/v1/acks", data(_ack), methods=["POST"]),
+    Route("/v1/submissions/{operation}/{request_id}", data(_submission), methods=["GET"]),
+    Route("/admin/v1/spaces", _admin_body(control.create_space), methods=["POST"]),
+    Route("/admin/v1/spaces", admin(_spaces), methods=["GET"]),
+    Route("/admin/v1/spaces/{space_id}", admin(_space), methods=["GET"]),
+    Route("/admin/v1/spaces/{space_id}/actors", _admin_body(control.create_actor, "space_id"),
+          methods=["POST"]),
+    Route("/admin/v1/spaces/{space_id}/actors/{actor_id}/disable",
+          _admin_body(control.disable_actor, "space_id", "actor_id"), methods=["POST"]),
+    Route("/admin/v1/spaces/{space_id}/consumers",
+          _admin_body(control.create_consumer, "space_id"), methods=["POST"]),
+    Route("/admin/v1/spaces/{space_id}/consumers/{consumer_id}/view",
+          _admin_body(control.change_view, "space_id", "consumer_id"), methods=["POST"]),
+    Route("/admin/v1/spaces/{space_id}/collections",
+          _admin_body(control.create_collection, "space_id"), methods=["POST"]),
+    Route("/admin/v1/spaces/{space_id}/tokens", _admin_body(control.issue_token, "space_id"),
+          methods=["POST"]),
+    Route("/admin/v1/tokens/{token_id}/revoke",
+          _admin_body(control.revoke_token, "token_id"), methods=["POST"]),
+    Route("/admin/v1/spaces/{space_id}/threads/{thread_id}/members",
+          _admin_body(control.add_thread_members, "space_id", "thread_id"), methods=["POST"]),
+]
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    if status == 405:
+        return error_response(NotFound("no such operation at this path"))
+    if status == 404:
+        return error_response(NotFound("no such path"))
+    return JSONResponse({"error": {"code": "INTERNAL", "message": "internal error",
+                                   "details": {}}}, 500)
+
+
+def create_app(ctx_factory: Any) -> Starlette:
+    """The ASGI app. ``ctx_factory`` is an async context manager yielding the :class:`Context`,
+    entered at startup and left at shutdown."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with ctx_factory() as ctx:
+            app.state.context = ctx
+            yield
+
+    return Starlette(routes=ROUTES, lifespan=lifespan,
+                     exception_handlers={HTTPException: _http_error})

@@ -1,0 +1,27 @@
+"""Published limits (protocol.md §11): what a deployment honours, advertised by describe."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Defaults are the local SQLite deployment's; a D1 deployment publishes smaller ones."""
+
+    ack_items: int = 20
+    recipients: int = 64
+    attachments: int = 16
+    subject_bytes: int = 256
+    body_text_bytes: int = 64 * 1024
+    metadata_bytes: int = 4096
+    memory_entries_per_revision: int = 10_000
+    inline_items_per_publish: int = 1_000
+    upload_bytes: int = 64 * 1024 * 1024
+    page_limit: int = 100
+    upload_expiry_seconds: int = 3600
+    wait_seconds: int = 30
+
+    def published(self) -> dict[str, int]:
+        """The ``limits`` object of ``GET /v1/describe``."""
+        return asdict(self)

@@ -1,0 +1,80 @@
+"""Strict parsing of request bodies: unknown fields are rejected, every error names its field."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from waypost.reference.errors import InvalidRequest
+
+T = TypeVar("T")
+
+
+def json_body(raw: bytes) -> Any:
+    """Decode a request body as JSON (UTF-8, no NaN/Infinity, no duplicate keys)."""
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in pairs]
+        if len(set(keys)) != len(keys):
+            raise InvalidRequest("request body repeats a key", field="body")
+        return dict(pairs)
+
+    def no_constant(name: str) -> Any:
+        raise InvalidRequest(f"{name} is not JSON", field="body")
+
+    try:
+        return json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicates,
+                          parse_constant=no_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise InvalidRequest("request body must be JSON", field="body") from None
+
+
+def fields(value: Any, field: str, required: Iterable[str], optional: Iterable[str] = ()) -> dict[str, Any]:
+    """A JSON object with exactly the given required keys and any of the optional ones."""
+    where = field or "body"
+    if not isinstance(value, dict):
+        raise InvalidRequest(f"{where} must be a JSON object", field=where)
+    required, optional = list(required), list(optional)
+    for key in value:
+        if key not in required and key not in optional:
+            raise InvalidRequest(f"unknown field {_join(field, key)}", field=_join(field, key))
+    for key in required:
+        if key not in value:
+            raise InvalidRequest(f"{_join(field, key)} is required", field=_join(field, key))
+    return value
+
+
+def _join(field: str, key: str) -> str:
+    return f"{field}.{key}" if field else key
+
+
+def at(field: str, key: str) -> str:
+    """The path of a member: ``at("body", "text") == "body.text"``."""
+    return _join(field, key)
+
+
+def items(value: Any, field: str, parse: Callable[[Any, str], T], *, low: int = 0,
+          high: int | None = None) -> list[T]:
+    """A JSON array whose elements ``parse`` accepts; its length within ``[low, high]``."""
+    if not isinstance(value, list):
+        raise InvalidRequest(f"{field} must be an array", field=field)
+    if len(value) < low or (high is not None and len(value) > high):
+        bound = f"{low} to {high}" if high is not None else f"at least {low}"
+        raise InvalidRequest(f"{field} must hold {bound} elements", field=field, max=high)
+    return [parse(element, f"{field}[{index}]") for index, element in enumerate(value)]
+
+
+def one_of(value: Any, field: str, choices: Iterable[str]) -> str:
+    """A string from a closed set."""
+    options = list(choices)
+    if not isinstance(value, str) or value not in options:
+        raise InvalidRequest(f"{field} must be one of {', '.join(options)}", field=field)
+    return value
+
+
+def boolean(value: Any, field: str) -> bool:
+    """A JSON boolean."""
+    if not isinstance(value, bool):
+        raise InvalidRequest(f"{field} must be true or false", field=field)
+    return value

@@ -1,0 +1,74 @@
+"""The embedded deployment: SQLite + files in one data directory, created on first start."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from starlette.applications import Starlette
+
+from waypost.adapters.blobs.files import FileBlobStore
+from waypost.adapters.sqlite.driver import SqliteDriver
+from waypost.reference.clock import SystemClock
+from waypost.reference.http.app import create_app
+from waypost.reference.service.auth import token_digest
+from waypost.reference.service.context import Context
+
+DATABASE = "waypost.sqlite3"
+CURSOR_KEY = "cursor.key"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to serve: where the data lives, the operator's admin token, test hooks."""
+
+    data_dir: Path
+    admin_token: str | None = None
+    test_hooks: bool = False
+
+
+def cursor_key(data_dir: Path) -> bytes:
+    """The HMAC key for cursors: 32 random bytes made once, kept so cursors survive restarts."""
+    path = data_dir / CURSOR_KEY
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        key = path.read_bytes()
+        if len(key) != 32:
+            raise RuntimeError(f"{path} is damaged: expected 32 bytes") from None
+        return key
+    key = secrets.token_bytes(32)
+    try:
+        os.write(fd, key)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return key
+
+
+@asynccontextmanager
+async def open_context(settings: Settings) -> AsyncIterator[Context]:
+    """Open (or create) the data directory and yield the context requests share."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    driver = SqliteDriver(settings.data_dir / DATABASE)
+    try:
+        await driver.migrate()
+        yield Context(
+            driver=driver,
+            blobs=FileBlobStore(settings.data_dir / "objects"),
+            clock=SystemClock(),
+            cursor_key=cursor_key(settings.data_dir),
+            admin_digest=token_digest(settings.admin_token) if settings.admin_token else None,
+            test_hooks=settings.test_hooks,
+        )
+    finally:
+        driver.close()
+
+
+def build_app(settings: Settings) -> Starlette:
+    """The embedded reference as an ASGI app (usable under any ASGI server)."""
+    return create_app(lambda: open_context(settings))

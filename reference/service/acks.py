@@ -1,0 +1,72 @@
+"""``receipt.ack``: up to 20 receipts and a checkpoint, all or nothing (P09, P10)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from waypost.adapters.sql import acks as sql
+from waypost.adapters.sql import feed as feed_sql
+from waypost.adapters.sql import submissions as submission_sql
+from waypost.reference import values
+from waypost.reference.canonical import digest
+from waypost.reference.errors import Forbidden, InvalidRequest, NotFound
+from waypost.reference.principal import Principal
+from waypost.reference.requests import Ack, parse_ack
+from waypost.reference.service import submissions
+from waypost.reference.service.context import Context, Outcome
+from waypost.reference.service.feed import position_of
+
+OPERATION = "receipt.ack"
+
+
+async def _check_items(ctx: Context, principal: Principal, request: Ack) -> None:
+    """Every item must be visible to the consumer (else 404 naming it) and not a receipt."""
+    ids = [item.item_id for item in request.items]
+    (rows,) = await ctx.driver.read([feed_sql.visible_items_statement(principal, ids)])
+    types = {str(row[0]): str(row[1]) for row in rows}
+    for index, item in enumerate(request.items):
+        if item.item_id not in types:
+            raise NotFound("feed item not found", field=f"items[{index}].item_id",
+                           item_id=item.item_id)
+        if types[item.item_id] == "receipt":
+            raise InvalidRequest("receipt items cannot be acknowledged",
+                                 field=f"items[{index}].item_id", item_id=item.item_id)
+
+
+async def acknowledge(ctx: Context, principal: Principal, raw: Any) -> Outcome:
+    """Save every receipt advance and the checkpoint together, or nothing; or replay."""
+    request = parse_ack(raw, ctx.limits)
+    if not principal.has("receipt.write"):
+        raise Forbidden("the token lacks the receipt.write scope", field="scope")
+    checkpoint = None
+    if request.checkpoint_cursor is not None:
+        checkpoint = position_of(ctx, principal, request.checkpoint_cursor)
+    fingerprint = digest(request.normalised(checkpoint))
+    found = await submissions.find(ctx, principal, OPERATION, request.request_id)
+    if found is None:
+        await _check_items(ctx, principal, request)
+        reservation = await submission_sql.reserve(
+            ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
+            fingerprint, values.new_id("sub"), principal.consumer.consumer_id)
+        if reservation.verdict != "ok":
+            raise submissions.refuse(reservation.verdict)
+        assert reservation.record is not None
+        record, sequence = reservation.record, None
+    else:
+        record, sequence = found
+    submissions.check_fingerprint(record, fingerprint)
+    if record.pending:
+        lines = [sql.AckLine(item.item_id, item.stage, values.new_id("rcp"), values.new_id("fi"))
+                 for item in request.items]
+        plan = sql.acknowledge(principal, ctx.clock.now_ms(), record.submission_id, lines,
+                               checkpoint)
+        (verdict, _state), = await ctx.driver.run(plan)
+        if verdict not in ("ok", sql.SETTLED):
+            raise submissions.refuse(str(verdict), "feed item")
+        found = await submissions.find(ctx, principal, OPERATION, request.request_id)
+        assert found is not None
+        record, sequence = found
+        if verdict == "ok":
+            ctx.signal.committed(principal.space_id)
+            return await submissions.stable_result(ctx, OPERATION, record, sequence)
+    return await submissions.replay(ctx, OPERATION, record, sequence)

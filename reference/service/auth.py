@@ -1,0 +1,65 @@
+"""Bearer authentication for the data plane and the control plane (protocol.md §4, P02).
+
+Tokens look like ``tok_…​.<secret>``; only SHA-256 digests are stored and they are compared in
+constant time. Unknown, malformed, revoked and expired tokens, and tokens of a disabled actor or
+consumer, all answer the same ``401 UNAUTHENTICATED``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+
+from waypost.adapters.sql.tokens import load_token
+from waypost.reference.errors import Unauthenticated
+from waypost.reference.principal import Principal
+from waypost.reference.service.context import Context
+from waypost.reference.values import new_id
+
+_BEARER = re.compile(r"Bearer ([A-Za-z0-9_-]{1,96})\.([A-Za-z0-9_-]{16,128})")
+
+
+def token_digest(token: str) -> bytes:
+    """The stored form of a secret: SHA-256 of its UTF-8 bytes."""
+    return hashlib.sha256(token.encode()).digest()
+
+
+def new_token() -> tuple[str, str]:
+    """A fresh ``(token_id, token)`` pair; the token embeds its id to find the digest."""
+    token_id = new_id("tok")
+    return token_id, f"{token_id}.{secrets.token_urlsafe(32)}"
+
+
+def _refused() -> Unauthenticated:
+    return Unauthenticated("missing, unknown, expired or revoked credential")
+
+
+async def authenticate(ctx: Context, authorization: str | None) -> Principal:
+    """The principal behind an ``Authorization: Bearer`` header, if it is live now."""
+    match = _BEARER.fullmatch(authorization or "")
+    if match is None:
+        raise _refused()
+    state = await load_token(ctx.driver, match.group(1))
+    presented = token_digest(f"{match.group(1)}.{match.group(2)}")
+    if state is None:
+        hmac.compare_digest(presented, presented)  # same work whether or not the id exists
+        raise _refused()
+    if not hmac.compare_digest(state.digest, presented):
+        raise _refused()
+    now = ctx.clock.now_ms()
+    if (state.revoked or state.actor_disabled or state.consumer_disabled
+            or (state.expires_at is not None and state.expires_at <= now)):
+        raise _refused()
+    return state.principal
+
+
+def check_admin(ctx: Context, authorization: str | None) -> None:
+    """The control plane's bearer must be the operator's admin token (compared as digests)."""
+    presented = authorization or ""
+    token = presented[7:] if presented.startswith("Bearer ") else ""
+    if ctx.admin_digest is None or not token:
+        raise Unauthenticated("control plane needs the admin token (WAYPOST_ADMIN_TOKEN)")
+    if not hmac.compare_digest(ctx.admin_digest, token_digest(token)):
+        raise Unauthenticated("control plane needs the admin token (WAYPOST_ADMIN_TOKEN)")

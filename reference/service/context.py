@@ -1,0 +1,50 @@
+"""What every operation needs: storage, blobs, the clock, the cursor key, the published limits."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from waypost.adapters.blobs.store import BlobStore
+from waypost.adapters.sql.driver import Driver
+from waypost.reference.clock import SystemClock
+from waypost.reference.limits import Limits
+
+
+@dataclass
+class Outcome:
+    """The answer to an operation: status, JSON body, and whether it replays a stored result."""
+
+    status: int
+    body: dict[str, Any]
+    replayed: bool = False
+
+
+class FeedSignal:
+    """Wakes long-polling feed readers of a space when something is committed there."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, asyncio.Event] = {}
+
+    def event(self, space_id: str) -> asyncio.Event:
+        return self._events.setdefault(space_id, asyncio.Event())
+
+    def committed(self, space_id: str) -> None:
+        event = self._events.pop(space_id, None)
+        if event is not None:
+            event.set()
+
+
+@dataclass
+class Context:
+    """Shared by all requests of one server process."""
+
+    driver: Driver
+    blobs: BlobStore
+    clock: SystemClock
+    cursor_key: bytes
+    admin_digest: bytes | None
+    limits: Limits = field(default_factory=Limits)
+    signal: FeedSignal = field(default_factory=FeedSignal)
+    test_hooks: bool = False

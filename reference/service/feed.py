@@ -1,0 +1,102 @@
+"""The feed route: a consumer's view from its checkpoint or a cursor (protocol.md §6, §8)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from waypost.adapters.sql import feed as sql
+from waypost.reference import cursor, values
+from waypost.reference.errors import CursorInvalid, CursorStale, Forbidden, InvalidRequest
+from waypost.reference.principal import Principal
+from waypost.reference.service.context import Context, Outcome
+
+
+def mint(ctx: Context, principal: Principal, position: int) -> str:
+    """A cursor bound to this consumer, view revision, filter and grant fingerprint."""
+    return cursor.encode(ctx.cursor_key, cursor.FeedCursor(
+        principal.space_id, principal.actor_id, principal.consumer.consumer_id,
+        principal.consumer.view_revision, principal.consumer.filter_fingerprint().hex(),
+        principal.grant_fingerprint.hex(), position))
+
+
+def position_of(ctx: Context, principal: Principal, text: str) -> int:
+    """Verify a cursor and its binding (P07): foreign → CURSOR_INVALID; minted for another view
+    revision, filter or grant fingerprint → CURSOR_STALE."""
+    decoded = cursor.decode(ctx.cursor_key, text)
+    if (decoded.space_id, decoded.actor_id, decoded.consumer_id) != (
+            principal.space_id, principal.actor_id, principal.consumer.consumer_id):
+        raise CursorInvalid("cursor belongs to another consumer", field="cursor")
+    if (decoded.view_revision, decoded.filter_fingerprint, decoded.grant_fingerprint) != (
+            principal.consumer.view_revision, principal.consumer.filter_fingerprint().hex(),
+            principal.grant_fingerprint.hex()):
+        raise CursorStale("cursor was minted for another view or grant", field="cursor")
+    return decoded.position
+
+
+def item_json(row: tuple[Any, ...]) -> dict[str, Any]:
+    """A :data:`FEED_COLUMNS` row as the protocol's feed item shape."""
+    (sequence, item_id, item_type, producer_id, thread_id, resource_id, collection_id,
+     committed_at, recipients, subject, kind, *receipt) = row
+    item: dict[str, Any] = {
+        "item_id": item_id, "sequence": values.sequence_text(sequence), "type": item_type,
+        "producer_id": producer_id, "recipient_ids": json.loads(recipients or "[]"),
+        "thread_id": thread_id, "committed_at": values.format_timestamp(committed_at)}
+    if item_type == "message":
+        item["message"] = {"message_id": resource_id, "subject": subject, "kind": kind}
+    elif item_type == "receipt":
+        (receipt_id, version, subject_item_id, subject_resource_id, consumer_id, actor_id,
+         stage, updated_at) = receipt
+        item["receipt"] = {
+            "receipt_id": receipt_id, "receipt_version": version,
+            "subject_item_id": subject_item_id, "subject_resource_id": subject_resource_id,
+            "consumer_id": consumer_id, "actor_id": actor_id, "stage": stage,
+            "updated_at": values.format_timestamp(updated_at)}
+    else:  # memory_revision items arrive with memory publication
+        item["memory_revision"] = {"collection_id": collection_id}
+    return item
+
+
+def parse_limit(ctx: Context, raw: str | None, field: str = "limit", default: int = 50) -> int:
+    if raw is None:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= ctx.limits.page_limit:
+        raise InvalidRequest(f"{field} must be an integer from 1 to "
+                                    f"{ctx.limits.page_limit}", field=field)
+    return int(raw)
+
+
+async def read_feed(ctx: Context, principal: Principal, cursor_text: str | None,
+                    limit_text: str | None, wait_text: str | None) -> Outcome:
+    """One page of the consumer's view; with ``wait`` it long-polls until an item arrives."""
+    limit = parse_limit(ctx, limit_text)
+    wait = 0
+    if wait_text is not None:
+        if not wait_text.isdigit() or int(wait_text) > ctx.limits.wait_seconds:
+            raise InvalidRequest(f"wait must be 0 to {ctx.limits.wait_seconds} seconds",
+                                        field="wait")
+        wait = int(wait_text)
+        if wait and not principal.has("event.subscribe"):
+            raise Forbidden("long-polling needs the event.subscribe scope", field="wait")
+    if cursor_text is not None:
+        position = position_of(ctx, principal, cursor_text)
+    else:
+        (rows,) = await ctx.driver.read([sql.checkpoint_statement(principal)])
+        position = int(rows[0][0]) if rows else 0  # type: ignore[arg-type]
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    while True:
+        woken = ctx.signal.event(principal.space_id)
+        (rows,) = await ctx.driver.read([sql.page_statement(principal, position, limit + 1)])
+        remaining = deadline - loop.time()
+        if rows or remaining <= 0:
+            break
+        try:
+            await asyncio.wait_for(woken.wait(), remaining)
+        except TimeoutError:
+            pass
+    items = [item_json(row) for row in rows[:limit]]
+    last = int(rows[limit - 1][0] if len(rows) > limit else rows[-1][0]) if rows else position  # type: ignore[arg-type]
+    return Outcome(200, {"items": items, "next_cursor": mint(ctx, principal, last),
+                         "has_more": len(rows) > limit})

@@ -1,0 +1,156 @@
+"""``message.send`` (reserve → body object → commit) and the message read (protocol.md §5, §8)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from waypost.adapters.blobs.store import one_chunk
+from waypost.adapters.sql import messages as sql
+from waypost.adapters.sql import submissions as submission_sql
+from waypost.reference import values
+from waypost.reference.canonical import canonical_json, digest
+from waypost.reference.errors import Forbidden, NotFound, ReferenceInvalid, not_found
+from waypost.reference.principal import Principal
+from waypost.reference.requests import SendMessage, parse_send
+from waypost.reference.service import submissions
+from waypost.reference.service.context import Context, Outcome
+
+OPERATION = "message.send"
+
+
+async def _recipients(ctx: Context, principal: Principal, request: SendMessage) -> list[str]:
+    """Resolve and check recipients before reservation: explicit, or the space's default."""
+    if request.recipient_ids is not None:
+        wanted = list(request.recipient_ids)
+    else:
+        (rows,) = await ctx.driver.read([sql.default_actor_statement(principal.space_id)])
+        wanted = [str(rows[0][0])]
+    (found,) = await ctx.driver.read([sql.actors_statement(principal.space_id, wanted)])
+    known = {row[0] for row in found}
+    for actor_id in wanted:
+        if actor_id not in known:
+            raise NotFound("recipient not found", field="recipient_ids", actor_id=actor_id)
+    for actor_id in wanted:
+        if not principal.grants.may_send_to(actor_id):
+            raise Forbidden("the token may not send to this recipient", field="recipient_ids",
+                            actor_id=actor_id)
+    return wanted
+
+
+async def _check_thread(ctx: Context, principal: Principal, request: SendMessage,
+                        recipients: list[str]) -> None:
+    if request.new_thread:
+        return
+    assert request.thread_id is not None
+    (members,) = await ctx.driver.read([sql.thread_statements(
+        principal.space_id, request.thread_id, [principal.actor_id, *recipients])])
+    member_ids = {row[0] for row in members}
+    if principal.actor_id not in member_ids:
+        raise NotFound("thread not found", field="thread.thread_id")
+    for actor_id in recipients:
+        if actor_id not in member_ids:
+            raise Forbidden("recipient is not a member of the thread", field="recipient_ids",
+                            actor_id=actor_id)
+    if request.in_reply_to is not None:
+        (rows,) = await ctx.driver.read([sql.reply_statement(principal.space_id,
+                                                             request.in_reply_to)])
+        readable = rows and rows[0][0] == request.thread_id and principal.has("message.read") and (
+            rows[0][1] == principal.actor_id or principal.has("space.observe")
+            or principal.actor_id in json.loads(str(rows[0][2])))
+        if not readable:
+            raise NotFound("message not found", field="in_reply_to")
+
+
+async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
+    """Publish a message with its recipients, feed item and stable result, or replay it."""
+    request = parse_send(raw, ctx.limits)
+    if not principal.has(OPERATION):
+        raise Forbidden("the token lacks the message.send scope", field="scope")
+    fingerprint = digest(request.normalised)
+    found = await submissions.find(ctx, principal, OPERATION, request.request_id)
+    if found is None:
+        recipients = await _recipients(ctx, principal, request)
+        await _check_thread(ctx, principal, request, recipients)
+        if request.attachment_ids:
+            raise ReferenceInvalid("attachments must be sealed blobs of this space",
+                                   field="attachment_ids")
+        reservation = await submission_sql.reserve(
+            ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
+            fingerprint, values.new_id("sub"), values.new_id("msg"),
+            thread_id=values.new_id("thr") if request.new_thread else request.thread_id,
+            feed_item_id=values.new_id("fi"), object_ref=values.new_id("obj"),
+            recipient_ids=recipients)
+        if reservation.verdict != "ok":
+            raise submissions.refuse(reservation.verdict)
+        assert reservation.record is not None
+        record, sequence = reservation.record, None
+    else:
+        record, sequence = found
+    submissions.check_fingerprint(record, fingerprint)
+    if not record.pending:
+        return await submissions.replay(ctx, OPERATION, record, sequence)
+    return await _resume(ctx, principal, request, record)
+
+
+async def _resume(ctx: Context, principal: Principal, request: SendMessage,
+                  record: submission_sql.SubmissionRecord) -> Outcome:
+    """Carry a reserved submission through its remaining phases with its reserved ids."""
+    assert record.object_ref is not None and record.thread_id is not None
+    assert record.feed_item_id is not None
+    body = canonical_json(request.body_document())
+    _, facts = await ctx.blobs.create_only(record.object_ref, one_chunk(body))
+    state = await submission_sql.mark_prepared(ctx.driver, principal, ctx.clock.now_ms(),
+                                               record.submission_id, facts.sha256, facts.size)
+    if state not in ("prepared", "committed", "failed"):
+        raise submissions.refuse(state)
+    now = ctx.clock.now_ms()
+    plan = sql.commit_message(principal, now, sql.MessageCommit(
+        record.submission_id, record.resource_id, record.thread_id, request.new_thread,
+        record.feed_item_id, request.in_reply_to, request.kind, request.subject,
+        request.attachment_ids, request.metadata))
+    (verdict, _state, committed_at, sequence), = await ctx.driver.run(plan)
+    if verdict == sql.SETTLED:
+        found = await submissions.find(ctx, principal, OPERATION, request.request_id)
+        assert found is not None
+        return await submissions.replay(ctx, OPERATION, *found)
+    if verdict != "ok":
+        raise submissions.refuse(str(verdict), "message")
+    ctx.signal.committed(principal.space_id)
+    assert isinstance(committed_at, int) and isinstance(sequence, int)
+    return Outcome(201, {"message_id": record.resource_id, "thread_id": record.thread_id,
+                         "feed_item_id": record.feed_item_id,
+                         "sequence": values.sequence_text(sequence),
+                         "committed_at": values.format_timestamp(committed_at)})
+
+
+async def read_message(ctx: Context, principal: Principal, message_id: str) -> Outcome:
+    """The full message, for its producer, its recipients, or ``space.observe`` — each with
+    ``message.read``. Anything else, in any space, is the same ``404``."""
+    mid = values.object_id(message_id, "message_id")
+    rows, recipients, attachments = await ctx.driver.read(
+        sql.message_statements(principal.space_id, mid))
+    if not rows:
+        raise not_found("message")
+    (message_id_, thread_id, in_reply_to, producer_id, kind, subject, body_ref, body_sha256,
+     body_size, metadata_json, committed_at, item_id, sequence) = rows[0]
+    recipient_ids = [str(row[0]) for row in recipients]
+    if not (producer_id == principal.actor_id or principal.actor_id in recipient_ids
+            or principal.has("space.observe")):
+        raise not_found("message")
+    if not principal.has("message.read"):
+        raise Forbidden("the token lacks the message.read scope", field="scope")
+    raw_body = await ctx.blobs.read(str(body_ref))
+    if len(raw_body) != body_size or hashlib.sha256(raw_body).digest() != body_sha256:
+        raise RuntimeError(f"stored body of {message_id_} fails its verified facts")
+    return Outcome(200, {
+        "message_id": message_id_, "thread_id": thread_id, "in_reply_to": in_reply_to,
+        "producer_id": producer_id, "recipient_ids": recipient_ids, "kind": kind,
+        "subject": subject, "body": json.loads(raw_body),
+        "attachment_ids": [str(row[0]) for row in attachments],
+        "metadata": None if metadata_json is None else json.loads(str(metadata_json)),
+        "committed_at": values.format_timestamp(int(committed_at)),  # type: ignore[arg-type]
+        "feed_item_id": item_id, "sequence": values.sequence_text(int(sequence)),  # type: ignore[arg-type]
+    })
+

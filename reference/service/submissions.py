@@ -1,0 +1,106 @@
+"""Stable results of idempotent submissions: replay, conflict, resume, and the lookup route."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from waypost.adapters.sql import submissions as sql
+from waypost.reference import values
+from waypost.reference.errors import (
+    IdempotencyConflict, Unauthenticated, WaypostError, from_code, not_found,
+)
+from waypost.reference.principal import Principal
+from waypost.reference.service.context import Context, Outcome
+
+OPERATIONS = ("message.send", "receipt.ack", "blob.prepare", "blob.commit", "memory.publish")
+
+
+async def find(ctx: Context, principal: Principal, operation: str,
+               request_id: str) -> tuple[sql.SubmissionRecord, int | None] | None:
+    """The submission of the caller's own key, with its feed sequence, if any."""
+    (rows,) = await ctx.driver.read([sql.lookup_statement(principal, operation, request_id)])
+    if not rows:
+        return None
+    *columns, sequence = rows[0]
+    return sql.record_from(columns), sequence if isinstance(sequence, int) else None
+
+
+def check_fingerprint(record: sql.SubmissionRecord, fingerprint: bytes) -> None:
+    """Same key, different request: ``409 IDEMPOTENCY_CONFLICT``, nothing changes."""
+    if record.fingerprint != fingerprint:
+        raise IdempotencyConflict("request_id was used for a different request",
+                                  field="request_id")
+
+
+async def stable_result(ctx: Context, operation: str, record: sql.SubmissionRecord,
+                        sequence: int | None) -> Outcome:
+    """Rebuild a final submission's original answer from its fixed columns and rows."""
+    if record.state == "failed":
+        assert record.error_code is not None and record.result_status is not None
+        error = from_code(record.error_code, "recorded result of this request",
+                          json.loads(record.error_detail or "{}"))
+        return Outcome(record.result_status, error.envelope())
+    assert record.result_status is not None and record.committed_at is not None
+    body: dict[str, Any]
+    if operation == "message.send":
+        assert sequence is not None
+        body = {"message_id": record.resource_id, "thread_id": record.thread_id,
+                "feed_item_id": record.feed_item_id,
+                "sequence": values.sequence_text(sequence),
+                "committed_at": values.format_timestamp(record.committed_at)}
+    elif operation == "receipt.ack":
+        (rows,) = await ctx.driver.read([sql.ack_items_statement(record.submission_id)])
+        checkpoint = record.checkpoint_sequence
+        body = {"items": [{"item_id": item_id, "stage": stage, "receipt_version": version,
+                           "changed": bool(changed)} for item_id, stage, version, changed in rows],
+                "checkpoint_sequence": None if checkpoint is None
+                else values.sequence_text(checkpoint)}
+    else:  # pragma: no cover - operations of later capabilities
+        raise NotImplementedError(operation)
+    return Outcome(record.result_status, body)
+
+
+async def replay(ctx: Context, operation: str, record: sql.SubmissionRecord,
+                 sequence: int | None) -> Outcome:
+    """The stored result again, marked ``Waypost-Replayed: true`` (errors too)."""
+    outcome = await stable_result(ctx, operation, record, sequence)
+    if outcome.status >= 400:
+        error = from_code(outcome.body["error"]["code"], outcome.body["error"]["message"],
+                          outcome.body["error"]["details"])
+        error.replayed = True
+        raise error
+    outcome.replayed = True
+    return outcome
+
+
+def refuse(verdict: str, what: str = "resource") -> WaypostError:
+    """Turn a plan's failure verdict (``CODE`` or ``CODE:field``) into its error."""
+    code, _, field = verdict.partition(":")
+    if code == "UNAUTHENTICATED":
+        return Unauthenticated("missing, unknown, expired or revoked credential")
+    if code == "NOT_FOUND":
+        error = not_found(field or what)
+    else:
+        error = from_code(code, f"{code.lower().replace('_', ' ')}: {field or what}")
+    if field:
+        error.details["field"] = field
+    return error
+
+
+async def lookup(ctx: Context, principal: Principal, operation: str, request_id: str) -> Outcome:
+    """``GET /v1/submissions/{operation}/{request_id}``: the caller's own key only."""
+    if operation not in OPERATIONS:
+        raise not_found("submission")
+    rid = values.request_id(request_id)
+    found = await find(ctx, principal, operation, rid)
+    if found is None:
+        raise not_found("submission")
+    record, sequence = found
+    result = None
+    if not record.pending:
+        outcome = await stable_result(ctx, operation, record, sequence)
+        result = {"status": outcome.status, "body": outcome.body}
+    return Outcome(200, {"operation": operation, "request_id": rid,
+                         "state": "pending" if record.pending else record.state,
+                         "fingerprint": record.fingerprint.hex(), "result": result})

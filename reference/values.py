@@ -1,0 +1,146 @@
+"""Validating constructors for the value types of protocol.md §3.
+
+Each constructor takes an untrusted JSON value and the field path it came from, and returns the
+value or raises :class:`InvalidRequest` naming that field, e.g.
+``object_id("thr_1", "thread.thread_id") == "thr_1"``.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from datetime import UTC, datetime
+from typing import Any, NewType
+
+from waypost.reference.canonical import canonical_json
+from waypost.reference.errors import InvalidRequest
+
+ObjectId = NewType("ObjectId", str)
+RequestId = NewType("RequestId", str)
+RelativePath = NewType("RelativePath", str)
+
+MAX_REVISION = 2**53 - 1
+MAX_SEQUENCE = 2**63 - 1
+MAX_SUBJECT_BYTES = 256
+MAX_METADATA_BYTES = 4096
+MAX_PATH_BYTES = 1024
+
+_OBJECT_ID = re.compile(r"[A-Za-z0-9_-]{1,96}")
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_SEQUENCE = re.compile(r"0|[1-9][0-9]{0,18}")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})")
+
+
+def _bad(field: str, message: str) -> InvalidRequest:
+    return InvalidRequest(message, field=field)
+
+
+def string(value: Any, field: str) -> str:
+    """A JSON string."""
+    if not isinstance(value, str):
+        raise _bad(field, f"{field} must be a string")
+    return value
+
+
+def object_id(value: Any, field: str) -> ObjectId:
+    """An object id: ASCII ``[A-Za-z0-9_-]``, 1–96 characters."""
+    if not isinstance(value, str) or not _OBJECT_ID.fullmatch(value):
+        raise _bad(field, f"{field} must be 1-96 characters of [A-Za-z0-9_-]")
+    return ObjectId(value)
+
+
+def request_id(value: Any, field: str = "request_id") -> RequestId:
+    """A request id: ASCII ``[A-Za-z0-9._:-]``, 1–128 characters."""
+    if not isinstance(value, str) or not _REQUEST_ID.fullmatch(value):
+        raise _bad(field, f"{field} must be 1-128 characters of [A-Za-z0-9._:-]")
+    return RequestId(value)
+
+
+def new_id(prefix: str) -> ObjectId:
+    """An unguessable server-generated id with a type prefix, e.g. ``msg_3q…`` (128 random bits)."""
+    return ObjectId(f"{prefix}_{secrets.token_urlsafe(16).replace('-', 'x').replace('_', 'y')}")
+
+
+def relative_path(value: Any, field: str) -> RelativePath:
+    """A relative path: non-empty UTF-8 ≤ 1024 bytes, no leading ``/``, ``..``, empty segment,
+    ``\\`` or NUL."""
+    text = string(value, field)
+    if not text or len(text.encode()) > MAX_PATH_BYTES:
+        raise _bad(field, f"{field} must be 1-{MAX_PATH_BYTES} bytes")
+    if "\\" in text or "\x00" in text:
+        raise _bad(field, f"{field} must not contain a backslash or NUL")
+    if text.startswith("/"):
+        raise _bad(field, f"{field} must be relative")
+    if any(segment in ("", "..") for segment in text.split("/")):
+        raise _bad(field, f"{field} must not contain empty or '..' segments")
+    return RelativePath(text)
+
+
+def subject(value: Any, field: str = "subject") -> str:
+    """A subject: non-empty UTF-8, at most 256 bytes."""
+    text = string(value, field)
+    if not text or len(text.encode()) > MAX_SUBJECT_BYTES:
+        raise _bad(field, f"{field} must be 1-{MAX_SUBJECT_BYTES} bytes of UTF-8")
+    return text
+
+
+def metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
+    """A JSON object of at most 4096 bytes in canonical form."""
+    if not isinstance(value, dict):
+        raise _bad(field, f"{field} must be a JSON object")
+    try:
+        size = len(canonical_json(value))
+    except ValueError as exc:
+        raise _bad(field, f"{field} is not canonicalisable JSON: {exc}") from None
+    if size > MAX_METADATA_BYTES:
+        raise _bad(field, f"{field} must be at most {MAX_METADATA_BYTES} bytes as canonical JSON")
+    return value
+
+
+def integer(value: Any, field: str, low: int, high: int) -> int:
+    """A JSON integer in ``[low, high]`` (booleans are not integers)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _bad(field, f"{field} must be an integer from {low} to {high}")
+    return value
+
+
+def revision(value: Any, field: str = "revision") -> int:
+    """A revision: JSON integer 0 … 2^53−1."""
+    return integer(value, field, 0, MAX_REVISION)
+
+
+def sequence_text(value: int) -> str:
+    """A sequence as the protocol shows it: a decimal string."""
+    return str(value)
+
+
+def sequence(value: Any, field: str) -> int:
+    """A sequence given as a decimal string, 0 … 2^63−1 (0 is the start position)."""
+    if not isinstance(value, str) or not _SEQUENCE.fullmatch(value) or int(value) > MAX_SEQUENCE:
+        raise _bad(field, f"{field} must be a decimal string of an integer 0 to 2^63-1")
+    return int(value)
+
+
+def timestamp(value: Any, field: str) -> int:
+    """An RFC 3339 timestamp, returned as UTC milliseconds since the epoch."""
+    text = string(value, field)
+    if not _TIMESTAMP.fullmatch(text):
+        raise _bad(field, f"{field} must be an RFC 3339 timestamp")
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise _bad(field, f"{field} must be an RFC 3339 timestamp") from None
+    return int(parsed.timestamp() * 1000)
+
+
+def format_timestamp(ms: int) -> str:
+    """UTC milliseconds → ``2026-11-30T02:29:59.123Z``."""
+    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def sha256_hex(value: Any, field: str) -> bytes:
+    """64 lowercase hex characters → 32 bytes."""
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9a-f]{64}", value):
+        raise _bad(field, f"{field} must be 64 lowercase hex characters")
+    return bytes.fromhex(value)

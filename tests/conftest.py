@@ -1,0 +1,128 @@
+"""Shared fixtures: a fresh data directory, the ASGI app over it, and a provisioned space."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.testclient import TestClient
+
+from waypost.reference.server import Settings, build_app
+
+ADMIN_TOKEN = "test-admin-token"
+ALL_SCOPES = ["message.send", "message.read", "space.observe", "receipt.write", "memory.write",
+              "memory.read", "blob.write", "blob.reference", "event.subscribe"]
+_request_ids = itertools.count(1)
+
+
+def rid(prefix: str = "r") -> str:
+    """A request id never used before in this test run."""
+    return f"{prefix}-{next(_request_ids)}"
+
+
+@dataclass
+class Api:
+    """A thin client: ``admin_*`` with the admin token, data-plane calls with a bearer token."""
+
+    client: TestClient
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def admin(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        return self.client.request(method, path, json=body,
+                                   headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+
+    def must_admin(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = self.admin(method, path, body)
+        assert response.status_code in (200, 201), response.text
+        data: dict[str, Any] = response.json()
+        return data
+
+    def as_(self, who: str, method: str, path: str, body: Any = None,
+            params: dict[str, Any] | None = None) -> httpx.Response:
+        return self.client.request(method, path, json=body, params=params,
+                                   headers={"Authorization": f"Bearer {self.tokens[who]}"})
+
+    def space(self, space_id: str, actors: tuple[str, ...] = ("alice", "bob", "carol")) -> None:
+        """A space whose default actor is the first of ``actors``; each actor gets an inbox
+        consumer ``<actor>-inbox`` and a token named after it with every scope."""
+        self.must_admin("POST", "/admin/v1/spaces", {
+            "request_id": rid(), "space_id": space_id, "display_name": space_id,
+            "source_uri": f"https://example.test/{space_id}",
+            "default_actor": {"actor_id": actors[0], "kind": "agent", "display_name": actors[0]}})
+        for actor in actors[1:]:
+            self.must_admin("POST", f"/admin/v1/spaces/{space_id}/actors", {
+                "request_id": rid(), "actor_id": actor, "kind": "agent", "display_name": actor})
+        for actor in actors:
+            self.consumer(space_id, actor, f"{actor}-inbox", "inbox")
+            self.token(space_id, actor, f"{actor}-inbox", name=f"{space_id}/{actor}")
+
+    def consumer(self, space_id: str, actor: str, consumer_id: str, view: str,
+                 filter_: dict[str, list[str]] | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"request_id": rid(), "consumer_id": consumer_id,
+                                "actor_id": actor, "view": view}
+        if filter_ is not None:
+            body["filter"] = filter_
+        return self.must_admin("POST", f"/admin/v1/spaces/{space_id}/consumers", body)
+
+    def token(self, space_id: str, actor: str, consumer_id: str, *, name: str,
+              scopes: list[str] | None = None, recipients: dict[str, Any] | None = None,
+              **extra: Any) -> dict[str, Any]:
+        body = {"request_id": rid(), "actor_id": actor, "consumer_id": consumer_id,
+                "scopes": ALL_SCOPES if scopes is None else scopes,
+                "recipients": recipients or {"mode": "any"}, "collections": [],
+                "blob_references": [], **extra}
+        issued = self.must_admin("POST", f"/admin/v1/spaces/{space_id}/tokens", body)
+        self.tokens[name] = issued["token"]
+        return issued
+
+    def send(self, who: str, **fields: Any) -> httpx.Response:
+        body = {"request_id": rid("send"), "thread": {"new": True}, "kind": "info",
+                "subject": "hello", "body": {"text": "hi"}, **fields}
+        return self.as_(who, "POST", "/v1/messages", body)
+
+    def must_send(self, who: str, **fields: Any) -> dict[str, Any]:
+        response = self.send(who, **fields)
+        assert response.status_code == 201, response.text
+        data: dict[str, Any] = response.json()
+        return data
+
+    def feed(self, who: str, **params: Any) -> dict[str, Any]:
+        response = self.as_(who, "GET", "/v1/feed", params=params)
+        assert response.status_code == 200, response.text
+        data: dict[str, Any] = response.json()
+        return data
+
+    def all_items(self, who: str, limit: int = 100) -> list[dict[str, Any]]:
+        """Every item of the consumer's view from its checkpoint, following cursors."""
+        page = self.feed(who, limit=limit)
+        items = list(page["items"])
+        while page["has_more"]:
+            page = self.feed(who, limit=limit, cursor=page["next_cursor"])
+            items += page["items"]
+        return items
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def client(data_dir: Path) -> Iterator[TestClient]:
+    app = build_app(Settings(data_dir, ADMIN_TOKEN))
+    with TestClient(app, raise_server_exceptions=False) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def api(client: TestClient) -> Api:
+    """The API with space ``s1`` (alice default, bob, carol) and ``s2`` (dave default, erin)."""
+    api = Api(client)
+    api.space("s1")
+    api.space("s2", ("dave", "erin"))
+    return api

@@ -1,0 +1,86 @@
+"""The ``waypost`` command: serve the reference, administer it, run the conformance kit."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from waypost.reference.server import Settings, build_app
+
+    admin_token = os.environ.get("WAYPOST_ADMIN_TOKEN") or None
+    if admin_token is None:
+        print("waypost: WAYPOST_ADMIN_TOKEN is not set; the control plane (/admin/v1) will "
+              "refuse every request", file=sys.stderr)
+    app = build_app(Settings(Path(args.data_dir), admin_token, test_hooks=args.test_hooks))
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def _bootstrap(args: argparse.Namespace) -> int:
+    from waypost.reference.bootstrap import bootstrap
+
+    token = args.admin_token or os.environ.get("WAYPOST_ADMIN_TOKEN")
+    if not token:
+        print("waypost admin bootstrap: pass --admin-token or set WAYPOST_ADMIN_TOKEN",
+              file=sys.stderr)
+        return 2
+    return bootstrap(args.url, token, args.space_id, sys.stdout)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The full command-line interface (``waypost --help``)."""
+    top = argparse.ArgumentParser(
+        prog="waypost",
+        description="Waypost/1 reference server and conformance kit.")
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser(
+        "serve", help="serve the embedded reference (SQLite + files in --data-dir)",
+        description="Serve the reference server. The data directory (SQLite database, objects, "
+                    "cursor key) is created on first start. The control plane needs "
+                    "WAYPOST_ADMIN_TOKEN in the environment.")
+    serve.add_argument("--data-dir", default="./waypost-data",
+                       help="where the database and objects live (default: ./waypost-data)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8787, help="port to bind (default: 8787)")
+    serve.add_argument("--test-hooks", action="store_true",
+                       help="enable /_test/… hooks for conformance runs (never in production)")
+    serve.add_argument("--log-level", default="info",
+                       choices=["critical", "error", "warning", "info", "debug"],
+                       help="uvicorn log level (default: info)")
+    serve.set_defaults(run=_serve)
+
+    admin = commands.add_parser("admin", help="control-plane helpers",
+                                description="Control-plane helpers over HTTP.")
+    admin_commands = admin.add_subparsers(dest="admin_command", required=True, metavar="COMMAND")
+    boot = admin_commands.add_parser(
+        "bootstrap", help="create a demo space, actors, consumers and tokens, and print them",
+        description="Create a demo space with two agents (alice, bob), an inbox consumer and a "
+                    "token each, through the control plane of a running server; print the "
+                    "tokens and a curl command to send the first message. Running it again "
+                    "prints the same ids (the secrets are shown only the first time).")
+    boot.add_argument("--url", default="http://127.0.0.1:8787",
+                      help="server base URL (default: http://127.0.0.1:8787)")
+    boot.add_argument("--admin-token", default=None,
+                      help="admin token (default: $WAYPOST_ADMIN_TOKEN)")
+    boot.add_argument("--space-id", default="demo", help="id of the demo space (default: demo)")
+    boot.set_defaults(run=_bootstrap)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``waypost`` console script."""
+    args = parser().parse_args(argv)
+    code: int = args.run(args)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
