@@ -284,6 +284,6 @@ def add_thread_members(key: Key, now: int, space_id: str, thread_id: str,
              SELECT :space_id, :thread_id, value, :now FROM json_each(:actors)
              WHERE {GUARD_OK} ON CONFLICT DO NOTHING""", {}),
     ], now, result_sql="""json_object('space_id', :space_id, 'thread_id', :thread_id,
-        'member_ids', (SELECT json_group_array(actor_id) FROM (SELECT actor_id
+        'member_ids', json((SELECT json_group_array(actor_id) FROM (SELECT actor_id
             FROM thread_members WHERE space_id = :space_id AND thread_id = :thread_id
-            ORDER BY actor_id)))""")
+            ORDER BY actor_id))))""")

@@ -1,0 +1,86 @@
+"""Submissions (protocol.md §5): lookup, client-computable fingerprints, resume of a pending key."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import rfc8785
+
+from tests.conftest import Api
+from tests.test_control_plane import _error
+from waypost.adapters.sql import submissions as sql
+from waypost.reference.service.auth import token_digest
+from waypost.reference.service.context import Context
+
+
+def test_lookup_returns_state_fingerprint_and_result(api: Api) -> None:
+    body = {"request_id": "fp-1", "recipient_ids": ["carol", "bob"], "thread": {"new": True},
+            "kind": "info", "subject": "s", "body": {"text": "x", "options": ["a", "b"]}}
+    sent = api.as_("s1/alice", "POST", "/v1/messages", body).json()
+    found = api.as_("s1/alice", "GET", "/v1/submissions/message.send/fp-1").json()
+    normalised: dict[str, Any] = {k: v for k, v in body.items() if k != "request_id"}
+    normalised["recipient_ids"] = sorted(normalised["recipient_ids"])
+    expected = hashlib.sha256(rfc8785.dumps(normalised)).hexdigest()
+    assert found == {"operation": "message.send", "request_id": "fp-1", "state": "committed",
+                     "fingerprint": expected, "result": {"status": 201, "body": sent}}
+
+
+def test_ack_lookup_carries_the_per_item_result(api: Api) -> None:
+    item = api.must_send("s1/alice", recipient_ids=["bob"])["feed_item_id"]
+    answer = api.as_("s1/bob", "POST", "/v1/acks", {
+        "request_id": "ack-look", "items": [{"item_id": item, "stage": "processed"}]}).json()
+    found = api.as_("s1/bob", "GET", "/v1/submissions/receipt.ack/ack-look").json()
+    assert found["result"] == {"status": 200, "body": answer}
+    expected = hashlib.sha256(rfc8785.dumps(
+        {"items": [{"item_id": item, "stage": "processed"}]})).hexdigest()
+    assert found["fingerprint"] == expected
+
+
+def test_lookups_see_only_the_callers_own_keys(api: Api) -> None:
+    api.must_send("s1/alice", request_id="mine")
+    _error(api.as_("s1/bob", "GET", "/v1/submissions/message.send/mine"), 404, "NOT_FOUND")
+    _error(api.as_("s2/dave", "GET", "/v1/submissions/message.send/mine"), 404, "NOT_FOUND")
+    _error(api.as_("s1/alice", "GET", "/v1/submissions/receipt.ack/mine"), 404, "NOT_FOUND")
+    _error(api.as_("s1/alice", "GET", "/v1/submissions/nope/mine"), 404, "NOT_FOUND")
+    _error(api.as_("s1/alice", "GET", "/v1/submissions/message.send/a%20b"), 400,
+           "INVALID_REQUEST", "request_id")
+
+
+def _context(api: Api) -> Context:
+    ctx: Context = api.client.app.state.context  # type: ignore[attr-defined]
+    return ctx
+
+
+def test_a_pending_submission_resumes_with_its_reserved_ids(api: Api) -> None:
+    """A crash after reservation leaves a pending key; the retry finishes it with the ids and
+    the default recipient fixed back then (issue: faults will drive this through real crashes)."""
+    body = {"request_id": "resume", "thread": {"new": True}, "kind": "info", "subject": "s",
+            "body": {"text": "x"}}
+    ctx = _context(api)
+    bob = api.tokens["s1/bob"]
+    from waypost.adapters.sql.tokens import load_token
+    from waypost.reference.canonical import digest
+    from waypost.reference.requests import parse_send
+
+    assert api.client.portal is not None
+    state = api.client.portal.call(load_token, ctx.driver, bob.split(".")[0])
+    assert state is not None and state.digest == token_digest(bob)
+    fingerprint = digest(parse_send(body, ctx.limits).normalised)
+    reservation = api.client.portal.call(
+        lambda: sql.reserve(ctx.driver, state.principal, ctx.clock.now_ms(), "message.send",
+                            "resume", fingerprint, "sub_pending", "msg_reserved",
+                            thread_id="thr_reserved", feed_item_id="fi_reserved",
+                            object_ref="obj_reserved", recipient_ids=["carol"]))
+    assert reservation.created
+    pending = api.as_("s1/bob", "GET", "/v1/submissions/message.send/resume").json()
+    assert pending["state"] == "pending" and pending["result"] is None
+    finished = api.as_("s1/bob", "POST", "/v1/messages", body)
+    assert finished.status_code == 201
+    assert finished.json()["message_id"] == "msg_reserved"
+    assert finished.json()["thread_id"] == "thr_reserved"
+    message = api.as_("s1/bob", "GET", "/v1/messages/msg_reserved").json()
+    assert message["recipient_ids"] == ["carol"]  # fixed at reservation, not re-resolved
+    again = api.as_("s1/bob", "POST", "/v1/messages", body)
+    assert again.json() == finished.json() and again.headers["Waypost-Replayed"] == "true"
+    assert [i["item_id"] for i in api.all_items("s1/carol")] == ["fi_reserved"]

@@ -1,0 +1,91 @@
+"""Value rules of protocol.md §3: every constructor accepts the valid and names the bad field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from waypost.reference import values
+from waypost.reference.errors import InvalidRequest
+
+
+@pytest.mark.parametrize("good", ["a", "A-z_0", "x" * 96])
+def test_object_ids_accept_the_id_alphabet(good: str) -> None:
+    assert values.object_id(good, "f") == good
+
+
+@pytest.mark.parametrize("bad", ["", "x" * 97, "a.b", "a/b", "é", 7, None, "a b"])
+def test_object_ids_reject_everything_else(bad: Any) -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        values.object_id(bad, "thread.thread_id")
+    assert caught.value.details == {"field": "thread.thread_id"}
+
+
+@pytest.mark.parametrize("good", ["r", "a.b:c-d_e", "x" * 128])
+def test_request_ids_allow_dots_and_colons(good: str) -> None:
+    assert values.request_id(good) == good
+
+
+@pytest.mark.parametrize("bad", ["", "x" * 129, "a/b", "a b", 1])
+def test_request_ids_reject_paths_and_lengths(bad: Any) -> None:
+    with pytest.raises(InvalidRequest):
+        values.request_id(bad)
+
+
+@pytest.mark.parametrize("good", ["a", "a/b/c.txt", "é/ü", "x" * 1024])
+def test_relative_paths(good: str) -> None:
+    assert values.relative_path(good, "path") == good
+
+
+@pytest.mark.parametrize("bad", ["", "/a", "a//b", "a/../b", "..", "a\\b", "a\x00b", "a/",
+                                 "x" * 1025, "é" * 513])
+def test_relative_paths_reject_escapes(bad: str) -> None:
+    with pytest.raises(InvalidRequest):
+        values.relative_path(bad, "path")
+
+
+def test_subject_is_counted_in_utf8_bytes() -> None:
+    assert values.subject("é" * 128) == "é" * 128
+    with pytest.raises(InvalidRequest):
+        values.subject("é" * 129)
+    with pytest.raises(InvalidRequest):
+        values.subject("")
+
+
+def test_metadata_is_an_object_of_at_most_4096_canonical_bytes() -> None:
+    assert values.metadata({"k": "v" * 4000}) == {"k": "v" * 4000}
+    for bad in ([], "x", {"k": "v" * 4096}, {"n": 2**60}, {"f": float("nan")}):
+        with pytest.raises(InvalidRequest):
+            values.metadata(bad)
+
+
+def test_revisions_stop_at_two_to_the_53_minus_one() -> None:
+    assert values.revision(2**53 - 1) == 2**53 - 1
+    for bad in (2**53, -1, True, 1.0, "1"):
+        with pytest.raises(InvalidRequest):
+            values.revision(bad)
+
+
+def test_sequences_are_decimal_strings_up_to_two_to_the_63_minus_one() -> None:
+    assert values.sequence("9223372036854775807", "s") == 2**63 - 1
+    for bad in ("9223372036854775808", "01", "-1", "1e3", 5, ""):
+        with pytest.raises(InvalidRequest):
+            values.sequence(bad, "s")
+
+
+def test_timestamps_round_trip_with_milliseconds() -> None:
+    ms = values.timestamp("2026-11-30T02:29:59.123Z", "t")
+    assert values.format_timestamp(ms) == "2026-11-30T02:29:59.123Z"
+    assert values.timestamp("2026-11-30T03:29:59.123+01:00", "t") == ms
+    for bad in ("2026-11-30", "yesterday", "2026-13-01T00:00:00Z"):
+        with pytest.raises(InvalidRequest):
+            values.timestamp(bad, "t")
+
+
+def test_server_ids_carry_their_prefix_and_are_valid_object_ids() -> None:
+    ids = {values.new_id("msg") for _ in range(100)}
+    assert len(ids) == 100
+    for made in ids:
+        assert made.startswith("msg_")
+        assert values.object_id(made, "id") == made
