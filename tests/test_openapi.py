@@ -175,6 +175,11 @@ def test_data_plane_answers_conform(api: Api, doc: Doc) -> None:
     assert errors_of(doc, request_schema(doc, "post", "/v1/acks"), ack) == []
     acked = conforms(doc, "post", "/v1/acks", api.as_("s1/bob", "POST", "/v1/acks", ack))
     assert acked["checkpoint_sequence"] == page["items"][0]["sequence"]
+    again = {"request_id": rid("ack"), "items": [{"item_id": page["items"][0]["item_id"],
+                                                  "stage": "received"}]}
+    no_op = conforms(doc, "post", "/v1/acks", api.as_("s1/bob", "POST", "/v1/acks", again))
+    assert no_op["items"][0]["changed"] is False
+    assert no_op["checkpoint_sequence"] is None
 
     alice = conforms(doc, "get", "/v1/feed", api.as_("s1/alice", "GET", "/v1/feed"))
     assert "receipt" in {item["type"] for item in alice["items"]}

@@ -1,0 +1,69 @@
+"""``waypost admin bootstrap``: a demo space a newcomer can send to with curl right away."""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+import httpx
+
+SCOPES = ["message.send", "message.read", "receipt.write", "event.subscribe"]
+
+
+class BootstrapError(Exception):
+    """The server refused a control-plane call; the message says which and why."""
+
+
+def _post(client: httpx.Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    response = client.post(path, json=body)
+    if response.status_code not in (200, 201):
+        raise BootstrapError(f"POST {path} answered {response.status_code}: {response.text}")
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def provision(client: httpx.Client, space_id: str) -> dict[str, str | None]:
+    """Create (or find again) the demo space: alice (default actor) and bob, an inbox consumer
+    and a token each. Request ids are fixed, so a second run replays instead of duplicating;
+    replayed tokens come back as None because secrets are shown only once."""
+    key = f"bootstrap.{space_id}"
+    _post(client, "/admin/v1/spaces", {
+        "request_id": f"{key}.space", "space_id": space_id, "display_name": "Demo space",
+        "source_uri": f"waypost://demo/{space_id}",
+        "default_actor": {"actor_id": "alice", "kind": "agent", "display_name": "Alice"}})
+    _post(client, f"/admin/v1/spaces/{space_id}/actors", {
+        "request_id": f"{key}.bob", "actor_id": "bob", "kind": "agent", "display_name": "Bob"})
+    tokens: dict[str, str | None] = {}
+    for actor in ("alice", "bob"):
+        _post(client, f"/admin/v1/spaces/{space_id}/consumers", {
+            "request_id": f"{key}.{actor}.inbox", "consumer_id": f"{actor}-inbox",
+            "actor_id": actor, "view": "inbox"})
+        issued = _post(client, f"/admin/v1/spaces/{space_id}/tokens", {
+            "request_id": f"{key}.{actor}.token", "actor_id": actor,
+            "consumer_id": f"{actor}-inbox", "scopes": SCOPES, "recipients": {"mode": "any"},
+            "collections": [], "blob_references": []})
+        tokens[actor] = issued.get("token")
+    return tokens
+
+
+def bootstrap(url: str, admin_token: str, space_id: str, out: TextIO) -> int:
+    """Provision the demo space and print the tokens and a first curl command."""
+    headers = {"Authorization": f"Bearer {admin_token}"}
+    try:
+        with httpx.Client(base_url=url, headers=headers, timeout=10) as client:
+            tokens = provision(client, space_id)
+    except (httpx.HTTPError, BootstrapError) as exc:
+        print(f"waypost admin bootstrap: {exc}", file=out)
+        return 1
+    print(f"space {space_id}: actors alice (default recipient) and bob", file=out)
+    if tokens["alice"] is None:
+        print("already bootstrapped: the tokens were printed the first time "
+              "(issue new ones with POST /admin/v1/spaces/…/tokens)", file=out)
+        return 0
+    print(f"ALICE_TOKEN={tokens['alice']}", file=out)
+    print(f"BOB_TOKEN={tokens['bob']}", file=out)
+    print("\nsend bob a message:", file=out)
+    print(f"  curl -s -X POST {url}/v1/messages -H \"Authorization: Bearer $ALICE_TOKEN\" "
+          "-H 'Content-Type: application/json' -d '{\"request_id\": \"hello-1\", "
+          "\"recipient_ids\": [\"bob\"], \"thread\": {\"new\": true}, \"kind\": \"info\", "
+          "\"subject\": \"Hello\", \"body\": {\"text\": \"First message\"}}'", file=out)
+    return 0

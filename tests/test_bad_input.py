@@ -1,0 +1,70 @@
+"""No 5xx for any bad input: random bodies, queries and paths always get the §7 envelope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import ADMIN_TOKEN, Api
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=12), children, max_size=5),
+    max_leaves=20)
+
+FIELDS = ["request_id", "recipient_ids", "thread", "kind", "subject", "body", "items",
+          "checkpoint", "space_id", "actor_id", "consumer_id", "view", "filter", "scopes",
+          "recipients", "collections", "blob_references", "display_name", "source_uri",
+          "default_actor", "actor_ids", "in_reply_to", "metadata", "attachment_ids", "expires_at"]
+bodies = st.one_of(
+    json_values,
+    st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=8),
+)
+
+WRITES = ["/v1/messages", "/v1/acks", "/admin/v1/spaces", "/admin/v1/spaces/s1/actors",
+          "/admin/v1/spaces/s1/actors/bob/disable", "/admin/v1/spaces/s1/consumers",
+          "/admin/v1/spaces/s1/consumers/bob-inbox/view", "/admin/v1/spaces/s1/collections",
+          "/admin/v1/spaces/s1/tokens", "/admin/v1/tokens/tok_x/revoke",
+          "/admin/v1/spaces/s1/threads/thr_x/members"]
+
+
+def _is_envelope(response: Any) -> bool:
+    body = response.json()
+    return set(body) == {"error"} and set(body["error"]) == {"code", "message", "details"}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=st.sampled_from(WRITES), body=bodies)
+def test_random_bodies_never_cause_a_server_error(api: Api, path: str, body: Any) -> None:
+    token = ADMIN_TOKEN if path.startswith("/admin") else api.tokens["s1/alice"]
+    response = api.client.post(path, json=body, headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code < 500, response.text
+    if response.status_code >= 400:
+        assert _is_envelope(response)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(params=st.dictionaries(st.sampled_from(["cursor", "limit", "wait", "x"]),
+                              st.text(st.characters(exclude_categories=("Cs",)), max_size=30),
+                              max_size=3),
+       segment=st.text(st.characters(min_codepoint=33, exclude_categories=("Cs", "Cc")), min_size=1, max_size=40).filter(
+           lambda t: "/" not in t and "?" not in t
+                                                          and "#" not in t))
+def test_random_queries_and_ids_never_cause_a_server_error(api: Api, params: dict[str, str],
+                                                           segment: str) -> None:
+    headers = {"Authorization": f"Bearer {api.tokens['s1/bob']}"}
+    params.pop("wait", None)  # long-polls are covered in test_feed
+    for response in (
+        api.client.get("/v1/feed", params=params, headers=headers),
+        api.client.get(f"/v1/messages/{segment}", headers=headers),
+        api.client.get(f"/v1/submissions/message.send/{segment}", headers=headers),
+        api.client.get(f"/admin/v1/spaces/{segment}",
+                       headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}),
+    ):
+        assert response.status_code < 500, response.text
+        if response.status_code >= 400:
+            assert _is_envelope(response)
