@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,9 +11,19 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, settings
 from starlette.testclient import TestClient
 
 from waypost.reference.server import Settings, build_app
+
+# Profiles: dev (fast, the default), ci (CI sets HYPOTHESIS_PROFILE=ci), thorough (long runs).
+# Failures print the reproduction blob and seed.
+_common = {"deadline": None, "print_blob": True,
+           "suppress_health_check": [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]}
+settings.register_profile("dev", max_examples=20, **_common)
+settings.register_profile("ci", max_examples=60, **_common)
+settings.register_profile("thorough", max_examples=600, **_common)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 ADMIN_TOKEN = "test-admin-token"
 ALL_SCOPES = ["message.send", "message.read", "space.observe", "receipt.write", "memory.write",

@@ -50,7 +50,8 @@ def test_earlier_receipt_items_keep_their_stage(api: Api) -> None:
     ack(api, "s1/bob", [(item, "processed")])
     after = receipts(api, "s1/alice")
     assert after[0] == before[0]
-    assert after[0]["stage"] == "received" and after[1]["stage"] == "processed"
+    assert after[0]["stage"] == "received"
+    assert after[1]["stage"] == "processed"
 
 
 def test_one_invisible_item_rejects_the_whole_batch(api: Api) -> None:
@@ -110,7 +111,8 @@ def test_checkpoint_enters_the_fingerprint_as_its_position(api: Api) -> None:
     rotated_cursor = api.feed("bob-rotated")["next_cursor"]
     assert ack(api, "s1/bob", [], cursor, request_id="cp").status_code == 200
     same = ack(api, "s1/bob", [], rotated_cursor, request_id="cp")
-    assert same.status_code == 200 and same.headers["Waypost-Replayed"] == "true"
+    assert same.status_code == 200
+    assert same.headers["Waypost-Replayed"] == "true"
 
 
 def test_ack_bounds_and_shapes(api: Api) -> None:

@@ -89,7 +89,8 @@ def test_disable_actor_bumps_its_authority_version(api: Api) -> None:
     assert result == {"space_id": "s1", "actor_id": "carol", "disabled": True,
                       "authority_version": 2}
     replay = api.admin("POST", "/admin/v1/spaces/s1/actors/carol/disable", body)
-    assert replay.json() == result and replay.headers["Waypost-Replayed"] == "true"
+    assert replay.json() == result
+    assert replay.headers["Waypost-Replayed"] == "true"
     _error(api.admin("POST", "/admin/v1/spaces/s1/actors/nobody/disable", {"request_id": rid()}),
            404, "NOT_FOUND", "actor_id")
 
@@ -101,7 +102,8 @@ def test_consumers_views_and_filters(api: Api) -> None:
                        "view_revision": 1}
     changed = api.must_admin("POST", "/admin/v1/spaces/s1/consumers/bob-log/view",
                              {"request_id": rid(), "view": "inbox"})
-    assert changed["view_revision"] == 2 and changed["view"] == "inbox"
+    assert changed["view_revision"] == 2
+    assert changed["view"] == "inbox"
     listed = api.admin("GET", "/admin/v1/spaces/s1").json()["consumers"]
     assert {c["consumer_id"]: c["filter"] for c in listed}["bob-log"] == {}
     bad = api.admin("POST", "/admin/v1/spaces/s1/consumers",

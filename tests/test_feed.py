@@ -6,7 +6,7 @@ import itertools
 import threading
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import Api, rid
@@ -64,7 +64,8 @@ def test_receipts_reach_the_producer_of_the_acknowledged_item(api: Api) -> None:
     assert ack.status_code == 200
     (receipt,) = api.all_items("s1/alice")
     assert receipt["type"] == "receipt"
-    assert receipt["producer_id"] == "bob" and receipt["recipient_ids"] == ["alice"]
+    assert receipt["producer_id"] == "bob"
+    assert receipt["recipient_ids"] == ["alice"]
     assert receipt["thread_id"] == sent["thread_id"]
     assert receipt["receipt"] == {
         "receipt_id": receipt["receipt"]["receipt_id"], "receipt_version": 1,
@@ -83,7 +84,6 @@ def test_items_have_the_protocol_shape(api: Api) -> None:
                                 "kind": "todo_suggestion"}}
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pages=st.lists(st.integers(1, 7), min_size=1, max_size=30), batch=st.integers(0, 4))
 def test_any_page_sizes_yield_every_item_once_in_order(api: Api, pages: list[int],
                                                         batch: int) -> None:
@@ -133,7 +133,8 @@ def test_limit_and_query_validation(api: Api) -> None:
     for _ in range(3):
         api.must_send("s1/alice", recipient_ids=["bob"])
     page = api.feed("s1/bob", limit=2)
-    assert len(page["items"]) == 2 and page["has_more"]
+    assert len(page["items"]) == 2
+    assert page["has_more"]
 
 
 def test_tampered_and_foreign_cursors_are_invalid(api: Api) -> None:

@@ -13,9 +13,11 @@ from tests.test_control_plane import _error
 def test_send_answers_ids_sequence_and_time(api: Api) -> None:
     sent = api.must_send("s1/alice", recipient_ids=["bob"])
     assert set(sent) == {"message_id", "thread_id", "feed_item_id", "sequence", "committed_at"}
-    assert sent["message_id"].startswith("msg_") and sent["thread_id"].startswith("thr_")
+    assert sent["message_id"].startswith("msg_")
+    assert sent["thread_id"].startswith("thr_")
     assert sent["feed_item_id"].startswith("fi_")
-    assert isinstance(sent["sequence"], str) and int(sent["sequence"]) >= 1
+    assert isinstance(sent["sequence"], str)
+    assert int(sent["sequence"]) >= 1
     assert sent["committed_at"].endswith("Z")
 
 

@@ -92,7 +92,8 @@ def test_bootstrap_then_send_read_and_ack_over_http(server: str) -> None:
         assert acked.status_code == 200, acked.text
         assert client.get("/v1/feed", headers=bob).json()["items"] == []
         missing = client.get("/v1/nothing-here")
-        assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
+        assert missing.status_code == 404
+        assert missing.json()["error"]["code"] == "NOT_FOUND"
     rerun = subprocess.run(
         [sys.executable, "-m", "waypost.cli", "admin", "bootstrap", "--url", server,
          "--admin-token", ADMIN], capture_output=True, text=True, check=True).stdout
@@ -104,4 +105,5 @@ def test_bootstrap_reports_a_wrong_admin_token(server: str) -> None:
         [sys.executable, "-m", "waypost.cli", "admin", "bootstrap", "--url", server,
          "--admin-token", "wrong"], capture_output=True, text=True)
     assert result.returncode == 1
-    assert "401" in result.stdout and "UNAUTHENTICATED" in result.stdout
+    assert "401" in result.stdout
+    assert "UNAUTHENTICATED" in result.stdout

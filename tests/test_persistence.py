@@ -24,7 +24,8 @@ def test_everything_survives_a_restart(data_dir: Path) -> None:
     with TestClient(build_app(Settings(data_dir, ADMIN_TOKEN))) as second_client:
         second = Api(second_client, tokens)
         replay = second.send("s1/alice", recipient_ids=["bob"], request_id="kept")
-        assert replay.json() == sent and replay.headers["Waypost-Replayed"] == "true"
+        assert replay.json() == sent
+        assert replay.headers["Waypost-Replayed"] == "true"
         message = second.as_("s1/bob", "GET", f"/v1/messages/{sent['message_id']}")
         assert message.json()["body"] == {"text": "hi", "options": [], "source_uri": None}
         assert second.feed("s1/bob")["items"] == []  # checkpoint kept

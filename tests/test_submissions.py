@@ -65,7 +65,8 @@ def test_a_pending_submission_resumes_with_its_reserved_ids(api: Api) -> None:
 
     assert api.client.portal is not None
     state = api.client.portal.call(load_token, ctx.driver, bob.split(".")[0])
-    assert state is not None and state.digest == token_digest(bob)
+    assert state is not None
+    assert state.digest == token_digest(bob)
     fingerprint = digest(parse_send(body, ctx.limits).normalised)
     reservation = api.client.portal.call(
         lambda: sql.reserve(ctx.driver, state.principal, ctx.clock.now_ms(), "message.send",
@@ -74,7 +75,8 @@ def test_a_pending_submission_resumes_with_its_reserved_ids(api: Api) -> None:
                             object_ref="obj_reserved", recipient_ids=["carol"]))
     assert reservation.created
     pending = api.as_("s1/bob", "GET", "/v1/submissions/message.send/resume").json()
-    assert pending["state"] == "pending" and pending["result"] is None
+    assert pending["state"] == "pending"
+    assert pending["result"] is None
     finished = api.as_("s1/bob", "POST", "/v1/messages", body)
     assert finished.status_code == 201
     assert finished.json()["message_id"] == "msg_reserved"
@@ -82,5 +84,6 @@ def test_a_pending_submission_resumes_with_its_reserved_ids(api: Api) -> None:
     message = api.as_("s1/bob", "GET", "/v1/messages/msg_reserved").json()
     assert message["recipient_ids"] == ["carol"]  # fixed at reservation, not re-resolved
     again = api.as_("s1/bob", "POST", "/v1/messages", body)
-    assert again.json() == finished.json() and again.headers["Waypost-Replayed"] == "true"
+    assert again.json() == finished.json()
+    assert again.headers["Waypost-Replayed"] == "true"
     assert [i["item_id"] for i in api.all_items("s1/carol")] == ["fi_reserved"]

@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from waypost.adapters.sql.authority import authority_cases, authority_params
 from waypost.adapters.sql.messages import SETTLED, sequence_exhausted
 from waypost.adapters.sql.plan import (
-    GUARD_OK, CommitPlan, SqlValue, guard, guarded, new_plan_id, plan, verdict_read,
+    GUARD_OK,
+    CommitPlan,
+    SqlValue,
+    guard,
+    guarded,
+    new_plan_id,
+    plan,
+    verdict_read,
 )
 from waypost.adapters.sql.submissions import ADVANCED
 from waypost.reference.principal import Principal

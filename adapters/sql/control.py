@@ -10,7 +10,15 @@ from typing import Any
 
 from waypost.adapters.sql.driver import Driver
 from waypost.adapters.sql.plan import (
-    GUARD_OK, CommitPlan, SqlValue, Statement, guard, guarded, new_plan_id, plan, stmt,
+    GUARD_OK,
+    CommitPlan,
+    SqlValue,
+    Statement,
+    guard,
+    guarded,
+    new_plan_id,
+    plan,
+    stmt,
     verdict_read,
 )
 

@@ -11,7 +11,15 @@ from typing import Any
 from waypost.adapters.sql.authority import authority_cases, authority_params
 from waypost.adapters.sql.control import json_list
 from waypost.adapters.sql.plan import (
-    GUARD_OK, CommitPlan, SqlValue, Statement, guard, guarded, new_plan_id, plan, stmt,
+    GUARD_OK,
+    CommitPlan,
+    SqlValue,
+    Statement,
+    guard,
+    guarded,
+    new_plan_id,
+    plan,
+    stmt,
     verdict_read,
 )
 from waypost.reference.principal import Principal

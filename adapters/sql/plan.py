@@ -17,9 +17,10 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from textwrap import dedent
+from typing import Any
 
 SqlValue = int | str | bytes | float | None
-Row = tuple[SqlValue, ...]
+Row = tuple[Any, ...]  # decoded where it is read: SQL values are dynamically typed
 
 _NAME = re.compile(r"(?<![:\w]):([A-Za-z_][A-Za-z0-9_]*)")
 

@@ -9,7 +9,15 @@ from waypost.adapters.sql.authority import NOT_LIVE, authority_params
 from waypost.adapters.sql.control import json_list
 from waypost.adapters.sql.driver import Driver
 from waypost.adapters.sql.plan import (
-    GUARD_OK, SqlValue, Statement, guard, guarded, new_plan_id, plan, stmt, verdict_read,
+    GUARD_OK,
+    SqlValue,
+    Statement,
+    guard,
+    guarded,
+    new_plan_id,
+    plan,
+    stmt,
+    verdict_read,
 )
 from waypost.reference.principal import Principal
 

@@ -56,11 +56,11 @@ async def load_token(driver: Driver, token_id: str) -> TokenState | None:
         frozenset(str(row[0]) for row in recipients),
         frozenset((str(row[0]), str(row[1])) for row in collections),
         frozenset(str(row[0]) for row in blobs))
-    consumer = ConsumerView(str(consumer_id), str(view), int(view_revision),  # type: ignore[arg-type]
+    consumer = ConsumerView(str(consumer_id), str(view), int(view_revision),
                             {dim: tuple(vals) for dim, vals in filter_.items()})
-    principal = Principal(token_id, str(space_id), str(actor_id), int(authority_version),  # type: ignore[arg-type]
-                          consumer, grants, bytes(grant_fp),  # type: ignore[arg-type]
+    principal = Principal(token_id, str(space_id), str(actor_id), int(authority_version),
+                          consumer, grants, bytes(grant_fp),
                           expires_at if isinstance(expires_at, int) else None)
-    return TokenState(bytes(digest), revoked_at is not None,  # type: ignore[arg-type]
+    return TokenState(bytes(digest), revoked_at is not None,
                       principal.expires_at, bool(actor_disabled), bool(consumer_disabled),
                       principal)

@@ -7,6 +7,7 @@ from typing import Any
 from waypost.adapters.sql import acks as sql
 from waypost.adapters.sql import feed as feed_sql
 from waypost.adapters.sql import submissions as submission_sql
+from waypost.adapters.sql.messages import SETTLED
 from waypost.reference import values
 from waypost.reference.canonical import digest
 from waypost.reference.errors import Forbidden, InvalidRequest, NotFound
@@ -61,7 +62,7 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         plan = sql.acknowledge(principal, ctx.clock.now_ms(), record.submission_id, lines,
                                checkpoint)
         (verdict, _state), = await ctx.driver.run(plan)
-        if verdict not in ("ok", sql.SETTLED):
+        if verdict not in ("ok", SETTLED):
             raise submissions.refuse(str(verdict), "feed item")
         found = await submissions.find(ctx, principal, OPERATION, request.request_id)
         assert found is not None

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from waypost.adapters.sql import control as sql
+from waypost.adapters.sql.plan import CommitPlan
 from waypost.reference import parsing, values
 from waypost.reference.canonical import digest
 from waypost.reference.errors import IdempotencyConflict, InvalidRequest, NotFound, WaypostError
@@ -45,21 +46,23 @@ def _failure(verdict: str) -> WaypostError:
     raise AssertionError(f"unexpected control-plane verdict {verdict}")
 
 
-async def _settle(ctx: Context, admin_plan: sql.CommitPlan, fingerprint: bytes,
+async def _settle(ctx: Context, admin_plan: CommitPlan, fingerprint: bytes,
                   extra: dict[str, Any] | None = None) -> Outcome:
     outcome = await sql.run_admin(ctx.driver, admin_plan)
     if outcome.verdict == sql.REPLAY:
         if outcome.fingerprint != fingerprint:
             raise IdempotencyConflict("request_id was used for a different request",
                                       field="request_id")
-        assert outcome.status is not None and outcome.result is not None
+        assert outcome.status is not None
+        assert outcome.result is not None
         replay = dict(outcome.result)
         if extra is not None:
             replay.update({key: None for key in extra})  # secrets are not stored
         return Outcome(outcome.status, replay, replayed=True)
     if outcome.verdict != "ok":
         raise _failure(outcome.verdict)
-    assert outcome.status is not None and outcome.result is not None
+    assert outcome.status is not None
+    assert outcome.result is not None
     return Outcome(outcome.status, {**outcome.result, **(extra or {})})
 
 

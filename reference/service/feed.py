@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -83,7 +84,7 @@ async def read_feed(ctx: Context, principal: Principal, cursor_text: str | None,
         position = position_of(ctx, principal, cursor_text)
     else:
         (rows,) = await ctx.driver.read([sql.checkpoint_statement(principal)])
-        position = int(rows[0][0]) if rows else 0  # type: ignore[arg-type]
+        position = int(rows[0][0]) if rows else 0
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     while True:
@@ -92,11 +93,9 @@ async def read_feed(ctx: Context, principal: Principal, cursor_text: str | None,
         remaining = deadline - loop.time()
         if rows or remaining <= 0:
             break
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(woken.wait(), remaining)
-        except TimeoutError:
-            pass
     items = [item_json(row) for row in rows[:limit]]
-    last = int(rows[limit - 1][0] if len(rows) > limit else rows[-1][0]) if rows else position  # type: ignore[arg-type]
+    last = int(rows[limit - 1][0] if len(rows) > limit else rows[-1][0]) if rows else position
     return Outcome(200, {"items": items, "next_cursor": mint(ctx, principal, last),
                          "has_more": len(rows) > limit})

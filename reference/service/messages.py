@@ -97,7 +97,8 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
 async def _resume(ctx: Context, principal: Principal, request: SendMessage,
                   record: submission_sql.SubmissionRecord) -> Outcome:
     """Carry a reserved submission through its remaining phases with its reserved ids."""
-    assert record.object_ref is not None and record.thread_id is not None
+    assert record.object_ref is not None
+    assert record.thread_id is not None
     assert record.feed_item_id is not None
     body = canonical_json(request.body_document())
     _, facts = await ctx.blobs.create_only(record.object_ref, one_chunk(body))
@@ -118,7 +119,8 @@ async def _resume(ctx: Context, principal: Principal, request: SendMessage,
     if verdict != "ok":
         raise submissions.refuse(str(verdict), "message")
     ctx.signal.committed(principal.space_id)
-    assert isinstance(committed_at, int) and isinstance(sequence, int)
+    assert isinstance(committed_at, int)
+    assert isinstance(sequence, int)
     return Outcome(201, {"message_id": record.resource_id, "thread_id": record.thread_id,
                          "feed_item_id": record.feed_item_id,
                          "sequence": values.sequence_text(sequence),
@@ -143,14 +145,14 @@ async def read_message(ctx: Context, principal: Principal, message_id: str) -> O
         raise Forbidden("the token lacks the message.read scope", field="scope")
     raw_body = await ctx.blobs.read(str(body_ref))
     if len(raw_body) != body_size or hashlib.sha256(raw_body).digest() != body_sha256:
-        raise RuntimeError(f"stored body of {message_id_} fails its verified facts")
+        raise RuntimeError(f"stored body of {message_id_!s} fails its verified facts")
     return Outcome(200, {
         "message_id": message_id_, "thread_id": thread_id, "in_reply_to": in_reply_to,
         "producer_id": producer_id, "recipient_ids": recipient_ids, "kind": kind,
         "subject": subject, "body": json.loads(raw_body),
         "attachment_ids": [str(row[0]) for row in attachments],
         "metadata": None if metadata_json is None else json.loads(str(metadata_json)),
-        "committed_at": values.format_timestamp(int(committed_at)),  # type: ignore[arg-type]
-        "feed_item_id": item_id, "sequence": values.sequence_text(int(sequence)),  # type: ignore[arg-type]
+        "committed_at": values.format_timestamp(int(committed_at)),
+        "feed_item_id": item_id, "sequence": values.sequence_text(int(sequence)),
     })
 

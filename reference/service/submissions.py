@@ -8,7 +8,11 @@ from typing import Any
 from waypost.adapters.sql import submissions as sql
 from waypost.reference import values
 from waypost.reference.errors import (
-    IdempotencyConflict, Unauthenticated, WaypostError, from_code, not_found,
+    IdempotencyConflict,
+    Unauthenticated,
+    WaypostError,
+    from_code,
+    not_found,
 )
 from waypost.reference.principal import Principal
 from waypost.reference.service.context import Context, Outcome
@@ -37,11 +41,13 @@ async def stable_result(ctx: Context, operation: str, record: sql.SubmissionReco
                         sequence: int | None) -> Outcome:
     """Rebuild a final submission's original answer from its fixed columns and rows."""
     if record.state == "failed":
-        assert record.error_code is not None and record.result_status is not None
+        assert record.error_code is not None
+        assert record.result_status is not None
         error = from_code(record.error_code, "recorded result of this request",
                           json.loads(record.error_detail or "{}"))
         return Outcome(record.result_status, error.envelope())
-    assert record.result_status is not None and record.committed_at is not None
+    assert record.result_status is not None
+    assert record.committed_at is not None
     body: dict[str, Any]
     if operation == "message.send":
         assert sequence is not None
@@ -79,6 +85,7 @@ def refuse(verdict: str, what: str = "resource") -> WaypostError:
     code, _, field = verdict.partition(":")
     if code == "UNAUTHENTICATED":
         return Unauthenticated("missing, unknown, expired or revoked credential")
+    error: WaypostError
     if code == "NOT_FOUND":
         error = not_found(field or what)
     else:
