@@ -1,0 +1,59 @@
+"""The published test vectors (``conformance/vectors/``) reproduce byte for byte (P04)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rfc8785
+
+from tests.conftest import Api
+from tools.make_vectors import build
+
+VECTORS = Path(__file__).resolve().parent.parent / "conformance" / "vectors"
+
+
+def _load(name: str) -> list[dict[str, Any]]:
+    vectors: list[dict[str, Any]] = json.loads((VECTORS / name).read_text())["vectors"]
+    return vectors
+
+
+@pytest.mark.parametrize("name", ["request_fingerprints.json", "grant_fingerprints.json"])
+def test_vector_files_are_current(name: str) -> None:
+    assert json.loads((VECTORS / name).read_text()) == build()[name], (
+        "stale vectors: run python tools/make_vectors.py")
+
+
+@pytest.mark.parametrize("name", ["request_fingerprints.json", "grant_fingerprints.json"])
+def test_every_vector_is_sha256_of_the_jcs_of_its_normalised_form(name: str) -> None:
+    for case in _load(name):
+        canonical = rfc8785.dumps(case["normalised"])
+        assert canonical.decode() == case["canonical"], case["description"]
+        assert hashlib.sha256(canonical).hexdigest() == case["sha256"], case["description"]
+
+
+def test_order_insensitive_sets_and_order_sensitive_lists() -> None:
+    by_id = {case["request"]["request_id"]: case["sha256"]
+             for case in _load("request_fingerprints.json")}
+    assert by_id["v2"] == by_id["v3"]
+    assert by_id["v3"] != by_id["v4"]
+    assert by_id["v1"] != by_id["v6"]
+
+
+def test_the_server_reports_the_vector_fingerprint(api: Api) -> None:
+    case = _load("request_fingerprints.json")[0]
+    response = api.as_("s1/bob", "POST", "/v1/messages", case["request"])
+    assert response.status_code == 201, response.text
+    found = api.as_("s1/bob", "GET",
+                    f"/v1/submissions/message.send/{case['request']['request_id']}").json()
+    assert found["fingerprint"] == case["sha256"]
+
+
+def test_the_server_reports_the_grant_fingerprint(api: Api) -> None:
+    case = _load("grant_fingerprints.json")[0]
+    issued = api.token("s1", "bob", "bob-inbox", name="vector", **{
+        "scopes": case["request"]["scopes"], "recipients": case["request"]["recipients"]})
+    assert issued["grant_fingerprint"] == case["sha256"]
