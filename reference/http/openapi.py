@@ -89,6 +89,7 @@ def const(value: Any) -> Schema:
 
 ID, IDS = ref("ObjectId"), array(ref("ObjectId"))
 TIME, SEQ = ref("Timestamp"), ref("Sequence")
+CURSOR: Schema = {"type": "string", "minLength": 1, "description": "Opaque, HMAC-protected."}
 KIND, STAGE = enum(requests.MESSAGE_KINDS), enum(requests.STAGES)
 
 # --- component schemas ----------------------------------------------------------------------
@@ -132,7 +133,9 @@ def _messages() -> dict[str, Schema]:
             "in_reply_to": ID,
             "attachment_ids": array(ID, high=LIMITS.attachments, unique=True),
             "metadata": ref("Metadata"),
-        }, "recipient_ids omitted: the space's default actor. in_reply_to needs thread_id."),
+        }, "recipient_ids omitted: the space's default actor. in_reply_to needs thread_id.")
+        | {"if": {"properties": {"thread": {"required": ["new"]}}},
+           "then": {"not": {"required": ["in_reply_to"]}}},
         "MessageSent": obj({"message_id": ID, "thread_id": ID, "feed_item_id": ID,
                             "sequence": SEQ, "committed_at": TIME}),
         "Message": obj({
@@ -167,12 +170,12 @@ def _feed() -> dict[str, Schema]:
         "FeedItem": {"oneOf": [ref(name) for name in variants.values()],
                      "discriminator": {"propertyName": "type", "mapping": {
                          kind: f"#/components/schemas/{name}" for kind, name in variants.items()}}},
-        "FeedPage": obj({"items": array(ref("FeedItem")), "next_cursor": {"type": "string"},
+        "FeedPage": obj({"items": array(ref("FeedItem")), "next_cursor": CURSOR,
                          "has_more": {"type": "boolean"}}),
         "AckRequest": obj({
             "request_id": ref("RequestId"),
             "items": array(obj({"item_id": ID, "stage": STAGE}), high=LIMITS.ack_items),
-        }, {"checkpoint": obj({"cursor": {"type": "string"}})},
+        }, {"checkpoint": obj({"cursor": CURSOR})},
             "items may be empty only with a checkpoint; one item id at most once."),
         "AckResult": obj({
             "items": array(obj({"item_id": ID, "stage": STAGE,
@@ -278,7 +281,7 @@ RETRY_AFTER = {"Retry-After": {"description": "With SUBMISSION_PENDING: seconds 
 
 def _error(status: int, write: bool) -> Schema:
     codes = [cls.code for cls in ERROR_CLASSES if cls.status == status]
-    headers = {**(REPLAYED if write else {}), **(RETRY_AFTER if status == 409 else {})}
+    headers = {**(REPLAYED if write else {}), **(RETRY_AFTER if write and status == 409 else {})}
     answer: Schema = {"description": " or ".join(codes),
                       "content": {"application/json": {"schema": ref("Error")}}}
     if headers:
@@ -322,7 +325,7 @@ def admin_write(op_id: str, summary: str, status: int, result: str, body: str,
 
 def _paths() -> dict[str, dict[str, Schema]]:
     feed_query = [
-        parameter("cursor", "query", {"type": "string"},
+        parameter("cursor", "query", CURSOR,
                   "Opaque next_cursor of an earlier page; omitted: after the saved checkpoint."),
         parameter("limit", "query", {**integer(1, LIMITS.page_limit), "default": 50}),
         parameter("wait", "query", {**integer(0, LIMITS.wait_seconds), "default": 0},
