@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from waypost.reference.errors import InvalidRequest
+from waypost.reference.errors import InvalidRequest, ResourceLimit
 
 T = TypeVar("T")
 
@@ -55,10 +55,14 @@ def at(field: str, key: str) -> str:
 
 
 def items(value: Any, field: str, parse: Callable[[Any, str], T], *, low: int = 0,
-          high: int | None = None) -> list[T]:
-    """A JSON array whose elements ``parse`` accepts; its length within ``[low, high]``."""
+          high: int | None = None, limit: str | None = None) -> list[T]:
+    """A JSON array whose elements ``parse`` accepts; its length within ``[low, high]``.
+    When ``high`` is the published limit named ``limit``, exceeding it is RESOURCE_LIMIT."""
     if not isinstance(value, list):
         raise InvalidRequest(f"{field} must be an array", field=field)
+    if limit is not None and high is not None and len(value) > high:
+        raise ResourceLimit(f"{field} holds more than {high} elements", field=field, limit=limit,
+                            max=high)
     if len(value) < low or (high is not None and len(value) > high):
         bound = f"{low} to {high}" if high is not None else f"at least {low}"
         raise InvalidRequest(f"{field} must hold {bound} elements", field=field, max=high)

@@ -46,9 +46,12 @@ class SendMessage:
         return {"text": self.text, "options": list(self.options), "source_uri": self.source_uri}
 
 
-def _bounded_text(value: Any, field: str, high: int, *, allow_empty: bool = False) -> str:
+def _bounded_text(value: Any, field: str, high: int, *, allow_empty: bool = False,
+                  limit: str | None = None) -> str:
     text = values.string(value, field)
     size = len(text.encode())
+    if limit is not None and size > high:
+        raise values.over_limit(field, limit, high)
     if size > high or (size == 0 and not allow_empty):
         raise InvalidRequest(f"{field} must be {0 if allow_empty else 1}-{high} bytes", field=field)
     return text
@@ -63,7 +66,7 @@ def parse_send(raw: Any, limits: Limits) -> SendMessage:
     recipients: tuple[str, ...] | None = None
     if "recipient_ids" in body:
         listed = parsing.items(body["recipient_ids"], "recipient_ids", values.object_id, low=1,
-                               high=limits.recipients)
+                               high=limits.recipients, limit="recipients")
         recipients = tuple(sorted(set(listed)))
         normalised["recipient_ids"] = list(recipients)
     thread = parsing.fields(body["thread"], "thread", [], ["new", "thread_id"])
@@ -84,7 +87,8 @@ def parse_send(raw: Any, limits: Limits) -> SendMessage:
     subject = values.subject(body["subject"])
     normalised.update(kind=kind, subject=subject)
     content = parsing.fields(body["body"], "body", ["text"], ["options", "source_uri"])
-    text = _bounded_text(content["text"], "body.text", limits.body_text_bytes, allow_empty=True)
+    text = _bounded_text(content["text"], "body.text", limits.body_text_bytes, allow_empty=True,
+                         limit="body_text_bytes")
     normalised_body: dict[str, Any] = {"text": text}
     options: tuple[str, ...] = ()
     if "options" in content:
@@ -100,7 +104,8 @@ def parse_send(raw: Any, limits: Limits) -> SendMessage:
     attachments: tuple[str, ...] = ()
     if "attachment_ids" in body:
         attachments = tuple(parsing.items(body["attachment_ids"], "attachment_ids",
-                                          values.object_id, high=limits.attachments))
+                                          values.object_id, high=limits.attachments,
+                                          limit="attachments"))
         if len(set(attachments)) != len(attachments):
             raise InvalidRequest("attachment_ids repeats a blob", field="attachment_ids")
         normalised["attachment_ids"] = list(attachments)
@@ -145,7 +150,8 @@ def parse_ack(raw: Any, limits: Limits) -> Ack:
         return AckItem(values.object_id(entry["item_id"], f"{field}.item_id"),
                        parsing.one_of(entry["stage"], f"{field}.stage", STAGES))
 
-    parsed = tuple(parsing.items(body["items"], "items", item, high=limits.ack_items))
+    parsed = tuple(parsing.items(body["items"], "items", item, high=limits.ack_items,
+                                 limit="ack_items"))
     if len({entry.item_id for entry in parsed}) != len(parsed):
         raise InvalidRequest("items names one item twice; one ACK states one stage per item",
                              field="items")

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, NewType
 
 from waypost.reference.canonical import canonical_json
-from waypost.reference.errors import InvalidRequest
+from waypost.reference.errors import InvalidRequest, ResourceLimit
 
 ObjectId = NewType("ObjectId", str)
 RequestId = NewType("RequestId", str)
@@ -76,11 +76,19 @@ def relative_path(value: Any, field: str) -> RelativePath:
     return RelativePath(text)
 
 
+def over_limit(field: str, limit: str, high: int) -> ResourceLimit:
+    """A value past a published limit (protocol.md §7): ``413 RESOURCE_LIMIT``."""
+    return ResourceLimit(f"{field} is over the published limit of {high}", field=field,
+                         limit=limit, max=high)
+
+
 def subject(value: Any, field: str = "subject") -> str:
-    """A subject: non-empty UTF-8, at most 256 bytes."""
+    """A subject: non-empty UTF-8, at most 256 bytes (more is RESOURCE_LIMIT)."""
     text = string(value, field)
-    if not text or len(text.encode()) > MAX_SUBJECT_BYTES:
-        raise _bad(field, f"{field} must be 1-{MAX_SUBJECT_BYTES} bytes of UTF-8")
+    if not text:
+        raise _bad(field, f"{field} must not be empty")
+    if len(text.encode()) > MAX_SUBJECT_BYTES:
+        raise over_limit(field, "subject_bytes", MAX_SUBJECT_BYTES)
     return text
 
 
@@ -93,7 +101,7 @@ def metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
     except ValueError as exc:
         raise _bad(field, f"{field} is not canonicalisable JSON: {exc}") from None
     if size > MAX_METADATA_BYTES:
-        raise _bad(field, f"{field} must be at most {MAX_METADATA_BYTES} bytes as canonical JSON")
+        raise over_limit(field, "metadata_bytes", MAX_METADATA_BYTES)
     return value
 
 

@@ -118,8 +118,9 @@ def test_checkpoint_enters_the_fingerprint_as_its_position(api: Api) -> None:
 def test_ack_bounds_and_shapes(api: Api) -> None:
     item = api.must_send("s1/alice", recipient_ids=["bob"])["feed_item_id"]
     _error(ack(api, "s1/bob", []), 400, "INVALID_REQUEST", "items")
-    _error(ack(api, "s1/bob", [(f"fi_{n}", "received") for n in range(21)]), 400,
-           "INVALID_REQUEST", "items")
+    over = _error(ack(api, "s1/bob", [(f"fi_{n}", "received") for n in range(21)]), 413,
+                  "RESOURCE_LIMIT", "items")
+    assert (over["details"]["limit"], over["details"]["max"]) == ("ack_items", 20)
     _error(ack(api, "s1/bob", [(item, "received"), (item, "processed")]), 400,
            "INVALID_REQUEST", "items")
     _error(ack(api, "s1/bob", [(item, "read")]), 400, "INVALID_REQUEST", "items[0].stage")

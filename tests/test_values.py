@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from waypost.reference import values
-from waypost.reference.errors import InvalidRequest
+from waypost.reference.errors import InvalidRequest, ResourceLimit
 
 
 @pytest.mark.parametrize("good", ["a", "A-z_0", "x" * 96])
@@ -47,7 +47,7 @@ def test_relative_paths_reject_escapes(bad: str) -> None:
 
 def test_subject_is_counted_in_utf8_bytes() -> None:
     assert values.subject("é" * 128) == "é" * 128
-    with pytest.raises(InvalidRequest):
+    with pytest.raises(ResourceLimit):
         values.subject("é" * 129)
     with pytest.raises(InvalidRequest):
         values.subject("")
@@ -55,9 +55,11 @@ def test_subject_is_counted_in_utf8_bytes() -> None:
 
 def test_metadata_is_an_object_of_at_most_4096_canonical_bytes() -> None:
     assert values.metadata({"k": "v" * 4000}) == {"k": "v" * 4000}
-    for bad in ([], "x", {"k": "v" * 4096}, {"n": 2**60}, {"f": float("nan")}):
+    for bad in ([], "x", {"n": 2**60}, {"f": float("nan")}):
         with pytest.raises(InvalidRequest):
             values.metadata(bad)
+    with pytest.raises(ResourceLimit):
+        values.metadata({"k": "v" * 4096})
 
 
 def test_revisions_stop_at_two_to_the_53_minus_one() -> None:
