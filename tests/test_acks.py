@@ -139,3 +139,15 @@ def test_twenty_items_commit_together(api: Api) -> None:
     assert answer.status_code == 200
     assert [r["item_id"] for r in answer.json()["items"]] == items
     assert [r["subject_item_id"] for r in receipts(api, "s1/alice")] == items
+
+
+def test_a_retry_replays_even_after_the_view_changed(api: Api) -> None:
+    item = api.must_send("s1/alice", recipient_ids=["bob"])["feed_item_id"]
+    cursor = api.feed("s1/bob")["next_cursor"]
+    first = ack(api, "s1/bob", [(item, "received")], cursor, request_id="before-view-change")
+    api.must_admin("POST", "/admin/v1/spaces/s1/consumers/bob-inbox/view",
+                   {"request_id": rid(), "view": "space_log"})
+    again = ack(api, "s1/bob", [(item, "received")], cursor, request_id="before-view-change")
+    assert again.json() == first.json()
+    assert again.headers["Waypost-Replayed"] == "true"
+    _error(ack(api, "s1/bob", [(item, "received")], cursor), 409, "CURSOR_STALE")

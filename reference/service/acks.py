@@ -8,14 +8,14 @@ from waypost.adapters.sql import acks as sql
 from waypost.adapters.sql import feed as feed_sql
 from waypost.adapters.sql import submissions as submission_sql
 from waypost.adapters.sql.messages import SETTLED
-from waypost.reference import values
+from waypost.reference import cursor, values
 from waypost.reference.canonical import digest
 from waypost.reference.errors import Forbidden, InvalidRequest, NotFound
 from waypost.reference.principal import Principal
 from waypost.reference.requests import Ack, parse_ack
 from waypost.reference.service import submissions
 from waypost.reference.service.context import Context, Outcome
-from waypost.reference.service.feed import position_of
+from waypost.reference.service.feed import check_binding
 
 OPERATION = "receipt.ack"
 
@@ -39,12 +39,15 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     request = parse_ack(raw, ctx.limits)
     if not principal.has("receipt.write"):
         raise Forbidden("the token lacks the receipt.write scope", field="scope")
-    checkpoint = None
+    decoded = None
     if request.checkpoint_cursor is not None:
-        checkpoint = position_of(ctx, principal, request.checkpoint_cursor)
+        decoded = cursor.decode(ctx.cursor_key, request.checkpoint_cursor)
+    checkpoint = None if decoded is None else decoded.position
     fingerprint = digest(request.normalised(checkpoint))
     found = await submissions.find(ctx, principal, OPERATION, request.request_id)
-    if found is None:
+    if found is None:  # a retry replays even if the view moved on since; a new ACK is checked
+        if decoded is not None:
+            check_binding(principal, decoded)
         await _check_items(ctx, principal, request)
         reservation = await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,

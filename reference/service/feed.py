@@ -26,6 +26,12 @@ def position_of(ctx: Context, principal: Principal, text: str) -> int:
     """Verify a cursor and its binding (P07): foreign → CURSOR_INVALID; minted for another view
     revision, filter or grant fingerprint → CURSOR_STALE."""
     decoded = cursor.decode(ctx.cursor_key, text)
+    check_binding(principal, decoded)
+    return decoded.position
+
+
+def check_binding(principal: Principal, decoded: cursor.FeedCursor) -> None:
+    """A cursor is usable only by the consumer, view, filter and grants it was minted for."""
     if (decoded.space_id, decoded.actor_id, decoded.consumer_id) != (
             principal.space_id, principal.actor_id, principal.consumer.consumer_id):
         raise CursorInvalid("cursor belongs to another consumer", field="cursor")
@@ -33,7 +39,6 @@ def position_of(ctx: Context, principal: Principal, text: str) -> int:
             principal.consumer.view_revision, principal.consumer.filter_fingerprint().hex(),
             principal.grant_fingerprint.hex()):
         raise CursorStale("cursor was minted for another view or grant", field="cursor")
-    return decoded.position
 
 
 def item_json(row: tuple[Any, ...]) -> dict[str, Any]:
