@@ -51,18 +51,23 @@ def bootstrap(url: str, admin_token: str, space_id: str, out: TextIO) -> int:
     try:
         with httpx.Client(base_url=url, headers=headers, timeout=10) as client:
             tokens = provision(client, space_id)
-    except (httpx.HTTPError, BootstrapError) as exc:
-        print(f"waypost admin bootstrap: {exc}", file=out)
+    except httpx.TransportError as exc:
+        print(f"# waypost admin bootstrap: cannot reach {url} ({exc}); is `waypost serve` "
+              "running there?", file=out)
         return 1
-    print(f"space {space_id}: actors alice (default recipient) and bob", file=out)
+    except (httpx.HTTPError, BootstrapError) as exc:
+        print(f"# waypost admin bootstrap: {exc}", file=out)
+        return 1
+    # Everything but the exports is a shell comment, so `eval "$(waypost admin bootstrap)"` works.
+    print(f"# space {space_id}: actors alice (default recipient) and bob", file=out)
     if tokens["alice"] is None:
-        print("already bootstrapped: the tokens were printed the first time "
-              "(issue new ones with POST /admin/v1/spaces/…/tokens)", file=out)
+        print("# already bootstrapped: the tokens were printed the first time only; use "
+              "--space-id with a new id for fresh ones", file=out)
         return 0
-    print(f"ALICE_TOKEN={tokens['alice']}", file=out)
-    print(f"BOB_TOKEN={tokens['bob']}", file=out)
-    print("\nsend bob a message:", file=out)
-    print(f"  curl -s -X POST {url}/v1/messages -H \"Authorization: Bearer $ALICE_TOKEN\" "
+    print(f"export ALICE_TOKEN={tokens['alice']}", file=out)
+    print(f"export BOB_TOKEN={tokens['bob']}", file=out)
+    print("# send bob a message:", file=out)
+    print(f"#   curl -s -X POST {url}/v1/messages -H \"Authorization: Bearer $ALICE_TOKEN\" "
           "-H 'Content-Type: application/json' -d '{\"request_id\": \"hello-1\", "
           "\"recipient_ids\": [\"bob\"], \"thread\": {\"new\": true}, \"kind\": \"info\", "
           "\"subject\": \"Hello\", \"body\": {\"text\": \"First message\"}}'", file=out)

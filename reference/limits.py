@@ -21,6 +21,7 @@ class Limits:
     page_limit: int = 100
     upload_expiry_seconds: int = 3600
     wait_seconds: int = 30
+    request_bytes: int = 1024 * 1024
 
     def published(self) -> dict[str, int]:
         """The ``limits`` object of ``GET /v1/describe``."""

@@ -24,10 +24,13 @@ def json_body(raw: bytes) -> Any:
         raise InvalidRequest(f"{name} is not JSON", field="body")
 
     try:
-        return json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicates,
-                          parse_constant=no_constant)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise InvalidRequest("request body must be JSON", field="body") from None
+        value = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicates,
+                           parse_constant=no_constant)
+        # A lone surrogate (``"\ud800"``) is valid JSON but no UTF-8 text: refuse it here, once.
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeError, ValueError, RecursionError):  # ValueError: also 4300+ digit numbers
+        raise InvalidRequest("request body must be JSON text in UTF-8", field="body") from None
+    return value
 
 
 def fields(value: Any, field: str, required: Iterable[str], optional: Iterable[str] = ()) -> dict[str, Any]:

@@ -32,21 +32,31 @@ class Settings:
 
 
 def cursor_key(data_dir: Path) -> bytes:
-    """The HMAC key for cursors: 32 random bytes made once, kept so cursors survive restarts."""
+    """The HMAC key for cursors: 32 random bytes made once, kept so cursors survive restarts.
+    Written to a temp file, fsynced, then linked into place: a crash leaves no half key."""
     path = data_dir / CURSOR_KEY
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        key = path.read_bytes()
-        if len(key) != 32:
-            raise RuntimeError(f"{path} is damaged: expected 32 bytes") from None
-        return key
-    key = secrets.token_bytes(32)
-    try:
-        os.write(fd, key)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    if not path.exists():
+        temp = data_dir / f".{CURSOR_KEY}.{secrets.token_hex(6)}"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, secrets.token_bytes(32))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(temp, path)  # the first writer wins; others read its key
+        except FileExistsError:
+            pass
+        finally:
+            temp.unlink()
+        directory = os.open(data_dir, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+    key = path.read_bytes()
+    if len(key) != 32:
+        raise RuntimeError(f"{path} is damaged: expected 32 bytes")
     return key
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, NewType
 
 from waypost.reference.canonical import canonical_json
@@ -129,8 +129,14 @@ def sequence(value: Any, field: str) -> int:
     return int(value)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_FIRST = datetime(1, 1, 2, tzinfo=UTC)
+_LAST = datetime(9999, 12, 31, tzinfo=UTC)
+
+
 def timestamp(value: Any, field: str) -> int:
-    """An RFC 3339 timestamp, returned as UTC milliseconds since the epoch."""
+    """An RFC 3339 timestamp between the years 0001 and 9999 in UTC, returned as UTC
+    milliseconds since the epoch (sub-millisecond digits are dropped)."""
     text = string(value, field)
     if not _TIMESTAMP.fullmatch(text):
         raise _bad(field, f"{field} must be an RFC 3339 timestamp")
@@ -138,13 +144,16 @@ def timestamp(value: Any, field: str) -> int:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise _bad(field, f"{field} must be an RFC 3339 timestamp") from None
-    return int(parsed.timestamp() * 1000)
+    if not _FIRST <= parsed <= _LAST:
+        raise _bad(field, f"{field} must be within the years 0001 to 9999")
+    return (parsed - _EPOCH) // timedelta(milliseconds=1)
 
 
 def format_timestamp(ms: int) -> str:
-    """UTC milliseconds → ``2026-11-30T02:29:59.123Z``."""
-    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    """UTC milliseconds → ``2026-11-30T02:29:59.123Z`` (exact integer arithmetic)."""
+    moment = _EPOCH + timedelta(milliseconds=ms)
+    return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:"
+            f"{moment.minute:02d}:{moment.second:02d}.{ms % 1000:03d}Z")
 
 
 def sha256_hex(value: Any, field: str) -> bytes:

@@ -66,3 +66,16 @@ def test_random_queries_and_ids_never_cause_a_server_error(api: Api, params: dic
         assert response.status_code < 500, response.text
         if response.status_code >= 400:
             assert _is_envelope(response)
+
+
+def test_text_that_is_not_utf8_is_refused_as_bad_input(api: Api) -> None:
+    headers = {"Authorization": f"Bearer {api.tokens['s1/alice']}",
+               "Content-Type": "application/json"}
+    for raw in (b'{"request_id": "x", "\\ud800": 1}',
+                b'{"request_id": "x", "thread": {"new": true}, "kind": "info", '
+                b'"subject": "\\ud800", "body": {"text": "x"}}',
+                b'{"request_id": "x", "items": ' + b"9" * 5000 + b"}"):
+        response = api.client.post("/v1/messages", content=raw, headers=headers)
+        assert response.status_code == 400, response.text
+        assert _is_envelope(response)
+        assert response.json()["error"]["details"] == {"field": "body"}

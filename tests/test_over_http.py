@@ -69,7 +69,9 @@ def test_bootstrap_then_send_read_and_ack_over_http(server: str) -> None:
         [sys.executable, "-m", "waypost.cli", "admin", "bootstrap", "--url", server],
         env={**os.environ, "WAYPOST_ADMIN_TOKEN": ADMIN}, capture_output=True, text=True,
         check=True).stdout
-    tokens = dict(line.split("=", 1) for line in out.splitlines() if "_TOKEN=" in line)
+    tokens = dict(line.removeprefix("export ").split("=", 1) for line in out.splitlines()
+                  if line.startswith("export "))
+    assert all(line.startswith(("export ", "#")) for line in out.splitlines())
     alice = {"Authorization": f"Bearer {tokens['ALICE_TOKEN']}"}
     bob = {"Authorization": f"Bearer {tokens['BOB_TOKEN']}"}
     with httpx.Client(base_url=server, timeout=10) as client:

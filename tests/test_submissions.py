@@ -87,3 +87,47 @@ def test_a_pending_submission_resumes_with_its_reserved_ids(api: Api) -> None:
     assert again.json() == finished.json()
     assert again.headers["Waypost-Replayed"] == "true"
     assert [i["item_id"] for i in api.all_items("s1/carol")] == ["fi_reserved"]
+
+
+def _reserve_ack(api: Api, who: str, body: dict[str, Any], position: int | None) -> None:
+    """Leave an ACK key reserved but uncommitted, as a crash after reservation would."""
+    from waypost.adapters.sql.tokens import load_token
+    from waypost.reference.canonical import digest
+    from waypost.reference.requests import parse_ack
+
+    ctx = _context(api)
+    assert api.client.portal is not None
+    state = api.client.portal.call(load_token, ctx.driver, api.tokens[who].split(".")[0])
+    assert state is not None
+    fingerprint = digest(parse_ack(body, ctx.limits).normalised(position))
+    reservation = api.client.portal.call(
+        lambda: sql.reserve(ctx.driver, state.principal, ctx.clock.now_ms(), "receipt.ack",
+                            body["request_id"], fingerprint, f"sub_{body['request_id']}",
+                            state.principal.consumer.consumer_id))
+    assert reservation.created
+
+
+def test_a_pending_ack_is_checked_again_when_retried(api: Api) -> None:
+    """An unfinished ACK whose cursor went stale (view changed) must not move the new view's
+    checkpoint when retried; its receipts must not land for items now invisible."""
+    sent = api.must_send("s1/alice", recipient_ids=["bob"])
+    page = api.feed("s1/bob")
+    body = {"request_id": "pending-ack", "items": [], "checkpoint": {"cursor": page["next_cursor"]}}
+    _reserve_ack(api, "s1/bob", body, int(sent["sequence"]))
+    api.must_admin("POST", "/admin/v1/spaces/s1/consumers/bob-inbox/view",
+                   {"request_id": "view-2", "view": "inbox"})
+    _error(api.as_("s1/bob", "POST", "/v1/acks", body), 409, "CURSOR_STALE")
+    assert [i["item_id"] for i in api.feed("s1/bob")["items"]] == [sent["feed_item_id"]]
+
+
+def test_a_pending_ack_cannot_be_finished_through_another_consumer(api: Api) -> None:
+    sent = api.must_send("s1/alice", recipient_ids=["bob"])
+    body = {"request_id": "pending-other",
+            "items": [{"item_id": sent["feed_item_id"], "stage": "received"}]}
+    _reserve_ack(api, "s1/bob", body, None)
+    api.consumer("s1", "bob", "bob-second", "inbox")
+    api.token("s1", "bob", "bob-second", name="bob-second")
+    _error(api.as_("bob-second", "POST", "/v1/acks", body), 409, "IDEMPOTENCY_CONFLICT")
+    finished = api.as_("s1/bob", "POST", "/v1/acks", body)
+    assert finished.status_code == 200
+    assert finished.json()["items"][0]["changed"] is True

@@ -80,7 +80,12 @@ def test_timestamps_round_trip_with_milliseconds() -> None:
     ms = values.timestamp("2026-11-30T02:29:59.123Z", "t")
     assert values.format_timestamp(ms) == "2026-11-30T02:29:59.123Z"
     assert values.timestamp("2026-11-30T03:29:59.123+01:00", "t") == ms
-    for bad in ("2026-11-30", "yesterday", "2026-13-01T00:00:00Z"):
+    assert values.format_timestamp(values.timestamp("0099-01-01T00:00:00Z", "t")) == (
+        "0099-01-01T00:00:00.000Z")
+    late = "2262-04-11T23:47:16.855Z"
+    assert values.format_timestamp(values.timestamp(late, "t")) == late
+    for bad in ("2026-11-30", "yesterday", "2026-13-01T00:00:00Z",
+                "9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+23:59"):
         with pytest.raises(InvalidRequest):
             values.timestamp(bad, "t")
 

@@ -63,9 +63,10 @@ def parser() -> argparse.ArgumentParser:
     boot = admin_commands.add_parser(
         "bootstrap", help="create a demo space, actors, consumers and tokens, and print them",
         description="Create a demo space with two agents (alice, bob), an inbox consumer and a "
-                    "token each, through the control plane of a running server; print the "
-                    "tokens and a curl command to send the first message. Running it again "
-                    "prints the same ids (the secrets are shown only the first time).")
+                    "token each, through the control plane of a running server, and print the "
+                    "tokens as shell exports (eval \"$(waypost admin bootstrap)\") with a curl "
+                    "command to send the first message. Running it again creates nothing new "
+                    "and prints no tokens: secrets are shown only the first time.")
     boot.add_argument("--url", default="http://127.0.0.1:8787",
                       help="server base URL (default: http://127.0.0.1:8787)")
     boot.add_argument("--admin-token", default=None,

@@ -33,7 +33,9 @@ class FileBlobStore:
     async def create_only(self, object_ref: str, chunks: AsyncIterable[bytes],
                           max_size: int | None = None) -> tuple[Written, ObjectFacts]:
         final = self.path(object_ref)
-        final.parent.mkdir(parents=True, exist_ok=True)
+        if not final.parent.exists():
+            final.parent.mkdir(parents=True, exist_ok=True)
+            _fsync_dir(self.root)  # the new shard directory itself must survive a crash
         temp = final.parent / f".tmp-{secrets.token_hex(8)}"
         hasher, size = hashlib.sha256(), 0
         try:
@@ -53,6 +55,7 @@ class FileBlobStore:
                 existing = await self.inspect(object_ref)
                 if existing != facts:
                     raise ObjectConflict(object_ref) from None
+                _fsync_dir(final.parent)  # an earlier attempt may have died before its fsync
                 return Written.ALREADY_PRESENT, facts
             _fsync_dir(final.parent)
             return Written.CREATED, facts

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 
 from waypost.adapters.sql.authority import authority_cases, authority_params
+from waypost.adapters.sql.feed import FILTERED, VISIBLE, visibility_params
 from waypost.adapters.sql.messages import SETTLED, sequence_exhausted
 from waypost.adapters.sql.plan import (
     GUARD_OK,
@@ -23,6 +24,12 @@ from waypost.reference.principal import Principal
 
 _SETTLED_CASE = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
                  " AND state IN ('reserved', 'prepared'))", SETTLED)
+_OTHER_CONSUMER = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
+                   " AND resource_id = :consumer_id)", "OTHER_CONSUMER")
+_INVISIBLE_ITEM = (f"""EXISTS (SELECT 1 FROM json_each(:lines) j WHERE NOT EXISTS (
+        SELECT 1 FROM feed_items f WHERE f.space_id = :space_id
+        AND f.item_id = json_extract(j.value, '$[1]') AND f.item_type <> 'receipt'
+        AND {VISIBLE} AND {FILTERED}))""", "NOT_FOUND:items")
 _VIEW_CHANGED = ("NOT EXISTS (SELECT 1 FROM consumers WHERE space_id = :space_id"
                  " AND consumer_id = :consumer_id AND view_revision = :view_revision)",
                  "CURSOR_STALE")
@@ -44,6 +51,7 @@ def acknowledge(principal: Principal, now: int, submission_id: str, lines: list[
     item per real advance (holding the stage of that moment), move the checkpoint forward."""
     plan_id = new_plan_id()
     p: dict[str, SqlValue] = {
+        **visibility_params(principal),
         **authority_params(principal, now, "receipt.write"),
         "space_id": principal.space_id, "actor_id": principal.actor_id,
         "consumer_id": principal.consumer.consumer_id,
@@ -54,8 +62,9 @@ def acknowledge(principal: Principal, now: int, submission_id: str, lines: list[
                              for n, line in enumerate(lines)]),
     }
     advanced = f"a.submission_id = :submission_id AND {ADVANCED}"
-    writes = [guard(plan_id, [_SETTLED_CASE, *authority_cases(), _VIEW_CHANGED,
-                              sequence_exhausted("json_array_length(:lines)")], p)]
+    writes = [guard(plan_id, [_SETTLED_CASE, _OTHER_CONSUMER, *authority_cases(), _VIEW_CHANGED,
+                              _INVISIBLE_ITEM, sequence_exhausted("json_array_length(:lines)")],
+                    p)]
     writes += [guarded(plan_id, sql, p) for sql in (
         f"""INSERT INTO submission_ack_items (submission_id, position, item_id, requested_stage,
                 prior_stage, prior_version, receipt_id, receipt_item_id)

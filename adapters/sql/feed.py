@@ -8,9 +8,11 @@ the collection. Then every non-empty filter dimension must match.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from waypost.adapters.sql.authority import NOT_LIVE, authority_params
 from waypost.adapters.sql.control import json_list
 from waypost.adapters.sql.plan import SqlValue, Statement, stmt
 from waypost.reference.principal import Principal
@@ -28,7 +30,7 @@ _JOINS = """LEFT JOIN messages m ON f.item_type = 'message' AND m.space_id = f.s
     LEFT JOIN feed_receipt_updates u ON f.item_type = 'receipt' AND u.space_id = f.space_id
         AND u.item_id = f.item_id"""
 
-_VISIBLE = """(
+VISIBLE = """(
     (f.item_type IN ('message', 'receipt') AND (:all_messages = 1 OR (:inbox_messages = 1
         AND EXISTS (SELECT 1 FROM feed_recipients r WHERE r.space_id = f.space_id
             AND r.item_id = f.item_id AND r.actor_id = :actor_id))))
@@ -38,13 +40,14 @@ _VISIBLE = """(
 
 
 def _dimension(name: str, column: str) -> str:
-    scope = ("cf.space_id = :space_id AND cf.consumer_id = :consumer_id"
-             f" AND cf.dimension = '{name}'")
-    return (f"(NOT EXISTS (SELECT 1 FROM consumer_filters cf WHERE {scope})"
-            f" OR EXISTS (SELECT 1 FROM consumer_filters cf WHERE {scope} AND cf.value = {column}))")
+    """An empty or absent dimension matches everything; else the column must be listed (a NULL
+    column matches nothing)."""
+    return (f"(COALESCE(json_array_length(:filter, '$.{name}'), 0) = 0"
+            f" OR {column} IN (SELECT value FROM json_each(:filter, '$.{name}')))")
 
 
-_FILTERED = " AND ".join([
+#: The consumer filter, taken from the principal (one consistent view with its cursor binding).
+FILTERED = " AND ".join([
     _dimension("producer_ids", "f.producer_id"),
     _dimension("thread_ids", "f.thread_id"),
     _dimension("item_types", "f.item_type"),
@@ -63,6 +66,7 @@ def visibility_params(principal: Principal) -> dict[str, SqlValue]:
         "all_messages": int(reads and view == "space_log" and principal.has("space.observe")),
         "inbox_messages": int(reads and view == "inbox"),
         "memory_read": int(principal.has("memory.read")),
+        "filter": json.dumps({dim: list(vals) for dim, vals in principal.consumer.filter.items()}),
     }
 
 
@@ -73,8 +77,8 @@ def page_statement(principal: Principal, after: int, limit: int) -> Statement:
         FROM feed_items f
         {_JOINS}
         WHERE f.space_id = :space_id AND f.sequence > :after
-          AND {_VISIBLE}
-          AND {_FILTERED}
+          AND {VISIBLE}
+          AND {FILTERED}
         ORDER BY f.sequence
         LIMIT :limit""", {**visibility_params(principal), "after": after, "limit": limit})
 
@@ -85,8 +89,8 @@ def visible_items_statement(principal: Principal, item_ids: Sequence[str]) -> St
         SELECT f.item_id, f.item_type
         FROM feed_items f
         WHERE f.space_id = :space_id AND f.item_id IN (SELECT value FROM json_each(:ids))
-          AND {_VISIBLE}
-          AND {_FILTERED}""", {**visibility_params(principal), "ids": json_list(item_ids)})
+          AND {VISIBLE}
+          AND {FILTERED}""", {**visibility_params(principal), "ids": json_list(item_ids)})
 
 
 def checkpoint_statement(principal: Principal) -> Statement:
@@ -97,6 +101,18 @@ def checkpoint_statement(principal: Principal) -> Statement:
                 {"space_id": principal.space_id, "consumer_id": principal.consumer.consumer_id,
                  "view_revision": principal.consumer.view_revision,
                  "grant_fingerprint": principal.grant_fingerprint})
+
+
+def current_statement(principal: Principal, now: int) -> Statement:
+    """Read in the same snapshot as a page: is the token still live and the view unchanged?"""
+    return stmt(f"""
+        SELECT CASE WHEN {NOT_LIVE} THEN 'UNAUTHENTICATED'
+            WHEN NOT EXISTS (SELECT 1 FROM consumers WHERE space_id = :space_id
+                AND consumer_id = :consumer_id AND view_revision = :view_revision)
+            THEN 'CURSOR_STALE' ELSE 'ok' END""",
+        {**authority_params(principal, now, ""), "space_id": principal.space_id,
+         "consumer_id": principal.consumer.consumer_id,
+         "view_revision": principal.consumer.view_revision})
 
 
 def latest_sequence_statement(space_id: str) -> Statement:

@@ -80,8 +80,14 @@ def commit_message(principal: Principal, now: int, message: MessageCommit) -> Co
         (":new_thread = 0 AND NOT " + member.format(who=":producer_id"), "NOT_FOUND:thread_id"),
         (f":new_thread = 0 AND EXISTS ({recipients} AND NOT "
          + member.format(who="actor_id") + ")", "FORBIDDEN:recipient_ids"),
-        (":in_reply_to IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages WHERE"
-         " space_id = :space_id AND message_id = :in_reply_to AND thread_id = :thread_id)",
+        (":in_reply_to IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages r WHERE"
+         " r.space_id = :space_id AND r.message_id = :in_reply_to AND r.thread_id = :thread_id"
+         " AND EXISTS (SELECT 1 FROM token_scopes WHERE token_id = :token_id"
+         "   AND scope = 'message.read')"
+         " AND (r.producer_id = :producer_id OR EXISTS (SELECT 1 FROM message_recipients mr"
+         "   WHERE mr.space_id = r.space_id AND mr.message_id = r.message_id"
+         "   AND mr.actor_id = :producer_id) OR EXISTS (SELECT 1 FROM token_scopes"
+         "   WHERE token_id = :token_id AND scope = 'space.observe')))",
          "NOT_FOUND:in_reply_to"),
         ("json_array_length(:attachments) > 0", "REFERENCE_INVALID:attachment_ids"),
         ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"

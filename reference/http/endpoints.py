@@ -16,7 +16,6 @@ from waypost.reference.principal import Principal
 from waypost.reference.service.auth import authenticate, check_admin
 from waypost.reference.service.context import Context, Outcome
 
-MAX_JSON_BYTES = 1024 * 1024
 log = logging.getLogger("waypost.http")
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -40,13 +39,13 @@ def respond(outcome: Outcome) -> JSONResponse:
 
 
 async def read_json(request: Request) -> Any:
-    """The request body as JSON, capped at 1 MiB while it streams in."""
+    """The request body as JSON, capped at the published ``request_bytes`` while it streams."""
+    cap = context(request).limits.request_bytes
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_JSON_BYTES:
-            raise ResourceLimit("request body is too large", limit="request_bytes",
-                                max=MAX_JSON_BYTES)
+        if size > cap:
+            raise ResourceLimit("request body is too large", limit="request_bytes", max=cap)
         chunks.append(chunk)
     if not size:
         raise InvalidRequest("request body must be JSON", field="body")

@@ -10,7 +10,7 @@ from waypost.adapters.sql import submissions as submission_sql
 from waypost.adapters.sql.messages import SETTLED
 from waypost.reference import cursor, values
 from waypost.reference.canonical import digest
-from waypost.reference.errors import Forbidden, InvalidRequest, NotFound
+from waypost.reference.errors import Forbidden, IdempotencyConflict, InvalidRequest, NotFound
 from waypost.reference.principal import Principal
 from waypost.reference.requests import Ack, parse_ack
 from waypost.reference.service import submissions
@@ -34,6 +34,13 @@ async def _check_items(ctx: Context, principal: Principal, request: Ack) -> None
                                  field=f"items[{index}].item_id", item_id=item.item_id)
 
 
+async def _check_new(ctx: Context, principal: Principal, request: Ack,
+                     decoded: cursor.FeedCursor | None) -> None:
+    if decoded is not None:
+        check_binding(principal, decoded)
+    await _check_items(ctx, principal, request)
+
+
 async def acknowledge(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     """Save every receipt advance and the checkpoint together, or nothing; or replay."""
     request = parse_ack(raw, ctx.limits)
@@ -45,10 +52,8 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     checkpoint = None if decoded is None else decoded.position
     fingerprint = digest(request.normalised(checkpoint))
     found = await submissions.find(ctx, principal, OPERATION, request.request_id)
-    if found is None:  # a retry replays even if the view moved on since; a new ACK is checked
-        if decoded is not None:
-            check_binding(principal, decoded)
-        await _check_items(ctx, principal, request)
+    if found is None:
+        await _check_new(ctx, principal, request, decoded)
         reservation = await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
             fingerprint, values.new_id("sub"), principal.consumer.consumer_id)
@@ -58,6 +63,9 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         record, sequence = reservation.record, None
     else:
         record, sequence = found
+        if record.pending and record.fingerprint == fingerprint:
+            # a retry of an unfinished ACK is checked like a new one: the view may have moved
+            await _check_new(ctx, principal, request, decoded)
     submissions.check_fingerprint(record, fingerprint)
     if record.pending:
         lines = [sql.AckLine(item.item_id, item.stage, values.new_id("rcp"), values.new_id("fi"))
@@ -65,6 +73,9 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         plan = sql.acknowledge(principal, ctx.clock.now_ms(), record.submission_id, lines,
                                checkpoint)
         (verdict, _state), = await ctx.driver.run(plan)
+        if verdict == "OTHER_CONSUMER":
+            raise IdempotencyConflict("this ACK was started through another consumer",
+                                      field="request_id")
         if verdict not in ("ok", SETTLED):
             raise submissions.refuse(str(verdict), "feed item")
         found = await submissions.find(ctx, principal, OPERATION, request.request_id)

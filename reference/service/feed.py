@@ -5,11 +5,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from typing import Any
 
 from waypost.adapters.sql import feed as sql
 from waypost.reference import cursor, values
-from waypost.reference.errors import CursorInvalid, CursorStale, Forbidden, InvalidRequest
+from waypost.reference.errors import (
+    CursorInvalid,
+    CursorStale,
+    Forbidden,
+    InvalidRequest,
+    Unauthenticated,
+    WaypostError,
+)
 from waypost.reference.principal import Principal
 from waypost.reference.service.context import Context, Outcome
 
@@ -34,11 +42,19 @@ def check_binding(principal: Principal, decoded: cursor.FeedCursor) -> None:
     """A cursor is usable only by the consumer, view, filter and grants it was minted for."""
     if (decoded.space_id, decoded.actor_id, decoded.consumer_id) != (
             principal.space_id, principal.actor_id, principal.consumer.consumer_id):
-        raise CursorInvalid("cursor belongs to another consumer", field="cursor")
+        raise CursorInvalid("cursor is invalid", field="cursor")  # same words as a forged one
     if (decoded.view_revision, decoded.filter_fingerprint, decoded.grant_fingerprint) != (
             principal.consumer.view_revision, principal.consumer.filter_fingerprint().hex(),
             principal.grant_fingerprint.hex()):
         raise CursorStale("cursor was minted for another view or grant", field="cursor")
+
+
+def refuse_stale(verdict: str) -> WaypostError:
+    """The token died or the view changed between authentication and the page read."""
+    if verdict == "UNAUTHENTICATED":
+        return Unauthenticated("missing, unknown, expired or revoked credential")
+    return CursorStale("the consumer's view changed during the request; read again",
+                       field="cursor")
 
 
 def item_json(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -67,7 +83,7 @@ def item_json(row: tuple[Any, ...]) -> dict[str, Any]:
 def parse_limit(ctx: Context, raw: str | None, field: str = "limit", default: int = 50) -> int:
     if raw is None:
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= ctx.limits.page_limit:
+    if not re.fullmatch(r"[0-9]{1,4}", raw) or not 1 <= int(raw) <= ctx.limits.page_limit:
         raise InvalidRequest(f"{field} must be an integer from 1 to "
                                     f"{ctx.limits.page_limit}", field=field)
     return int(raw)
@@ -79,7 +95,7 @@ async def read_feed(ctx: Context, principal: Principal, cursor_text: str | None,
     limit = parse_limit(ctx, limit_text)
     wait = 0
     if wait_text is not None:
-        if not wait_text.isdigit() or int(wait_text) > ctx.limits.wait_seconds:
+        if not re.fullmatch(r"[0-9]{1,4}", wait_text) or int(wait_text) > ctx.limits.wait_seconds:
             raise InvalidRequest(f"wait must be 0 to {ctx.limits.wait_seconds} seconds",
                                         field="wait")
         wait = int(wait_text)
@@ -94,7 +110,11 @@ async def read_feed(ctx: Context, principal: Principal, cursor_text: str | None,
     deadline = loop.time() + wait
     while True:
         woken = ctx.signal.event(principal.space_id)
-        (rows,) = await ctx.driver.read([sql.page_statement(principal, position, limit + 1)])
+        rows, ((current,),) = await ctx.driver.read([
+            sql.page_statement(principal, position, limit + 1),
+            sql.current_statement(principal, ctx.clock.now_ms())])
+        if current != "ok":
+            raise refuse_stale(str(current))
         remaining = deadline - loop.time()
         if rows or remaining <= 0:
             break

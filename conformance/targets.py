@@ -1,0 +1,96 @@
+"""Where the kit sends its requests: the embedded reference started here, or any URL.
+
+A target yields a base URL and an admin token; the kit provisions its own spaces through the
+control plane and touches nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Target:
+    """A running deployment the kit can reach."""
+
+    name: str
+    url: str
+    admin_token: str
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class ServerProcess:
+    """``waypost serve`` as a child process on loopback. Its log is drained by a thread, which
+    also tells when uvicorn says it is listening (no polling, no sleeps)."""
+
+    def __init__(self, data_dir: Path, admin_token: str, *extra: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log: list[str] = []
+        self.ready = threading.Event()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "waypost.cli", "serve", "--data-dir", str(data_dir),
+             "--port", str(self.port), "--log-level", "info", *extra],
+            env={**os.environ, "WAYPOST_ADMIN_TOKEN": admin_token}, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        threading.Thread(target=self._drain, daemon=True).start()
+        if not self.ready.wait(timeout=60) or self.process.poll() is not None:
+            self.stop()
+            raise RuntimeError("the reference server did not start:\n" + "".join(self.log))
+
+    def _drain(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if "Uvicorn running on" in line:
+                self.ready.set()
+            elif '" 200' not in line and '" 201' not in line:
+                self.log.append(line)  # keep what may explain a failure, not every access line
+        self.ready.set()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+@contextmanager
+def sqlite_target() -> Iterator[Target]:
+    """The embedded reference (SQLite + files) in a temporary data directory."""
+    admin_token = secrets.token_urlsafe(24)
+    with tempfile.TemporaryDirectory(prefix="waypost-kit-") as data_dir:
+        server = ServerProcess(Path(data_dir) / "data", admin_token, "--access-log")
+        try:
+            yield Target("sqlite", server.url, admin_token)
+        finally:
+            server.stop()
+
+
+@contextmanager
+def open_target(name: str, admin_token: str | None) -> Iterator[Target]:
+    """``sqlite`` or a base URL (``http://…``) of any deployment."""
+    if name == "sqlite":
+        with sqlite_target() as target:
+            yield target
+        return
+    if not name.startswith(("http://", "https://")):
+        raise ValueError(f"unknown target {name!r}: use sqlite or a URL such as "
+                         "http://127.0.0.1:8787")
+    if not admin_token:
+        raise ValueError("a URL target needs --admin-token (or WAYPOST_ADMIN_TOKEN) to "
+                         "provision its own spaces")
+    yield Target("url", name.rstrip("/"), admin_token)

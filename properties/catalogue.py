@@ -1,0 +1,96 @@
+"""P01–P18 as data: what each property says, which checks of the kit exercise it, and whether
+the kit covers it yet (with the reason when not). The runner prints this table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Property:
+    """One property of properties.md, with the kit's coverage of it."""
+
+    pid: str
+    name: str
+    statement: str
+    checked_by: tuple[str, ...]
+    covered: bool
+    reason: str = ""
+
+
+CATALOGUE: tuple[Property, ...] = (
+    Property("P01", "Space isolation",
+             "No credential of one space can read, reference, acknowledge or learn of another "
+             "space's objects; foreign ids answer exactly like nonexistent ids.",
+             ("rule probe_foreign_ids", "rule ack (foreign items)", "rule read_feed (foreign cursor)"),
+             True),
+    Property("P02", "Current authority",
+             "Every request needs a live credential; after revoke, expiry or disable nothing more "
+             "has an effect.",
+             ("rule revoke_token", "rule disable_actor", "every rule's 401 expectation",
+              "invariant views_match_model"), True),
+    Property("P03", "Idempotent submissions",
+             "One key fixes fingerprint, ids and defaults; retries return the identical stable "
+             "result; a different fingerprint gets IDEMPOTENCY_CONFLICT and changes nothing.",
+             ("rule retry_send", "rule retry_ack", "rule conflicting_retry"), True),
+    Property("P04", "Canonical fingerprint",
+             "Fingerprints are SHA-256 over RFC 8785 of the normalised request; vectors "
+             "reproduce byte for byte.",
+             ("rule lookup_submission (fingerprint computed by the kit)",
+              "rule issue_token (grant fingerprint computed by the kit)"), True),
+    Property("P05", "Atomic publication",
+             "A message, an ACK (receipts, receipt items, checkpoint) becomes visible entirely or "
+             "not at all.",
+             ("rule ack (one invisible item)", "invariant views_match_model"), True),
+    Property("P06", "Feed order and completeness",
+             "Sequences strictly increase in commit order and are never reused; any page sizes "
+             "yield every visible item once, in order.",
+             ("rule read_feed", "invariant views_match_model", "feed history checker"), True),
+    Property("P07", "Cursor integrity",
+             "Cursors are integrity-protected and bound to consumer, view, filter and grants; "
+             "rotation with identical grants keeps them valid.",
+             ("rule read_feed (held cursors)", "rule tamper_cursor", "rule change_view"), True),
+    Property("P08", "View and filter correctness",
+             "A consumer sees exactly the model's visible set for its view, scopes, grants and "
+             "filter.", ("invariant views_match_model", "rule read_feed"), True),
+    Property("P09", "Receipt monotonicity and history",
+             "Stages never go back; each advance bumps the version and appends a receipt item "
+             "holding the stage of that moment; earlier receipt items never change.",
+             ("rule ack", "invariant views_match_model"), True),
+    Property("P10", "ACK atomicity and bounds",
+             "Up to 20 items plus an optional checkpoint, saved completely or not at all; the "
+             "checkpoint only moves forward; the answer is stable under retry.",
+             ("rule ack", "rule retry_ack", "rule read_feed (from checkpoint)"), True),
+    Property("P11", "Memory head CAS", "expected_revision must equal the head; one winner.",
+             (), False, "memory publication is not implemented yet (issue: blobs and memory)"),
+    Property("P12", "No-op publication", "An unchanged state publishes nothing.",
+             (), False, "memory publication is not implemented yet (issue: blobs and memory)"),
+    Property("P13", "Fixed revision reads", "A published revision never changes.",
+             (), False, "memory publication is not implemented yet (issue: blobs and memory)"),
+    Property("P14", "Snapshot/delta and tombstones", "Snapshot and delta follow protocol.md §9.",
+             (), False, "memory publication is not implemented yet (issue: blobs and memory)"),
+    Property("P15", "Upload integrity", "Content matches size and SHA-256; create-only.",
+             (), False, "uploads are not implemented yet (issue: blobs and memory)"),
+    Property("P16", "Blob access and reference", "Blobs are readable and referenceable only by "
+             "those allowed.", (), False,
+             "uploads are not implemented yet (issue: blobs and memory)"),
+    Property("P17", "Reference consumer reliability", "The reference consumer loses nothing "
+             "across crashes.", (), False,
+             "the reference consumer (waypost consumer) is not built yet"),
+    Property("P18", "Crash-safe lifecycle", "A crash at any fault point leaves one stable "
+             "result after retry or lookup.", (), False,
+             "fault points and the crash matrix are not built yet (issue: faults)"),
+)
+
+BY_ID: dict[str, Property] = {prop.pid: prop for prop in CATALOGUE}
+
+
+def select(only: str | None) -> list[Property]:
+    """The properties named by ``--only P03,P06`` (all when None); unknown ids raise ValueError."""
+    if not only:
+        return list(CATALOGUE)
+    wanted = [part.strip().upper() for part in only.split(",") if part.strip()]
+    unknown = [pid for pid in wanted if pid not in BY_ID]
+    if unknown:
+        raise ValueError(f"unknown properties: {', '.join(unknown)} (known: P01–P18)")
+    return [BY_ID[pid] for pid in wanted]

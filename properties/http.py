@@ -1,0 +1,70 @@
+"""The kit's only way to reach a server: HTTP through httpx, every exchange recorded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+
+@dataclass
+class Exchange:
+    """One request and its answer, as a replay file shows it."""
+
+    method: str
+    path: str
+    who: str
+    body: Any
+    params: dict[str, Any] | None
+    status: int
+    answer: Any
+    replayed: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {"method": self.method, "path": self.path, "as": self.who, "body": self.body,
+                "params": self.params, "status": self.status, "answer": self.answer,
+                "replayed": self.replayed}
+
+
+@dataclass
+class Answer:
+    status: int
+    json: Any
+    replayed: bool
+
+    @property
+    def code(self) -> str | None:
+        """The error code of an envelope, else None."""
+        if isinstance(self.json, dict) and isinstance(self.json.get("error"), dict):
+            code = self.json["error"].get("code")
+            return code if isinstance(code, str) else None
+        return None
+
+
+@dataclass
+class Session:
+    """A target's HTTP client plus the admin token; ``trace`` keeps the exchanges of one run."""
+
+    client: httpx.Client
+    admin_token: str
+    trace: list[Exchange] = field(default_factory=list)
+    record: bool = True
+
+    def call(self, method: str, path: str, *, bearer: str, who: str, body: Any = None,
+             params: dict[str, Any] | None = None) -> Answer:
+        response = self.client.request(method, path, json=body, params=params,
+                                       headers={"Authorization": f"Bearer {bearer}"})
+        try:
+            payload: Any = response.json()
+        except ValueError:
+            payload = {"unparsed": response.text[:500]}
+        answer = Answer(response.status_code, payload,
+                        response.headers.get("waypost-replayed") == "true")
+        if self.record:
+            self.trace.append(Exchange(method, path, who, body, params, answer.status, payload,
+                                       answer.replayed))
+        return answer
+
+    def admin(self, method: str, path: str, body: Any = None) -> Answer:
+        return self.call(method, path, bearer=self.admin_token, who="admin", body=body)

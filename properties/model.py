@@ -1,0 +1,300 @@
+"""The kit's independent model of Waypost/1 (protocol.md §2–§8): pure Python, no HTTP.
+
+It holds what a correct server must have published and predicts every answer: which items each
+consumer sees, receipts and their history, checkpoints per grant fingerprint, submissions with
+their stable results. Server-generated values (ids, sequences, times) are learnt from the
+answers that reveal them and must never change afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STAGE_RANK = {"none": 0, "received": 1, "processed": 2}
+ALL_SCOPES = ("message.send", "message.read", "space.observe", "receipt.write", "memory.write",
+              "memory.read", "blob.write", "blob.reference", "event.subscribe")
+
+
+@dataclass
+class Actor:
+    actor_id: str
+    space: str
+    disabled: bool = False
+
+
+@dataclass
+class Consumer:
+    consumer_id: str
+    space: str
+    actor_id: str
+    view: str
+    view_revision: int = 1
+    filter: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Token:
+    """A credential the kit holds; ``handle`` is its stable name in replays."""
+
+    handle: str
+    token_id: str
+    secret: str
+    space: str
+    actor_id: str
+    consumer_id: str
+    scopes: frozenset[str]
+    recipients_any: bool
+    recipient_ids: frozenset[str]
+    grant_fingerprint: str
+    revoked: bool = False
+
+    def has(self, scope: str) -> bool:
+        return scope in self.scopes
+
+
+@dataclass
+class Item:
+    """A feed item in commit order (``index`` within its space). Receipt items are known from
+    the ACK that made them, but their id, sequence and times only from the first feed page that
+    shows them; ``bound`` tells whether those are known."""
+
+    index: int
+    space: str
+    type: str
+    producer_id: str
+    recipient_ids: tuple[str, ...]
+    thread_id: str | None
+    item_id: str | None = None
+    sequence: int | None = None
+    shown: dict[str, Any] | None = None  # the full JSON once seen, never to change
+    message: dict[str, Any] | None = None
+    receipt: dict[str, Any] | None = None  # expected receipt fields (without server values)
+
+    @property
+    def bound(self) -> bool:
+        return self.item_id is not None
+
+
+@dataclass
+class Message:
+    message_id: str
+    space: str
+    thread_id: str
+    producer_id: str
+    recipient_ids: tuple[str, ...]
+    shown: dict[str, Any]  # the full expected message JSON
+    item: Item
+
+
+@dataclass
+class Recorded:
+    """A submission whose first answer the kit saw: its body, fingerprint and stable result."""
+
+    operation: str
+    space: str
+    actor_id: str
+    token: str
+    body: dict[str, Any]
+    fingerprint: str
+    status: int
+    result: dict[str, Any]
+
+
+@dataclass
+class HeldCursor:
+    """A cursor the server handed out, with what the kit knows it is bound to."""
+
+    text: str
+    space: str
+    actor_id: str
+    consumer_id: str
+    view_revision: int
+    grant_fingerprint: str
+    position: int
+
+
+@dataclass
+class Model:
+    """Everything published in one run's spaces."""
+
+    spaces: dict[str, str] = field(default_factory=dict)  # space id -> default actor
+    actors: dict[tuple[str, str], Actor] = field(default_factory=dict)
+    consumers: dict[tuple[str, str], Consumer] = field(default_factory=dict)
+    tokens: dict[str, Token] = field(default_factory=dict)
+    threads: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    items: dict[str, list[Item]] = field(default_factory=dict)  # per space, commit order
+    messages: dict[str, Message] = field(default_factory=dict)
+    receipts: dict[tuple[str, str, str], tuple[str, int]] = field(default_factory=dict)
+    checkpoints: dict[tuple[str, str, int, str], int] = field(default_factory=dict)
+    submissions: dict[tuple[str, str, str, str], Recorded] = field(default_factory=dict)
+    cursors: list[HeldCursor] = field(default_factory=list)
+
+    # ----- authority -------------------------------------------------------------------------
+
+    def live(self, token: Token) -> bool:
+        """A token works while it is not revoked and its actor is not disabled."""
+        return not token.revoked and not self.actors[(token.space, token.actor_id)].disabled
+
+    def consumer_of(self, token: Token) -> Consumer:
+        return self.consumers[(token.space, token.consumer_id)]
+
+    # ----- feed ------------------------------------------------------------------------------
+
+    def visible(self, item: Item, token: Token) -> bool:
+        """protocol.md §8 for the token's consumer, scopes and grants, then its filter."""
+        consumer = self.consumer_of(token)
+        if item.space != token.space:
+            return False
+        if item.type in ("message", "receipt"):
+            if not token.has("message.read"):
+                return False
+            if consumer.view == "inbox" and consumer.actor_id not in item.recipient_ids:
+                return False
+            if consumer.view == "space_log" and not token.has("space.observe"):
+                return False
+        values = {"producer_ids": item.producer_id, "thread_ids": item.thread_id,
+                  "item_types": item.type, "collection_ids": None}
+        for dimension, allowed in consumer.filter.items():
+            if allowed and values[dimension] not in allowed:
+                return False
+        return True
+
+    def index_after(self, space: str, position: int) -> int:
+        """The commit index of the item at ``position`` (−1 for the start)."""
+        if position == 0:
+            return -1
+        for item in self.items.get(space, []):
+            if item.sequence == position:
+                return item.index
+        raise KeyError(f"no item of {space} has sequence {position}")
+
+    def visible_after(self, token: Token, position: int) -> list[Item]:
+        start = self.index_after(token.space, position)
+        return [item for item in self.items.get(token.space, [])
+                if item.index > start and self.visible(item, token)]
+
+    def checkpoint_key(self, token: Token) -> tuple[str, str, int, str]:
+        consumer = self.consumer_of(token)
+        return (token.space, consumer.consumer_id, consumer.view_revision,
+                token.grant_fingerprint)
+
+    def checkpoint(self, token: Token) -> int:
+        return self.checkpoints.get(self.checkpoint_key(token), 0)
+
+    def cursor_problem(self, cursor: HeldCursor, token: Token) -> str | None:
+        """Why ``token`` may not use ``cursor``: CURSOR_INVALID, CURSOR_STALE, or None."""
+        consumer = self.consumer_of(token)
+        if (cursor.space, cursor.actor_id, cursor.consumer_id) != (
+                token.space, token.actor_id, token.consumer_id):
+            return "CURSOR_INVALID"
+        if (cursor.view_revision, cursor.grant_fingerprint) != (
+                consumer.view_revision, token.grant_fingerprint):
+            return "CURSOR_STALE"
+        return None
+
+    def append(self, space: str, **fields: Any) -> Item:
+        items = self.items.setdefault(space, [])
+        item = Item(index=len(items), space=space, **fields)
+        items.append(item)
+        return item
+
+    # ----- messages --------------------------------------------------------------------------
+
+    def readable_by(self, message: Message, token: Token) -> bool:
+        """Producer, recipients or ``space.observe`` (the scope ``message.read`` aside)."""
+        return message.space == token.space and (
+            message.producer_id == token.actor_id or token.actor_id in message.recipient_ids
+            or token.has("space.observe"))
+
+    def send_errors(self, token: Token, body: dict[str, Any]) -> set[str]:
+        """Every error code that applies to a new ``message.send`` (empty: it must succeed)."""
+        errors: set[str] = set()
+        if not token.has("message.send"):
+            errors.add("FORBIDDEN")
+        recipients = body.get("recipient_ids", [self.spaces[token.space]])
+        for actor_id in recipients:
+            if (token.space, actor_id) not in self.actors:
+                errors.add("NOT_FOUND")
+            elif not (token.recipients_any or actor_id in token.recipient_ids):
+                errors.add("FORBIDDEN")
+        thread = body["thread"]
+        if "thread_id" in thread:
+            members = self.threads.get((token.space, thread["thread_id"]))
+            if members is None or token.actor_id not in members:
+                errors.add("NOT_FOUND")
+            elif any(actor_id not in members for actor_id in recipients):
+                errors.add("FORBIDDEN")
+        if "in_reply_to" in body:
+            if "new" in thread:
+                errors.add("INVALID_REQUEST")
+            else:
+                target = self.messages.get(body["in_reply_to"])
+                if (target is None or target.thread_id != thread.get("thread_id")
+                        or not self.readable_by(target, token) or not token.has("message.read")):
+                    errors.add("NOT_FOUND")
+        if body.get("attachment_ids"):
+            errors.add("REFERENCE_INVALID")
+        return errors
+
+    # ----- receipts --------------------------------------------------------------------------
+
+    def ack_errors(self, token: Token, items: list[Item | None], cursor: HeldCursor | None,
+                   tampered: bool) -> set[str]:
+        """Every error code that applies to a new ``receipt.ack``."""
+        errors: set[str] = set()
+        if not token.has("receipt.write"):
+            errors.add("FORBIDDEN")
+        if tampered:
+            errors.add("CURSOR_INVALID")
+        elif cursor is not None:
+            problem = self.cursor_problem(cursor, token)
+            if problem:
+                errors.add(problem)
+        for item in items:
+            if item is None or not self.visible(item, token):
+                errors.add("NOT_FOUND")
+            elif item.type == "receipt":
+                errors.add("INVALID_REQUEST")
+        return errors
+
+    def apply_ack(self, token: Token, lines: list[tuple[Item, str]],
+                  position: int | None) -> dict[str, Any]:
+        """Apply an accepted ACK; returns the answer the server must give."""
+        results = []
+        for item, stage in lines:
+            assert item.item_id is not None
+            key = (token.space, token.consumer_id, item.item_id)
+            current, version = self.receipts.get(key, ("none", 0))
+            if STAGE_RANK[stage] > STAGE_RANK[current]:
+                version += 1
+                self.receipts[key] = (stage, version)
+                self.append(token.space, type="receipt", producer_id=token.actor_id,
+                            recipient_ids=(item.producer_id,), thread_id=item.thread_id,
+                            receipt={"receipt_version": version, "subject_item_id": item.item_id,
+                                     "subject_resource_id": _resource_id(item),
+                                     "consumer_id": token.consumer_id,
+                                     "actor_id": token.actor_id, "stage": stage})
+                results.append({"item_id": item.item_id, "stage": stage,
+                                 "receipt_version": version, "changed": True})
+            else:
+                results.append({"item_id": item.item_id, "stage": current,
+                                "receipt_version": version, "changed": False})
+        checkpoint = None
+        if position is not None:
+            key = self.checkpoint_key(token)
+            self.checkpoints[key] = max(self.checkpoints.get(key, 0), position)
+            checkpoint = str(self.checkpoints[key])
+        return {"items": results, "checkpoint_sequence": checkpoint}
+
+
+def _resource_id(item: Item) -> str:
+    assert item.message is not None, "receipts are only written for message items here"
+    return str(item.message["message_id"])
+
+
+def message_item_json(item: Item, committed_at: str) -> dict[str, Any]:
+    """The feed item the server must show for a message."""
+    return {"item_id": item.item_id, "sequence": str(item.sequence), "type": "message",
+            "producer_id": item.producer_id, "recipient_ids": sorted(item.recipient_ids),
+            "thread_id": item.thread_id, "committed_at": committed_at, "message": item.message}
