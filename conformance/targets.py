@@ -56,10 +56,9 @@ class ServerProcess:
     def _drain(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
+            self.log.append(line)
             if "Uvicorn running on" in line:
                 self.ready.set()
-            elif '" 200' not in line and '" 201' not in line:
-                self.log.append(line)  # keep what may explain a failure, not every access line
         self.ready.set()
 
     def stop(self) -> None:
@@ -73,7 +72,7 @@ def sqlite_target() -> Iterator[Target]:
     """The embedded reference (SQLite + files) in a temporary data directory."""
     admin_token = secrets.token_urlsafe(24)
     with tempfile.TemporaryDirectory(prefix="waypost-kit-") as data_dir:
-        server = ServerProcess(Path(data_dir) / "data", admin_token, "--access-log")
+        server = ServerProcess(Path(data_dir) / "data", admin_token, "--no-access-log")
         try:
             yield Target("sqlite", server.url, admin_token)
         finally:

@@ -11,7 +11,7 @@ import itertools
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from waypost.properties.http import Session
 from waypost.properties.model import ALL_SCOPES
@@ -20,6 +20,8 @@ from waypost.properties.world import SPACE_ACTORS, World
 
 KINDS = ("info", "question", "result", "todo_suggestion", "memory_notice", "processing_result")
 STAGES = ("received", "processed")
+WEIGHTED = ("send",) * 5 + ("ack",) * 4 + ("read_feed",) * 4 + ("read_message",) * 2 + (
+    "resubmit",) * 3 + ("check_view", "provision", "change_authority", "probe", "probe")
 words = st.text(alphabet="abcdefghij klmnop", min_size=1, max_size=12)
 
 
@@ -63,13 +65,12 @@ class WaypostMachine(RuleBasedStateMachine):
 
     # ----- provisioning (control plane) ------------------------------------------------------
 
-    @rule(data=st.data(), view=st.sampled_from(["inbox", "space_log"]),
-          scopes=st.lists(st.sampled_from(ALL_SCOPES), unique=True, max_size=6),
-          limited=st.booleans())
-    def provision(self, data: st.DataObject, view: str, scopes: list[str],
-                  limited: bool) -> None:
+    def provision(self, data: st.DataObject) -> None:
         """A consumer with a random view and filter, and a token with random scopes and
         recipients (P08)."""
+        view = data.draw(st.sampled_from(["inbox", "space_log"]))
+        scopes = data.draw(st.lists(st.sampled_from(ALL_SCOPES), unique=True, max_size=6))
+        limited: bool = data.draw(st.booleans())
         actor = _sample(data, list(SPACE_ACTORS["A"]))
         filter_: dict[str, list[str]] = {}
         if data.draw(st.booleans()):
@@ -79,7 +80,8 @@ class WaypostMachine(RuleBasedStateMachine):
             filter_["item_types"] = data.draw(st.lists(
                 st.sampled_from(["message", "receipt", "memory_revision"]), min_size=1,
                 max_size=2, unique=True))
-        if self.world.message_order and data.draw(st.booleans()):
+        with_thread: bool = data.draw(st.booleans())
+        if self.world.message_order and with_thread:
             message = self.world.model.messages[_sample(data, self.world.message_order)]
             filter_["thread_ids"] = [message.thread_id]
         recipients = (data.draw(st.lists(st.sampled_from(SPACE_ACTORS["A"]), max_size=2,
@@ -88,47 +90,50 @@ class WaypostMachine(RuleBasedStateMachine):
                  scopes=sorted(set(scopes) | {"message.read"} if view == "space_log"
                                else scopes), recipients=recipients)
 
-    @rule(data=st.data())
-    def rotate_token(self, data: st.DataObject) -> None:
-        """Same grants, new token: same grant fingerprint, held cursors stay valid (P04, P07)."""
-        self.run("rotate", token=_sample(data, self.handles()))
-
-    @rule(data=st.data())
-    def revoke_token(self, data: st.DataObject) -> None:
-        """After revoke, the token has no further effect (P02)."""
-        self.run("revoke", token=_sample(data, self.handles()))
-
-    @precondition(lambda self: len(self.world.commands) > 8)
-    @rule(data=st.data())
-    def disable_actor(self, data: st.DataObject) -> None:
-        """A disabled actor's tokens stop working at once (P02)."""
-        self.run("disable", space_name="A", actor=_sample(data, list(SPACE_ACTORS["A"][1:])))
-
-    @rule(data=st.data(), view=st.sampled_from(["inbox", "space_log"]))
-    def change_view(self, data: st.DataObject, view: str) -> None:
-        """A new view revision: held cursors go stale, the checkpoint starts at 0 (P07)."""
-        filter_ = ({"item_types": ["message"]} if data.draw(st.booleans()) else {})
-        self.run("change_view", token=_sample(data, self.handles("A")), view=view,
-                 filter=filter_)
+    def change_authority(self, data: st.DataObject) -> None:
+        """Control-plane changes between requests: a rotated token keeps the grant fingerprint
+        and cursors (P04, P07); a revoked token or disabled actor has no further effect (P02);
+        a new view revision makes held cursors stale and starts the checkpoint at 0 (P07)."""
+        mode = data.draw(st.sampled_from(["rotate", "rotate", "revoke", "view", "view",
+                                          "disable"]))
+        if mode == "rotate":
+            self.run("rotate", token=_sample(data, self.handles()))
+        elif mode == "revoke":
+            self.run("revoke", token=_sample(data, self.handles()))
+        elif mode == "disable" and len(self.world.commands) > 8:
+            self.run("disable", space_name="A", actor=_sample(data, list(SPACE_ACTORS["A"][1:])))
+        elif mode == "view":
+            view = data.draw(st.sampled_from(["inbox", "space_log"]))
+            typed: bool = data.draw(st.booleans())
+            self.run("change_view", token=_sample(data, self.handles("A")), view=view,
+                     filter={"item_types": ["message"]} if typed else {})
 
     # ----- messages --------------------------------------------------------------------------
 
-    @rule(data=st.data(), kind=st.sampled_from(KINDS), subject=words, text=words)
-    def send(self, data: st.DataObject, kind: str, subject: str, text: str) -> None:
+    def send(self, data: st.DataObject) -> None:
         """New thread, reply in a thread, default or explicit recipients, non-members,
-        unknown recipients (P02, P05, P06)."""
+        unknown recipients (P02, P05, P06). Most draws are valid, some deliberately not."""
+        kind, subject, text = (data.draw(st.sampled_from(KINDS)), data.draw(words),
+                               data.draw(words))
         token = _sample(data, self.handles())
         space = next(name for name, sid in self.world.space_ids.items()
                      if sid == self.world.token(token).space)
-        candidates = [*SPACE_ACTORS[space], "zz-ghost", *SPACE_ACTORS["B" if space == "A"
-                                                                      else "A"][:1]]
+        own = list(SPACE_ACTORS[space])
+        wrong = data.draw(st.sampled_from([False, False, False, True]))  # a deliberate error
+        invalid = ["zz-ghost", SPACE_ACTORS["B" if space == "A" else "A"][0]] if wrong else []
         recipients = data.draw(st.none() | st.lists(
-            st.sampled_from(candidates), min_size=1, max_size=3))
+            st.sampled_from(own + invalid), min_size=1, max_size=3))
         thread: Any = "new"
         reply = None
-        choice = data.draw(st.sampled_from(["new", "new", "existing", "missing"]))
+        choice = data.draw(st.sampled_from(["new", "existing"] + (["missing"] if wrong else [])))
         if choice == "existing" and self.world.message_order:
-            thread = data.draw(st.integers(0, len(self.world.message_order) - 1))
+            sender = self.world.token(token)
+            member_of = [n for n, mid in enumerate(self.world.message_order)
+                         if sender.actor_id in self.world.model.threads.get(
+                             (sender.space, self.world.model.messages[mid].thread_id), ())]
+            everything = list(range(len(self.world.message_order)))
+            thread = data.draw(st.sampled_from(everything if wrong or not member_of
+                                               else member_of))
             if data.draw(st.booleans()):
                 reply = data.draw(st.integers(0, len(self.world.message_order) - 1))
         elif choice == "missing":
@@ -137,91 +142,99 @@ class WaypostMachine(RuleBasedStateMachine):
         self.run("send", token=token, recipients=recipients, thread=thread, reply=reply,
                  kind=kind, subject=subject, text=text, options=options)
 
-    @rule(data=st.data())
     def read_message(self, data: st.DataObject) -> None:
         """Readers get the exact message; others, foreign or not, the same 404 (P01, P05)."""
-        target = data.draw(st.none() | st.integers(0, max(len(self.world.message_order) - 1, 0)))
         if not self.world.message_order:
-            target = None
+            return self.send(data)
+        last = len(self.world.message_order) - 1
+        target = data.draw(st.sampled_from([None, *[data.draw(st.integers(0, last))] * 4]))
         self.run("read_message", token=_sample(data, self.handles()), target=target)
 
     # ----- feed ------------------------------------------------------------------------------
 
-    @rule(data=st.data(), limit=st.integers(1, 7))
-    def read_feed(self, data: st.DataObject, limit: int) -> None:
+    def read_feed(self, data: st.DataObject) -> None:
         """A page from the checkpoint or from any held cursor, also another consumer's (P06,
         P07, P08)."""
+        limit = data.draw(st.integers(1, 7))
         cursors = self.world.model.cursors
         cursor = None
-        if cursors and data.draw(st.booleans()):
+        from_cursor: bool = data.draw(st.booleans())
+        if cursors and from_cursor:
             cursor = data.draw(st.integers(0, len(cursors) - 1))
         self.run("read_feed", token=_sample(data, self.handles()), cursor=cursor, limit=limit)
 
-    @precondition(lambda self: bool(self.world.model.cursors))
-    @rule(data=st.data(), where=st.integers(0, 10_000))
-    def tamper_cursor(self, data: st.DataObject, where: int) -> None:
-        """Any modified character makes a cursor invalid (P07)."""
-        cursor = data.draw(st.integers(0, len(self.world.model.cursors) - 1))
-        self.run("tamper", token=_sample(data, self.handles()), cursor=cursor, where=where)
-
-    @rule(data=st.data())
     def check_view(self, data: st.DataObject) -> None:
         """A full re-read of one consumer's view equals the model's visible set (P06, P08)."""
         self.run("check_view", token=_sample(data, self.handles()))
 
     # ----- receipts --------------------------------------------------------------------------
 
-    @precondition(lambda self: bool(self.bound_items("A")))
-    @rule(data=st.data())
     def ack(self, data: st.DataObject) -> None:
-        """1–20 distinct items with mixed stages (some invisible, foreign or missing), with or
-        without a checkpoint (P01, P09, P10)."""
-        choices = self.bound_items("A") + self.bound_items("B")[:2] + [None]
-        refs = data.draw(st.lists(st.sampled_from(choices), min_size=0, max_size=20,
-                                  unique_by=lambda ref: repr(ref)))
+        """1–20 distinct items with mixed stages, mostly visible to the token's consumer, some
+        invisible, foreign or missing; with or without a checkpoint (P01, P09, P10)."""
+        if not self.bound_items("A"):
+            return self.send(data)
+        token = _sample(data, self.handles())
+        holder = self.world.token(token)
+        visible = [[space, item.index] for space in SPACE_ACTORS
+                   for item in self.world.model.items.get(self.world.space_ids[space], [])
+                   if item.bound and self.world.model.visible(item, holder)
+                   and item.type != "receipt"]
+        wrong = data.draw(st.sampled_from([False, False, False, True]))  # a deliberate error
+        others = self.bound_items("A")[:3] + self.bound_items("B")[:2] + [None]
+        pool = visible + others if wrong or not visible else visible
+        refs = data.draw(st.lists(st.sampled_from(pool), min_size=0, max_size=20,
+                                  unique_by=repr))
         lines = [[ref, data.draw(st.sampled_from(STAGES))] for ref in refs]
-        cursors = self.world.model.cursors
+        mine = [n for n, held in enumerate(self.world.model.cursors)
+                if held.consumer_id == holder.consumer_id and held.space == holder.space]
+        pick = data.draw(st.sampled_from(["none", "mine", "any", "tampered"] if wrong
+                                         else ["none", "mine"]))
         cursor: Any = None
-        pick = data.draw(st.sampled_from(["none", "held", "tampered"]))
-        if (pick == "held" and cursors) or not lines:
-            cursor = data.draw(st.integers(0, len(cursors) - 1)) if cursors else None
+        if pick == "mine" and mine:
+            cursor = data.draw(st.sampled_from(mine))
+        elif pick == "any" and self.world.model.cursors:
+            cursor = data.draw(st.integers(0, len(self.world.model.cursors) - 1))
         elif pick == "tampered":
             cursor = "tampered"
         if not lines and cursor is None:
             return
-        self.run("ack", token=_sample(data, self.handles()), lines=lines, cursor=cursor)
+        self.run("ack", token=token, lines=lines, cursor=cursor)
 
     # ----- idempotency -----------------------------------------------------------------------
 
-    @precondition(lambda self: bool(self.world.model.submissions))
-    @rule(data=st.data())
-    def retry(self, data: st.DataObject) -> None:
-        """An unchanged retry of an earlier write returns the identical result (P03)."""
-        self.run("retry", submission=data.draw(st.integers(
-            0, len(self.world.model.submissions) - 1)))
-
-    @precondition(lambda self: bool(self.world.model.submissions))
-    @rule(data=st.data())
-    def conflicting_retry(self, data: st.DataObject) -> None:
-        """An altered retry under the same key is IDEMPOTENCY_CONFLICT (P03)."""
-        self.run("conflict", submission=data.draw(st.integers(
-            0, len(self.world.model.submissions) - 1)))
-
-    @precondition(lambda self: bool(self.world.model.submissions))
-    @rule(data=st.data())
-    def lookup_submission(self, data: st.DataObject) -> None:
-        """The lookup shows the committed result and the kit's own fingerprint (P03, P04)."""
-        self.run("lookup", submission=data.draw(st.integers(
+    def resubmit(self, data: st.DataObject) -> None:
+        """An earlier write again: unchanged → the identical stable result; altered →
+        IDEMPOTENCY_CONFLICT; looked up → the committed result and the kit's own fingerprint
+        (P03, P04)."""
+        if not self.world.model.submissions:
+            return self.send(data)
+        mode = data.draw(st.sampled_from(["retry", "retry", "conflict", "lookup"]))
+        self.run(mode, submission=data.draw(st.integers(
             0, len(self.world.model.submissions) - 1)))
 
     # ----- isolation -------------------------------------------------------------------------
 
-    @precondition(lambda self: bool(self.bound_items("B")))
+    def probe(self, data: st.DataObject) -> None:
+        """A tampered cursor is CURSOR_INVALID (P07); another space's item answers an ACK
+        exactly like a missing one (P01)."""
+        where = data.draw(st.integers(0, 10_000))
+        foreign = self.bound_items("B")
+        tamper: bool = data.draw(st.booleans())
+        if self.world.model.cursors and (tamper or not foreign):
+            cursor = data.draw(st.integers(0, len(self.world.model.cursors) - 1))
+            self.run("tamper", token=_sample(data, self.handles()), cursor=cursor, where=where)
+        elif foreign:
+            self.run("probe_foreign", token=_sample(data, self.handles("A")),
+                     item=_sample(data, foreign))
+
+    # ----- the one rule ---------------------------------------------------------------------
+
     @rule(data=st.data())
-    def probe_foreign_ids(self, data: st.DataObject) -> None:
-        """Another space's item answers exactly like a missing one (P01)."""
-        self.run("probe_foreign", token=_sample(data, self.handles("A")),
-                 item=_sample(data, self.bound_items("B")))
+    def step(self, data: st.DataObject) -> None:
+        """One command, drawn with weights that keep publications, reads and ACKs frequent
+        (Hypothesis would favour rules by name order otherwise)."""
+        getattr(self, data.draw(st.sampled_from(WEIGHTED)))(data)
 
     # ----- invariants ------------------------------------------------------------------------
 

@@ -282,9 +282,9 @@ class Model:
                                 "receipt_version": version, "changed": False})
         checkpoint = None
         if position is not None:
-            key = self.checkpoint_key(token)
-            self.checkpoints[key] = max(self.checkpoints.get(key, 0), position)
-            checkpoint = str(self.checkpoints[key])
+            where = self.checkpoint_key(token)
+            self.checkpoints[where] = max(self.checkpoints.get(where, 0), position)
+            checkpoint = str(self.checkpoints[where])
         return {"items": results, "checkpoint_sequence": checkpoint}
 
 

@@ -16,12 +16,32 @@ class PropertyViolation(AssertionError):
         self.evidence = evidence or {}
 
 
-#: Checks performed per property in this process (the runner reads and resets it).
-CHECKS: Counter[str] = Counter()
+class Ledger:
+    """What this process has checked: counts per property, and the violations that were only
+    recorded because their property is not enforced (not selected, or an expected failure)."""
+
+    def __init__(self) -> None:
+        self.checks: Counter[str] = Counter()
+        self.enforced: set[str] | None = None  # None: every property raises
+        self.recorded: dict[str, PropertyViolation] = {}
+
+    def reset(self, enforced: set[str] | None = None) -> None:
+        self.checks.clear()
+        self.recorded.clear()
+        self.enforced = enforced
 
 
-def check(pid: str, ok: bool, message: str, **evidence: Any) -> None:
-    """Count one check of ``pid``; raise :class:`PropertyViolation` when it fails."""
-    CHECKS[pid] += 1
-    if not ok:
-        raise PropertyViolation(pid, message, evidence)
+LEDGER = Ledger()
+
+
+def check(pid: str, ok: bool, message: str, **evidence: Any) -> bool:
+    """Count one check of ``pid``. A failure raises :class:`PropertyViolation` when ``pid`` is
+    enforced, else it is recorded once and False is returned (the caller stops that command)."""
+    LEDGER.checks[pid] += 1
+    if ok:
+        return True
+    violation = PropertyViolation(pid, message, evidence)
+    if LEDGER.enforced is None or pid in LEDGER.enforced:
+        raise violation
+    LEDGER.recorded.setdefault(pid, violation)
+    return False

@@ -11,7 +11,15 @@ from waypost.properties import fingerprints
 from waypost.properties.history import analyse
 from waypost.properties.http import Answer, Session
 from waypost.properties.model import (
-    Actor, Consumer, HeldCursor, Item, Message, Model, Recorded, Token, message_item_json,
+    Actor,
+    Consumer,
+    HeldCursor,
+    Item,
+    Message,
+    Model,
+    Recorded,
+    Token,
+    message_item_json,
 )
 from waypost.properties.violations import check
 
@@ -187,11 +195,14 @@ class World:
             pid = "P02" if errors <= {"FORBIDDEN"} else "P05"
             self.expect_refusal(answer, errors, pid, "send")
             return
-        check("P05", answer.status == 201, f"send should publish, got {answer.status}",
-              answer=answer.json, request=body)
+        if not check("P05", answer.status == 201, f"send should publish, got {answer.status}",
+                     answer=answer.json, request=body):
+            return
         result = answer.json
-        check("P05", set(result) == {"message_id", "thread_id", "feed_item_id", "sequence",
-                                     "committed_at"}, "send answer shape", answer=result)
+        if not check("P05", set(result) == {"message_id", "thread_id", "feed_item_id",
+                                            "sequence", "committed_at"},
+                     "send answer shape", answer=result):
+            return
         self.record_message(sender, body, result)
         self.model.submissions[(sender.space, sender.actor_id, "message.send",
                                 body["request_id"])] = Recorded(
@@ -284,8 +295,10 @@ class World:
     def check_page(self, reader: Token, position: int, limit: int, answer: Answer) -> int:
         """Compare one page with the model; bind receipt items seen for the first time;
         return the page's end position."""
-        check("P06", answer.status == 200, f"feed read failed: {answer.status}",
-              answer=answer.json)
+        if not check("P06", answer.status == 200 and isinstance(answer.json, dict)
+                     and {"items", "next_cursor", "has_more"} <= set(answer.json),
+                     f"feed read failed: {answer.status}", answer=answer.json):
+            return position
         page = answer.json
         expected = self.model.visible_after(reader, position)
         shown = page["items"]
@@ -294,9 +307,11 @@ class World:
                              zip(want, shown + [None] * len(want), strict=False)],
                             [got["item_id"] for got in shown],
                             [int(got["sequence"]) for got in shown])
-        check("P06" if any(a.kind != "unexpected" for a in anomalies) else "P08",
-              not anomalies, "the page differs from the consumer's visible items",
-              anomalies=[a.as_json() for a in anomalies], position=position, limit=limit)
+        if not check("P06" if any(a.kind != "unexpected" for a in anomalies) else "P08",
+                     not anomalies, "the page differs from the consumer's visible items",
+                     anomalies=[a.as_json() for a in anomalies], position=position,
+                     limit=limit):
+            return position
         for item, got in zip(want, shown, strict=True):
             self.compare_item(item, got)
         check("P06", page["has_more"] == (len(expected) > limit), "has_more is wrong",
@@ -363,7 +378,7 @@ class World:
         answer = self.as_(reader, "GET", "/v1/feed", params={"limit": 100})
         while True:
             end = self.check_page(reader, position, 100, answer)
-            if not answer.json["has_more"]:
+            if not isinstance(answer.json, dict) or not answer.json.get("has_more"):
                 break
             position = end
             answer = self.as_(reader, "GET", "/v1/feed",
@@ -375,7 +390,8 @@ class World:
         if ref is None:
             return None
         space, index = ref
-        return self.model.items[self.space_ids[space]][index]
+        item: Item = self.model.items[self.space_ids[space]][index]
+        return item
 
     def do_ack(self, token: str, lines: list[list[Any]], cursor: Any) -> None:
         """An ACK of 0–20 distinct items and an optional checkpoint: all or nothing (P09, P10)."""
@@ -404,8 +420,10 @@ class World:
         expected = self.model.apply_ack(acker, [(item, stage) for item, (_, stage)
                                                 in zip(items, lines, strict=True)
                                                 if item is not None], position)
-        check("P10", answer.status == 200 and answer.json == expected,
-              "the ACK answer differs from the model", answer=answer.json, expected=expected)
+        if not check("P10", answer.status == 200 and answer.json == expected,
+                     "the ACK answer differs from the model", answer=answer.json,
+                     expected=expected):
+            return
         self.model.submissions[(acker.space, acker.actor_id, "receipt.ack",
                                 body["request_id"])] = Recorded(
             "receipt.ack", acker.space, acker.actor_id, acker.handle, body,
@@ -461,11 +479,12 @@ class World:
         if not self.model.live(asker):
             self.expect_refusal(answer, {"UNAUTHENTICATED"}, "P02", "lookup with a dead token")
             return
-        check("P04", answer.status == 200 and answer.json.get("fingerprint") == sub.fingerprint,
+        found = answer.json if isinstance(answer.json, dict) else {}
+        check("P04", answer.status == 200 and found.get("fingerprint") == sub.fingerprint,
               "the recorded fingerprint is not SHA-256(JCS(normalised request))",
               answer=answer.json, expected=sub.fingerprint)
-        check("P03", answer.json.get("state") == "committed"
-              and answer.json.get("result") == {"status": sub.status, "body": sub.result},
+        check("P03", found.get("state") == "committed"
+              and found.get("result") == {"status": sub.status, "body": sub.result},
               "the lookup must show the stable result", answer=answer.json)
 
     # ----- isolation -------------------------------------------------------------------------

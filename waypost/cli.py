@@ -19,7 +19,8 @@ def _serve(args: argparse.Namespace) -> int:
         print("waypost: WAYPOST_ADMIN_TOKEN is not set; the control plane (/admin/v1) will "
               "refuse every request", file=sys.stderr)
     app = build_app(Settings(Path(args.data_dir), admin_token, test_hooks=args.test_hooks))
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                access_log=not args.no_access_log)
     return 0
 
 
@@ -55,6 +56,8 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info",
                        choices=["critical", "error", "warning", "info", "debug"],
                        help="uvicorn log level (default: info)")
+    serve.add_argument("--no-access-log", action="store_true",
+                       help="do not log every request (the conformance kit's default)")
     serve.set_defaults(run=_serve)
 
     admin = commands.add_parser("admin", help="control-plane helpers",
@@ -73,6 +76,10 @@ def parser() -> argparse.ArgumentParser:
                       help="admin token (default: $WAYPOST_ADMIN_TOKEN)")
     boot.add_argument("--space-id", default="demo", help="id of the demo space (default: demo)")
     boot.set_defaults(run=_bootstrap)
+
+    from waypost.conformance.cli import add_commands
+
+    add_commands(commands)
     return top
 
 

@@ -1,0 +1,109 @@
+"""``waypost conformance``: run the kit against a target, or rerun a replay file."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import httpx
+
+from waypost.conformance import report as reports
+from waypost.conformance import runner
+from waypost.conformance.targets import open_target
+from waypost.properties.catalogue import select
+
+EXPECTED_DIR = Path(__file__).resolve().parent / "expected_failures"
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``conformance`` (and its ``replay``) on the top-level parser."""
+    kit = commands.add_parser(
+        "conformance", help="run the conformance kit (P01–P18) against a target",
+        description="Run the conformance kit: a stateful model of Waypost/1 drives the target "
+                    "over HTTP and checks every answer. Target 'sqlite' starts the embedded "
+                    "reference in a temporary directory; a URL targets any deployment (its "
+                    "admin token provisions fresh spaces prefixed by the run id). Ends with the "
+                    "P01–P18 table; exit status 1 on any failure. Failures are shrunk and "
+                    "written as replay files.")
+    kit.add_argument("--target", default="sqlite", help="sqlite (default) or a base URL")
+    kit.add_argument("--admin-token", default=None,
+                     help="admin token of a URL target (default: $WAYPOST_ADMIN_TOKEN)")
+    kit.add_argument("--profile", choices=sorted(runner.PROFILES), default="ci",
+                     help="how much to explore: quick, ci (default), thorough")
+    kit.add_argument("--seed", type=int, default=None, help="seed (default: random, printed)")
+    kit.add_argument("--only", default=None, help="only these properties, e.g. P03,P06")
+    kit.add_argument("--expected-failures", type=Path, default=None,
+                     help="JSON list of {property, reason} known to fail on this target "
+                          "(default: conformance/expected_failures/<target>.json if present)")
+    kit.add_argument("--report-json", type=Path, default=None, help="write a JSON report")
+    kit.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report")
+    kit.add_argument("--replay-dir", type=Path, default=Path("waypost-replays"),
+                     help="where failure replays are written (default: ./waypost-replays)")
+    kit.set_defaults(run=_conformance)
+    kit_commands = kit.add_subparsers(dest="kit_command", metavar="COMMAND")
+    replay = kit_commands.add_parser(
+        "replay", help="rerun a replay file deterministically",
+        description="Rerun the commands of a replay file against a target; exit 1 if the "
+                    "recorded violation (or another) still happens.")
+    replay.add_argument("file", type=Path, help="a replay file written by a failing run")
+    replay.add_argument("--target", default="sqlite", help="sqlite (default) or a base URL")
+    replay.add_argument("--admin-token", default=None,
+                        help="admin token of a URL target (default: $WAYPOST_ADMIN_TOKEN)")
+    replay.set_defaults(run=_replay)
+
+
+def _admin_token(args: argparse.Namespace) -> str | None:
+    token: str | None = args.admin_token or os.environ.get("WAYPOST_ADMIN_TOKEN")
+    return token
+
+
+def _conformance(args: argparse.Namespace) -> int:
+    try:
+        selected = select(args.only)
+    except ValueError as exc:
+        print(f"waypost conformance: {exc}", file=sys.stderr)
+        return 2
+    expected_path = args.expected_failures
+    if expected_path is None and args.target == "sqlite":
+        expected_path = EXPECTED_DIR / "sqlite.json"
+    expected = runner.load_expected(expected_path)
+    profile = runner.PROFILES[args.profile]
+    try:
+        with open_target(args.target, _admin_token(args)) as target, \
+                httpx.Client(base_url=target.url, timeout=60) as client:
+            print(f"waypost conformance: target {args.target} at {target.url}, profile "
+                  f"{args.profile}", file=sys.stderr)
+            result = runner.run(target.name if target.name != "url" else target.url, client,
+                                target.admin_token, profile=args.profile, seed=args.seed,
+                                selected=selected, expected=expected,
+                                replay_dir=args.replay_dir,
+                                progress=runner.Progress(sys.stderr, profile.examples))
+    except (ValueError, RuntimeError) as exc:
+        print(f"waypost conformance: {exc}", file=sys.stderr)
+        return 2
+    print(file=sys.stderr)
+    print(reports.table(result))
+    if args.report_json:
+        reports.write_json(result, args.report_json)
+    if args.junit:
+        reports.write_junit(result, args.junit)
+    for outcome in result.outcomes:
+        if outcome.replay:
+            print(f"rerun {outcome.prop.pid}: waypost conformance replay {outcome.replay} "
+                  f"--target {args.target}")
+    if result.failed:
+        print(f"FAILED (seed {result.seed}: rerun the whole run with --seed {result.seed})")
+    return 1 if result.failed else 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    try:
+        with open_target(args.target, _admin_token(args)) as target, \
+                httpx.Client(base_url=target.url, timeout=60) as client:
+            violation = runner.replay_file(args.file, client, target.admin_token)
+    except (ValueError, RuntimeError, OSError) as exc:
+        print(f"waypost conformance replay: {exc}", file=sys.stderr)
+        return 2
+    return 1 if violation is not None else 0

@@ -1,0 +1,66 @@
+"""Reports of a kit run: the terminal table, JSON, JUnit XML."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from waypost.conformance.runner import Report
+
+MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
+         "not covered": "not covered", "not run": "not run", "not exercised": "not exercised"}
+
+
+def table(report: Report) -> str:
+    """The P01–P18 table a run ends with."""
+    lines = [f"{'':3}{'property':<38} {'result':<14} {'checks':>7}  note", "-" * 96]
+    for outcome in report.outcomes:
+        note = outcome.message or outcome.expected_reason
+        if outcome.replay:
+            note = f"{note} — replay: {outcome.replay}"
+        name = f"{outcome.prop.pid} {outcome.prop.name}"
+        lines.append(f"{'':3}{name:<38} {MARKS[outcome.result]:<14} {outcome.checks:>7}  "
+                     f"{note[:400]}")
+    rate = report.steps / report.seconds if report.seconds else 0.0
+    lines.append("-" * 96)
+    lines.append(f"target {report.target}, profile {report.profile}, seed {report.seed}: "
+                 f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
+                 f"({rate:.0f} steps/s)")
+    return "\n".join(lines)
+
+
+def as_json(report: Report) -> dict[str, Any]:
+    return {
+        "target": report.target, "profile": report.profile, "seed": report.seed,
+        "run_id": report.run_id, "examples": report.examples, "steps": report.steps,
+        "seconds": round(report.seconds, 3), "failed": report.failed,
+        "properties": [{"id": o.prop.pid, "name": o.prop.name, "result": o.result,
+                        "checks": o.checks, "message": o.message, "evidence": o.evidence,
+                        "replay": o.replay, "expected_failure_reason": o.expected_reason or None}
+                       for o in report.outcomes],
+    }
+
+
+def write_json(report: Report, path: Path) -> None:
+    path.write_text(json.dumps(as_json(report), indent=2, default=str) + "\n")
+
+
+def write_junit(report: Report, path: Path) -> None:
+    """One test case per property; fail → <failure>, xfail / not covered → <skipped>."""
+    suite = ET.Element("testsuite", name=f"waypost-conformance-{report.target}",
+                       tests=str(len(report.outcomes)),
+                       failures=str(sum(o.result == "fail" for o in report.outcomes)),
+                       time=f"{report.seconds:.3f}")
+    for outcome in report.outcomes:
+        case = ET.SubElement(suite, "testcase", classname="waypost.conformance",
+                             name=f"{outcome.prop.pid} {outcome.prop.name}")
+        if outcome.result == "fail":
+            failure = ET.SubElement(case, "failure", message=outcome.message)
+            failure.text = json.dumps({"evidence": outcome.evidence, "replay": outcome.replay},
+                                      indent=2, default=str)
+        elif outcome.result != "pass":
+            ET.SubElement(case, "skipped",
+                          message=f"{outcome.result}: {outcome.message or outcome.expected_reason}")
+    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
