@@ -153,10 +153,8 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     started = time.monotonic()
     try:
         hypothesis_seed(seed)(test)()
-    except BaseException as error:  # noqa: BLE001 - every failure is reported, none swallowed
-        if isinstance(error, KeyboardInterrupt):
-            raise
-        for failure in _failures(error):
+    except Exception as raised:  # every failure is reported, none swallowed
+        for failure in _failures(raised):
             violation = failure if isinstance(failure, PropertyViolation) else None
             path = write_replay(replay_dir, report, violation, failure, Run.last)
             failures[violation.pid if violation else "ERROR"] = (violation, failure, path)
@@ -183,10 +181,10 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
             outcome.result, outcome.message = "not exercised", "no check ran in this run"
         report.outcomes.append(outcome)
     if "ERROR" in failures:
-        violation, error, path = failures["ERROR"]
+        _, unexpected, path = failures["ERROR"]
         report.outcomes.append(Outcome(
             Property("ERROR", "Kit or server error", "An exception outside any property check",
-                     (), True), "fail", 0, repr(error), {}, str(path)))
+                     (), True), "fail", 0, repr(unexpected), {}, str(path)))
     return report
 
 
