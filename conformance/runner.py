@@ -16,6 +16,7 @@ from typing import Any, TextIO
 import httpx
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
+from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import get_state_machine_test
 
 from waypost.properties.catalogue import CATALOGUE, Property
@@ -27,16 +28,18 @@ from waypost.properties.world import World
 
 @dataclass(frozen=True)
 class Profile:
-    """How much to explore: examples (fresh spaces each) × steps per example."""
+    """How much to explore: examples (fresh spaces each) × steps per example, and how long
+    Hypothesis may spend shrinking a failure (each shrink step reruns a whole example)."""
 
     examples: int
     steps: int
+    shrink_seconds: float
 
 
 PROFILES = {
-    "quick": Profile(examples=15, steps=25),
-    "ci": Profile(examples=60, steps=40),
-    "thorough": Profile(examples=500, steps=80),
+    "quick": Profile(examples=15, steps=25, shrink_seconds=20),
+    "ci": Profile(examples=60, steps=40, shrink_seconds=60),
+    "thorough": Profile(examples=500, steps=80, shrink_seconds=300),
 }
 
 
@@ -122,7 +125,8 @@ def write_replay(directory: Path, report: Report, violation: PropertyViolation |
 def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: str = "ci",
         seed: int | None = None, selected: list[Property] | None = None,
         expected: dict[str, str] | None = None, replay_dir: Path = Path("waypost-replays"),
-        progress: Callable[[int, int], None] | None = None) -> Report:
+        progress: Callable[[int, int], None] | None = None,
+        shrink_seconds: float | None = None) -> Report:
     """Run the command model; every property ends as pass, fail, xfail, xpass or not covered."""
     chosen = PROFILES[profile]
     seed = random.randrange(2**32) if seed is None else seed
@@ -151,6 +155,10 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
         phases=[Phase.generate, Phase.shrink, Phase.explain]))
     failures: dict[str, tuple[PropertyViolation | None, BaseException, Path]] = {}
     started = time.monotonic()
+    # Hypothesis has no public setting for the shrinking budget; this module constant is it.
+    budget = engine.MAX_SHRINKING_SECONDS
+    engine.MAX_SHRINKING_SECONDS = int(shrink_seconds if shrink_seconds is not None
+                                       else chosen.shrink_seconds)
     try:
         hypothesis_seed(seed)(test)()
     except Exception as raised:  # every failure is reported, none swallowed
@@ -158,6 +166,8 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
             violation = failure if isinstance(failure, PropertyViolation) else None
             path = write_replay(replay_dir, report, violation, failure, Run.last)
             failures[violation.pid if violation else "ERROR"] = (violation, failure, path)
+    finally:
+        engine.MAX_SHRINKING_SECONDS = budget
     report.seconds = time.monotonic() - started
     report.examples, report.steps = counts["examples"], counts["steps"]
     for prop in CATALOGUE:

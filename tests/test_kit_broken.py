@@ -1,0 +1,185 @@
+"""The kit must fail on broken servers, and name the property each breaks.
+
+Each variant below is the reference with one deliberate defect, patched in this test process
+only (the reference itself never carries them). The kit runs with the ``ci`` profile against
+the variant through the ASGI app (the defects are about logic, not transport).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from waypost.conformance import runner
+from waypost.reference.errors import Forbidden, NotFound
+from waypost.reference.server import Settings, build_app
+from waypost.reference.service import acks, auth, feed, messages, submissions
+from waypost.reference.service.context import Context, Outcome
+
+ADMIN = "broken-admin"
+Patch = Callable[[pytest.MonkeyPatch, TestClient], None]
+
+
+@contextmanager
+def serving(tmp_path: Path) -> Iterator[TestClient]:
+    with TestClient(build_app(Settings(tmp_path / "data", ADMIN))) as client:
+        yield client
+
+
+def replay_ignores_fingerprint(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    mp.setattr(submissions, "check_fingerprint", lambda record, fingerprint: None)
+
+
+def no_idempotency(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    original = messages.send
+
+    async def send(ctx: Context, principal: Any, raw: Any) -> Outcome:
+        if isinstance(raw, dict) and "request_id" in raw:
+            raw = {**raw, "request_id": f"{raw['request_id']}-{id(object())}"}
+        return await original(ctx, principal, raw)
+    mp.setattr(messages, "send", send)
+
+
+def _patch_pages(mp: pytest.MonkeyPatch, change: Callable[[dict[str, Any]], None]) -> None:
+    original = feed.read_feed
+
+    async def read_feed(*args: Any) -> Outcome:
+        outcome = await original(*args)
+        if outcome.body["has_more"] and len(outcome.body["items"]) > 1:
+            change(outcome.body)
+        return outcome
+    mp.setattr(feed, "read_feed", read_feed)
+
+
+def page_edge_drops_an_item(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    _patch_pages(mp, lambda page: page["items"].pop())  # the cursor stays after it
+
+
+def page_edge_repeats_an_item(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    def repeat(page: dict[str, Any]) -> None:
+        ctx: Context = client.app.state.context  # type: ignore[attr-defined]
+        *_, before_last = page["items"][:-1] or page["items"]
+        text = page["next_cursor"]
+        decoded = feed.cursor.decode(ctx.cursor_key, text)
+        moved = feed.cursor.FeedCursor(**{**decoded.__dict__,
+                                          "position": int(before_last["sequence"])})
+        page["next_cursor"] = feed.cursor.encode(ctx.cursor_key, moved)
+    _patch_pages(mp, repeat)
+
+
+def receipts_may_regress(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    from waypost.adapters.sql import acks as plan
+
+    ctx: Context = client.app.state.context  # type: ignore[attr-defined]
+    ctx.driver.connection.execute("DROP TRIGGER receipts_forward_only")  # type: ignore[attr-defined]
+    mp.setattr(plan, "ADVANCED", "(requested_stage <> prior_stage)")
+
+
+def foreign_ids_answer_differently(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    original = messages.read_message
+
+    async def read_message(ctx: Context, principal: Any, message_id: str) -> Outcome:
+        try:
+            return await original(ctx, principal, message_id)
+        except NotFound:
+            rows = ctx.driver.connection.execute(  # type: ignore[attr-defined]
+                "SELECT 1 FROM messages WHERE message_id = ?", (message_id,)).fetchall()
+            if rows:
+                raise Forbidden("message belongs elsewhere") from None
+            raise
+    mp.setattr(messages, "read_message", read_message)
+
+
+def cursor_not_bound_to_consumer(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    def check_binding(principal: Any, decoded: Any) -> None:
+        return None
+    mp.setattr(feed, "check_binding", check_binding)
+    mp.setattr(acks, "check_binding", check_binding)
+
+
+def ack_saved_partially(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    original = acks.acknowledge
+
+    async def acknowledge(ctx: Context, principal: Any, raw: Any) -> Outcome:
+        try:
+            return await original(ctx, principal, raw)
+        except NotFound:
+            (rows,) = await ctx.driver.read([acks.feed_sql.visible_items_statement(
+                principal, [item["item_id"] for item in raw["items"]])])
+            visible = {row[0] for row in rows if row[1] != "receipt"}
+            kept = [item for item in raw["items"] if item["item_id"] in visible]
+            if kept:
+                await original(ctx, principal, {"request_id": raw["request_id"] + ".part",
+                                                "items": kept})
+            raise
+    mp.setattr(acks, "acknowledge", acknowledge)
+
+
+def revoked_token_still_reads(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    from waypost.adapters.sql import tokens
+
+    original = tokens.load_token
+
+    async def load_token(driver: Any, token_id: str) -> Any:
+        state = await original(driver, token_id)
+        return None if state is None else tokens.TokenState(
+            state.digest, False, state.expires_at, state.actor_disabled,
+            state.consumer_disabled, state.principal)
+    mp.setattr(auth, "load_token", load_token)
+    from waypost.adapters.sql import authority
+    from waypost.adapters.sql import feed as feed_sql
+    from waypost.adapters.sql import submissions as submission_sql
+
+    lenient = authority.NOT_LIVE.replace("t.revoked_at IS NULL", "1")
+    for module in (authority, feed_sql, submission_sql):
+        mp.setattr(module, "NOT_LIVE", lenient)
+
+
+def inbox_shows_other_recipients(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    from waypost.adapters.sql import feed as feed_sql
+
+    original = feed_sql.visibility_params
+
+    def visibility_params(principal: Any) -> dict[str, Any]:
+        params = original(principal)
+        params["all_messages"] = params["all_messages"] or params["inbox_messages"]
+        return params
+    mp.setattr(feed_sql, "visibility_params", visibility_params)
+
+
+VARIANTS: dict[str, tuple[Patch, set[str]]] = {
+    "replay ignores the fingerprint": (replay_ignores_fingerprint, {"P03"}),
+    "retries create new messages": (no_idempotency, {"P03"}),
+    "a page edge drops an item": (page_edge_drops_an_item, {"P06"}),
+    "a page edge repeats an item": (page_edge_repeats_an_item, {"P06"}),
+    "receipts may regress": (receipts_may_regress, {"P09"}),
+    "a foreign id answers unlike a missing one": (foreign_ids_answer_differently, {"P01"}),
+    "a cursor is not bound to its consumer": (cursor_not_bound_to_consumer, {"P07", "P01"}),
+    "an ACK is saved partially": (ack_saved_partially, {"P05", "P06", "P08", "P09", "P10"}),
+    "a revoked token still works": (revoked_token_still_reads, {"P02"}),
+    "an inbox shows items for others": (inbox_shows_other_recipients, {"P08"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_the_kit_catches_and_names_a_broken_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   name: str) -> None:
+    patch, named = VARIANTS[name]
+    with serving(tmp_path) as client:
+        patch(monkeypatch, client)
+        report = runner.run("broken", client, ADMIN, profile="ci", seed=20261130,
+                            replay_dir=tmp_path / "replays", shrink_seconds=5)
+    failed = {o.prop.pid for o in report.outcomes if o.result == "fail"}
+    assert failed, f"{name}: the kit passed a broken server"
+    assert failed & named, f"{name}: failed {failed}, expected one of {named}"
+    replays = [o.replay for o in report.outcomes if o.replay]
+    assert replays
+    recorded = json.loads(Path(replays[0]).read_text())
+    assert recorded["commands"]
+    assert recorded["exchanges"]
