@@ -72,7 +72,8 @@ def sqlite_target() -> Iterator[Target]:
     """The embedded reference (SQLite + files) in a temporary data directory."""
     admin_token = secrets.token_urlsafe(24)
     with tempfile.TemporaryDirectory(prefix="waypost-kit-") as data_dir:
-        server = ServerProcess(Path(data_dir) / "data", admin_token, "--no-access-log")
+        server = ServerProcess(Path(data_dir) / "data", admin_token, "--no-access-log",
+                               "--synchronous", "normal")
         try:
             yield Target("sqlite", server.url, admin_token)
         finally:

@@ -29,6 +29,7 @@ class Settings:
     data_dir: Path
     admin_token: str | None = None
     test_hooks: bool = False
+    synchronous: str = "FULL"  # SQLite's setting; NORMAL only for throwaway kit targets
 
 
 def cursor_key(data_dir: Path) -> bytes:
@@ -64,12 +65,13 @@ def cursor_key(data_dir: Path) -> bytes:
 async def open_context(settings: Settings) -> AsyncIterator[Context]:
     """Open (or create) the data directory and yield the context requests share."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    driver = SqliteDriver(settings.data_dir / DATABASE)
+    driver = SqliteDriver(settings.data_dir / DATABASE, synchronous=settings.synchronous)
     try:
         await driver.migrate()
         yield Context(
             driver=driver,
-            blobs=FileBlobStore(settings.data_dir / "objects"),
+            blobs=FileBlobStore(settings.data_dir / "objects",
+                                durable=settings.synchronous == "FULL"),
             clock=SystemClock(),
             cursor_key=cursor_key(settings.data_dir),
             admin_digest=token_digest(settings.admin_token) if settings.admin_token else None,

@@ -3,61 +3,24 @@ bootstrap and an httpx client, exactly as the README walkthrough does with curl.
 
 from __future__ import annotations
 
+import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from waypost.conformance.targets import ServerProcess
+
 ADMIN = "smoke-admin-token"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class ServerProcess:
-    """``waypost serve`` as a child process; its log is drained by a thread, which also tells
-    when uvicorn says it is listening (no polling, no sleeps)."""
-
-    def __init__(self, data_dir: Path, *extra: str) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log: list[str] = []
-        self.ready = threading.Event()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "waypost.cli", "serve", "--data-dir", str(data_dir),
-             "--port", str(self.port), *extra],
-            env={**os.environ, "WAYPOST_ADMIN_TOKEN": ADMIN}, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True)
-        threading.Thread(target=self._drain, daemon=True).start()
-        if not self.ready.wait(timeout=60) or self.process.poll() is not None:
-            self.stop()
-            raise AssertionError("server did not start:\n" + "".join(self.log))
-
-    def _drain(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.log.append(line)
-            if "Uvicorn running on" in line:
-                self.ready.set()
-        self.ready.set()
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
-    running = ServerProcess(tmp_path / "data")
+    running = ServerProcess(tmp_path / "data", ADMIN)
     try:
         yield running.url
     finally:
@@ -109,3 +72,17 @@ def test_bootstrap_reports_a_wrong_admin_token(server: str) -> None:
     assert result.returncode == 1
     assert "401" in result.stdout
     assert "UNAUTHENTICATED" in result.stdout
+
+
+def test_bench_kit_reports_json_with_machine_and_baseline(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "waypost.cli", "bench", "kit", "--profile", "quick",
+         "--json", str(tmp_path / "bench.json")], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    bench = json.loads((tmp_path / "bench.json").read_text())
+    assert bench["machine"]["cpus"] >= 1
+    assert bench["baseline"]["round_trips_per_second"] > 0
+    assert bench["steps"] > 0
+    assert bench["steps_per_second"] > 0
+    assert 0 < bench["time"]["http_share"] <= 1
+    assert "POST /v1/messages" in bench["time"]["by_request"]

@@ -18,7 +18,8 @@ def _serve(args: argparse.Namespace) -> int:
     if admin_token is None:
         print("waypost: WAYPOST_ADMIN_TOKEN is not set; the control plane (/admin/v1) will "
               "refuse every request", file=sys.stderr)
-    app = build_app(Settings(Path(args.data_dir), admin_token, test_hooks=args.test_hooks))
+    app = build_app(Settings(Path(args.data_dir), admin_token, test_hooks=args.test_hooks,
+                             synchronous=args.synchronous.upper()))
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
                 access_log=not args.no_access_log)
     return 0
@@ -33,6 +34,13 @@ def _bootstrap(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     return bootstrap(args.url, token, args.space_id, sys.stdout)
+
+
+def _bench_kit(args: argparse.Namespace) -> int:
+    from waypost.conformance.bench import bench_kit
+
+    result = bench_kit(args.profile, args.seed, args.json)
+    return 1 if result["failed"] else 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -56,6 +64,9 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info",
                        choices=["critical", "error", "warning", "info", "debug"],
                        help="uvicorn log level (default: info)")
+    serve.add_argument("--synchronous", choices=["full", "normal"], default="full",
+                       help="SQLite durability: full (default) survives power loss; normal "
+                            "survives process crashes only (for throwaway test targets)")
     serve.add_argument("--no-access-log", action="store_true",
                        help="do not log every request (the conformance kit's default)")
     serve.set_defaults(run=_serve)
@@ -80,6 +91,23 @@ def parser() -> argparse.ArgumentParser:
     from waypost.conformance.cli import add_commands
 
     add_commands(commands)
+
+    bench = commands.add_parser("bench", help="benchmarks (JSON with the machine and a baseline)",
+                                description="Benchmarks. Each prints JSON: the machine, a "
+                                            "baseline measured in the same run, the figures.")
+    benches = bench.add_subparsers(dest="bench_command", required=True, metavar="COMMAND")
+    kit = benches.add_parser("kit", help="state-machine steps per second against the sqlite "
+                                         "target, and where the time goes",
+                             description="Run the conformance kit once against the embedded "
+                                         "reference over real HTTP; report steps per second, "
+                                         "requests per step, time in HTTP vs. model and "
+                                         "Hypothesis, and describe round trips per second on "
+                                         "the same server as a baseline.")
+    kit.add_argument("--profile", default="ci", choices=["quick", "ci", "thorough"],
+                     help="kit profile (default: ci)")
+    kit.add_argument("--seed", type=int, default=1, help="seed (default: 1)")
+    kit.add_argument("--json", type=Path, default=None, help="also write the JSON here")
+    kit.set_defaults(run=_bench_kit)
     return top
 
 

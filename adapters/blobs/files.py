@@ -21,8 +21,9 @@ class ObjectTooLarge(Exception):
 class FileBlobStore:
     """Objects live at ``root/<first two characters after the prefix>/<object_ref>``."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, durable: bool = True) -> None:
         self.root = root
+        self.durable = durable  # False skips fsyncs: for throwaway test targets only
         root.mkdir(parents=True, exist_ok=True)
 
     def path(self, object_ref: str) -> Path:
@@ -35,7 +36,7 @@ class FileBlobStore:
         final = self.path(object_ref)
         if not final.parent.exists():
             final.parent.mkdir(parents=True, exist_ok=True)
-            _fsync_dir(self.root)  # the new shard directory itself must survive a crash
+            self._fsync_dir(self.root)  # the new shard directory itself must survive a crash
         temp = final.parent / f".tmp-{secrets.token_hex(8)}"
         hasher, size = hashlib.sha256(), 0
         try:
@@ -47,7 +48,8 @@ class FileBlobStore:
                     hasher.update(chunk)
                     out.write(chunk)
                 out.flush()
-                os.fsync(out.fileno())
+                if self.durable:
+                    os.fsync(out.fileno())
             facts = ObjectFacts(size, hasher.digest())
             try:
                 os.link(temp, final)
@@ -55,9 +57,9 @@ class FileBlobStore:
                 existing = await self.inspect(object_ref)
                 if existing != facts:
                     raise ObjectConflict(object_ref) from None
-                _fsync_dir(final.parent)  # an earlier attempt may have died before its fsync
+                self._fsync_dir(final.parent)  # an earlier attempt may have died before its fsync
                 return Written.ALREADY_PRESENT, facts
-            _fsync_dir(final.parent)
+            self._fsync_dir(final.parent)
             return Written.CREATED, facts
         finally:
             temp.unlink(missing_ok=True)
@@ -76,6 +78,10 @@ class FileBlobStore:
 
     async def read(self, object_ref: str) -> bytes:
         return self.path(object_ref).read_bytes()
+
+    def _fsync_dir(self, directory: Path) -> None:
+        if self.durable:
+            _fsync_dir(directory)
 
 
 def _fsync_dir(directory: Path) -> None:

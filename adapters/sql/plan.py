@@ -12,6 +12,7 @@ parameters (the only kinds D1 binds), each distinct name bound once.
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 from collections.abc import Mapping, Sequence
@@ -39,19 +40,26 @@ class Statement:
 def stmt(sql: str, params: Mapping[str, SqlValue] | None = None) -> Statement:
     """Compile ``:name`` parameters to ``?N``. Every name used must be given; names given but
     not used are ignored, so the statements of one plan can share one parameter mapping."""
-    given = dict(params or {})
+    given = params or {}
+    sql_text, order = _compile(sql)
+    missing = [name for name in order if name not in given]
+    if missing:
+        raise KeyError(f"parameter :{missing[0]} not given")
+    return Statement(sql_text, tuple(given[name] for name in order))
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile(sql: str) -> tuple[str, tuple[str, ...]]:
+    """``:name`` → ``?N`` once per distinct SQL text (plans reuse a few dozen texts)."""
     order: list[str] = []
 
     def number(match: re.Match[str]) -> str:
         name = match.group(1)
-        if name not in given:
-            raise KeyError(f"parameter :{name} not given")
         if name not in order:
             order.append(name)
         return f"?{order.index(name) + 1}"
 
-    sql_text = _NAME.sub(number, dedent(sql).strip())
-    return Statement(sql_text, tuple(given[name] for name in order))
+    return _NAME.sub(number, dedent(sql).strip()), tuple(order)
 
 
 @dataclass(frozen=True)

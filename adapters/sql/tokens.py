@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from waypost.adapters.sql.driver import Driver
@@ -24,38 +25,35 @@ class TokenState:
 
 async def load_token(driver: Driver, token_id: str) -> TokenState | None:
     """Everything needed to authenticate ``token_id``, or None if there is no such token."""
-    by_token = {"token_id": token_id}
-    rows, scopes, recipients, collections, blobs, filters = await driver.read([
-        stmt("""SELECT t.token_digest, t.revoked_at, t.expires_at, t.space_id, t.actor_id,
-                    t.consumer_id, t.recipients_mode, t.grant_fingerprint,
-                    a.disabled, a.authority_version, c.disabled, c.view, c.view_revision
-                FROM tokens t
-                JOIN actors a ON a.space_id = t.space_id AND a.actor_id = t.actor_id
-                JOIN consumers c ON c.space_id = t.space_id AND c.consumer_id = t.consumer_id
-                WHERE t.token_id = :token_id""", by_token),
-        stmt("SELECT scope FROM token_scopes WHERE token_id = :token_id", by_token),
-        stmt("SELECT recipient_actor_id FROM token_recipient_grants WHERE token_id = :token_id",
-             by_token),
-        stmt("SELECT collection_id, action FROM token_collection_grants"
-             " WHERE token_id = :token_id", by_token),
-        stmt("SELECT blob_id FROM token_blob_reference_grants WHERE token_id = :token_id",
-             by_token),
-        stmt("""SELECT f.dimension, f.value FROM consumer_filters f JOIN tokens t
-                ON f.space_id = t.space_id AND f.consumer_id = t.consumer_id
-                WHERE t.token_id = :token_id ORDER BY f.dimension, f.value""", by_token),
-    ])
+    (rows,) = await driver.read([stmt("""
+        SELECT t.token_digest, t.revoked_at, t.expires_at, t.space_id, t.actor_id,
+            t.consumer_id, t.recipients_mode, t.grant_fingerprint,
+            a.disabled, a.authority_version, c.disabled, c.view, c.view_revision,
+            (SELECT json_group_array(scope) FROM token_scopes WHERE token_id = t.token_id),
+            (SELECT json_group_array(recipient_actor_id) FROM token_recipient_grants
+                WHERE token_id = t.token_id),
+            (SELECT json_group_array(json_array(collection_id, action))
+                FROM token_collection_grants WHERE token_id = t.token_id),
+            (SELECT json_group_array(blob_id) FROM token_blob_reference_grants
+                WHERE token_id = t.token_id),
+            (SELECT json_group_array(json_array(dimension, value)) FROM consumer_filters f
+                WHERE f.space_id = t.space_id AND f.consumer_id = t.consumer_id)
+        FROM tokens t
+        JOIN actors a ON a.space_id = t.space_id AND a.actor_id = t.actor_id
+        JOIN consumers c ON c.space_id = t.space_id AND c.consumer_id = t.consumer_id
+        WHERE t.token_id = :token_id""", {"token_id": token_id})])
     if not rows:
         return None
     (digest, revoked_at, expires_at, space_id, actor_id, consumer_id, mode, grant_fp,
-     actor_disabled, authority_version, consumer_disabled, view, view_revision) = rows[0]
+     actor_disabled, authority_version, consumer_disabled, view, view_revision,
+     scopes, recipients, collections, blobs, filters) = rows[0]
     filter_: dict[str, list[str]] = {}
-    for dimension, value in filters:
+    for dimension, value in sorted(json.loads(filters)):
         filter_.setdefault(str(dimension), []).append(str(value))
     grants = Grants(
-        frozenset(str(row[0]) for row in scopes), mode == "any",
-        frozenset(str(row[0]) for row in recipients),
-        frozenset((str(row[0]), str(row[1])) for row in collections),
-        frozenset(str(row[0]) for row in blobs))
+        frozenset(json.loads(scopes)), mode == "any", frozenset(json.loads(recipients)),
+        frozenset((str(cid), str(action)) for cid, action in json.loads(collections)),
+        frozenset(json.loads(blobs)))
     consumer = ConsumerView(str(consumer_id), str(view), int(view_revision),
                             {dim: tuple(vals) for dim, vals in filter_.items()})
     principal = Principal(token_id, str(space_id), str(actor_id), int(authority_version),

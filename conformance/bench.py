@@ -1,0 +1,95 @@
+"""``waypost bench kit``: state-machine steps per second against the sqlite target, with the
+machine, a baseline measured in the same run, and where the time goes."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from waypost.conformance import runner
+from waypost.conformance.targets import open_target
+from waypost.properties import http as kit_http
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    return {"python": platform.python_version(), "implementation": platform.python_implementation(),
+            "system": platform.system(), "machine": platform.machine(),
+            "cpus": os.cpu_count(), "processor": platform.processor() or None}
+
+
+def baseline(client: httpx.Client, requests: int = 300) -> dict[str, float]:
+    """Round trips per second of the cheapest request (``GET /v1/describe``) on the same
+    server and connection: the ceiling any step rate is measured against."""
+    started = time.perf_counter()
+    for _ in range(requests):
+        client.get("/v1/describe").raise_for_status()
+    seconds = time.perf_counter() - started
+    return {"requests": requests, "seconds": round(seconds, 3),
+            "round_trips_per_second": round(requests / seconds, 1)}
+
+
+def bench_kit(profile: str, seed: int, out: Path | None) -> dict[str, Any]:
+    """Run the kit once under a timing wrapper around every HTTP exchange."""
+    spent: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+    original = kit_http.Session.call
+
+    def timed(self: kit_http.Session, method: str, path: str, **kwargs: Any) -> kit_http.Answer:
+        started = time.perf_counter()
+        try:
+            return original(self, method, path, **kwargs)
+        finally:
+            kind = f"{method} {_route(path)}"
+            spent[kind] += time.perf_counter() - started
+            calls[kind] += 1
+
+    kit_http.Session.call = timed  # type: ignore[method-assign]
+    try:
+        with open_target("sqlite", None) as target, \
+                httpx.Client(base_url=target.url, timeout=60) as client:
+            ceiling = baseline(client)
+            report = runner.run("sqlite", client, target.admin_token, profile=profile, seed=seed)
+    finally:
+        kit_http.Session.call = original  # type: ignore[method-assign]
+    http_seconds = sum(spent.values())
+    result = {
+        "benchmark": "kit", "machine": machine(), "profile": profile, "seed": seed,
+        "baseline": ceiling,
+        "examples": report.examples, "steps": report.steps,
+        "seconds": round(report.seconds, 3),
+        "steps_per_second": round(report.steps / report.seconds, 1),
+        "failed": report.failed,
+        "requests": sum(calls.values()),
+        "requests_per_step": round(sum(calls.values()) / max(report.steps, 1), 2),
+        "time": {
+            "http_seconds": round(http_seconds, 3),
+            "http_share": round(http_seconds / report.seconds, 3),
+            "model_and_hypothesis_seconds": round(report.seconds - http_seconds, 3),
+            "by_request": {kind: {"calls": calls[kind], "seconds": round(spent[kind], 3),
+                                  "ms_each": round(1000 * spent[kind] / calls[kind], 2)}
+                           for kind, _ in spent.most_common()},
+        },
+    }
+    text = json.dumps(result, indent=2)
+    if out is not None:
+        out.write_text(text + "\n")
+    print(text)
+    return result
+
+
+def _route(path: str) -> str:
+    """``/v1/messages/msg_x`` → ``/v1/messages/{id}`` (group timings by route)."""
+    parts = path.split("/")
+    if path.startswith("/admin/"):
+        return "/admin/v1/…/" + parts[-1] if len(parts) > 4 else path
+    if len(parts) > 3:
+        return "/".join(parts[:3]) + "/{id}"
+    return path

@@ -1,0 +1,117 @@
+"""The kit against the healthy reference: green for several seeds, through the CLI over real
+HTTP, with reports, expected failures, selection and replays."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.test_kit_broken import ADMIN, page_edge_drops_an_item, serving
+from waypost.conformance import runner
+from waypost.properties.catalogue import CATALOGUE, select
+from waypost.reference.server import Settings, build_app
+
+REGRESSIONS = Path(__file__).resolve().parent.parent / "conformance" / "regressions"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_reference_passes_the_ci_profile(tmp_path: Path, seed: int) -> None:
+    with serving(tmp_path) as client:
+        report = runner.run("sqlite", client, ADMIN, profile="ci", seed=seed,
+                            replay_dir=tmp_path / "replays")
+    results = {o.prop.pid: o.result for o in report.outcomes}
+    assert not report.failed, [(o.prop.pid, o.message, o.evidence) for o in report.outcomes
+                               if o.result == "fail"]
+    assert all(results[p.pid] == "pass" for p in CATALOGUE if p.covered), results
+    assert all(results[p.pid] == "not covered" for p in CATALOGUE if not p.covered)
+    assert report.steps > 1000
+
+
+def test_the_cli_runs_the_kit_against_the_sqlite_target(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "waypost.cli", "conformance", "--target", "sqlite",
+         "--profile", "quick", "--seed", "7", "--report-json", str(tmp_path / "r.json"),
+         "--junit", str(tmp_path / "r.xml"), "--replay-dir", str(tmp_path / "replays")],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "P06 Feed order and completeness" in result.stdout
+    assert "seed 7" in result.stdout
+    assert "example" in result.stderr  # progress was shown
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["failed"] is False
+    assert [p["id"] for p in report["properties"]] == [p.pid for p in CATALOGUE]
+    suite = ET.parse(tmp_path / "r.xml").getroot()
+    assert suite.get("failures") == "0"
+    assert len(suite.findall("testcase")) == 18
+
+
+def test_a_url_target_needs_an_admin_token(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "WAYPOST_ADMIN_TOKEN"}
+    result = subprocess.run(
+        [sys.executable, "-m", "waypost.cli", "conformance", "--target",
+         "http://127.0.0.1:9"], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 2
+    assert "--admin-token" in result.stderr
+    unknown = subprocess.run(
+        [sys.executable, "-m", "waypost.cli", "conformance", "--only", "P99"],
+        capture_output=True, text=True, timeout=60)
+    assert unknown.returncode == 2
+    assert "P99" in unknown.stderr
+
+
+def test_only_selects_properties() -> None:
+    assert [p.pid for p in select("p03, P06")] == ["P03", "P06"]
+    with pytest.raises(ValueError, match="P42"):
+        select("P42")
+
+
+def test_expected_failures_keep_a_known_gap_green(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    with serving(tmp_path) as client:
+        page_edge_drops_an_item(monkeypatch, client)
+        report = runner.run("broken", client, ADMIN, profile="ci", seed=5,
+                            expected={"P06": "pages drop their last item (known)"},
+                            replay_dir=tmp_path / "replays", shrink_seconds=5)
+    results = {o.prop.pid: o.result for o in report.outcomes}
+    assert results["P06"] == "xfail"
+    assert not report.failed, results
+
+
+def _broken_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    with serving(tmp_path / "broken") as client:
+        page_edge_drops_an_item(monkeypatch, client)
+        report = runner.run("broken", client, ADMIN, profile="ci", seed=11,
+                            replay_dir=tmp_path / "replays", shrink_seconds=5)
+    (replay,) = [o.replay for o in report.outcomes if o.replay]
+    assert replay is not None
+    return Path(replay)
+
+
+def test_a_replay_reruns_deterministically(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _broken_replay(tmp_path, monkeypatch)
+    recorded = json.loads(path.read_text())
+    assert recorded["property"] == "P06"
+    with serving(tmp_path / "again") as client:
+        violations = []
+        for _ in range(2):
+            violation = runner.replay_file(path, client, ADMIN)
+            assert violation is not None
+            violations.append((violation.pid, violation.message))
+        assert violations[0] == violations[1] == ("P06", recorded["message"])
+    monkeypatch.undo()
+    with serving(tmp_path / "healthy") as client:
+        assert runner.replay_file(path, client, ADMIN) is None
+
+
+@pytest.mark.parametrize("path", sorted(REGRESSIONS.glob("*.json")), ids=lambda p: p.stem)
+def test_committed_regressions_pass_on_the_reference(tmp_path: Path, path: Path) -> None:
+    with TestClient(build_app(Settings(tmp_path / "data", ADMIN))) as client:
+        assert runner.replay_file(path, client, ADMIN) is None
