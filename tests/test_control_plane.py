@@ -209,3 +209,55 @@ def test_listings_show_no_secrets(api: Api) -> None:
     for token in api.tokens.values():
         assert token.split(".")[1] not in text
     assert api.admin("GET", "/admin/v1/spaces/none").status_code == 404
+
+
+WRITES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    ("/admin/v1/spaces/s1/actors", {"actor_id": "dan", "kind": "human", "display_name": "Dan"},
+     {"display_name": "Other"}),
+    ("/admin/v1/spaces/s1/actors/bob/disable", {}, {}),
+    ("/admin/v1/spaces/s1/consumers", {"consumer_id": "c9", "actor_id": "bob", "view": "inbox"},
+     {"view": "space_log"}),
+    ("/admin/v1/spaces/s1/consumers/bob-inbox/view", {"view": "space_log"}, {"view": "inbox"}),
+    ("/admin/v1/spaces/s1/collections", {"collection_id": "k", "source_actor_id": "bob",
+                                          "scope": "x"}, {"scope": "y"}),
+    ("/admin/v1/spaces/s1/tokens", {"actor_id": "bob", "consumer_id": "bob-inbox",
+                                     "scopes": ["message.read"], "recipients": {"mode": "any"},
+                                     "collections": [], "blob_references": []}, {"scopes": []}),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "change"), WRITES, ids=[w[0] for w in WRITES])
+def test_every_control_plane_write_replays_and_conflicts(api: Api, path: str,
+                                                         body: dict[str, Any],
+                                                         change: dict[str, Any]) -> None:
+    request = {"request_id": rid("admin"), **body}
+    first = api.admin("POST", path, request)
+    assert first.status_code in (200, 201), first.text
+    again = api.admin("POST", path, request)
+    assert again.status_code == first.status_code
+    assert again.headers["Waypost-Replayed"] == "true"
+    expected = {**first.json(), "token": None} if "token" in first.json() else first.json()
+    assert again.json() == expected
+    if change:  # (disable has no body to change: its key and path are the whole request)
+        _error(api.admin("POST", path, {**request, **change}), 409, "IDEMPOTENCY_CONFLICT",
+               "request_id")
+
+
+def test_revoke_and_members_replay_and_conflict(api: Api) -> None:
+    issued = api.token("s1", "bob", "bob-inbox", name="r")
+    path = f"/admin/v1/tokens/{issued['token_id']}/revoke"
+    first = api.admin("POST", path, {"request_id": "rev-1"})
+    again = api.admin("POST", path, {"request_id": "rev-1"})
+    assert again.json() == first.json()
+    assert again.headers["Waypost-Replayed"] == "true"
+    other = api.token("s1", "bob", "bob-inbox", name="r2")
+    _error(api.admin("POST", f"/admin/v1/tokens/{other['token_id']}/revoke",
+                     {"request_id": "rev-1"}), 409, "IDEMPOTENCY_CONFLICT")
+    thread = api.must_send("s1/alice", recipient_ids=["bob"])["thread_id"]
+    members = f"/admin/v1/spaces/s1/threads/{thread}/members"
+    first = api.admin("POST", members, {"request_id": "mem-1", "actor_ids": ["carol"]})
+    again = api.admin("POST", members, {"request_id": "mem-1", "actor_ids": ["carol"]})
+    assert again.json() == first.json()
+    assert again.headers["Waypost-Replayed"] == "true"
+    _error(api.admin("POST", members, {"request_id": "mem-1", "actor_ids": ["bob"]}), 409,
+           "IDEMPOTENCY_CONFLICT")

@@ -115,3 +115,23 @@ def test_a_replay_reruns_deterministically(tmp_path: Path,
 def test_committed_regressions_pass_on_the_reference(tmp_path: Path, path: Path) -> None:
     with TestClient(build_app(Settings(tmp_path / "data", ADMIN))) as client:
         assert runner.replay_file(path, client, ADMIN) is None
+
+
+def test_the_cli_runs_the_kit_against_a_url_target(tmp_path: Path) -> None:
+    from waypost.conformance.targets import ServerProcess
+
+    server = ServerProcess(tmp_path / "data", "url-admin", "--no-access-log")
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "waypost.cli", "conformance", "--target", server.url,
+             "--admin-token", "url-admin", "--profile", "quick", "--seed", "3",
+             "--only", "P03,P06", "--replay-dir", str(tmp_path / "replays")],
+            capture_output=True, text=True, timeout=600)
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "P03 Idempotent submissions" in result.stdout
+    lines = {line.split()[0]: line for line in result.stdout.splitlines()
+             if line.strip().startswith("P")}
+    assert "not run" in lines["P01"]
+    assert " pass " in lines["P06"]
