@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from waypost.adapters.sql.authority import authority_cases, authority_params
 from waypost.adapters.sql.feed import FILTERED, VISIBLE, visibility_params
-from waypost.adapters.sql.messages import SETTLED, sequence_exhausted
+from waypost.adapters.sql.messages import sequence_exhausted
 from waypost.adapters.sql.plan import (
     GUARD_OK,
     CommitPlan,
@@ -19,11 +19,9 @@ from waypost.adapters.sql.plan import (
     plan,
     verdict_read,
 )
-from waypost.adapters.sql.submissions import ADVANCED
+from waypost.adapters.sql.submissions import ADVANCED, SETTLED_CASE
 from waypost.reference.principal import Principal
 
-_SETTLED_CASE = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
-                 " AND state IN ('reserved', 'prepared'))", SETTLED)
 _OTHER_CONSUMER = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
                    " AND resource_id = :consumer_id)", "OTHER_CONSUMER")
 _INVISIBLE_ITEM = (f"""EXISTS (SELECT 1 FROM json_each(:lines) j WHERE NOT EXISTS (
@@ -62,7 +60,7 @@ def acknowledge(principal: Principal, now: int, submission_id: str, lines: list[
                              for n, line in enumerate(lines)]),
     }
     advanced = f"a.submission_id = :submission_id AND {ADVANCED}"
-    writes = [guard(plan_id, [_SETTLED_CASE, _OTHER_CONSUMER, *authority_cases(), _VIEW_CHANGED,
+    writes = [guard(plan_id, [SETTLED_CASE, _OTHER_CONSUMER, *authority_cases(), _VIEW_CHANGED,
                               _INVISIBLE_ITEM, sequence_exhausted("json_array_length(:lines)")],
                     p)]
     writes += [guarded(plan_id, sql, p) for sql in (

@@ -22,14 +22,9 @@ from waypost.adapters.sql.plan import (
     stmt,
     verdict_read,
 )
+from waypost.adapters.sql.submissions import SETTLED_CASE
 from waypost.reference.principal import Principal
 from waypost.reference.values import MAX_SEQUENCE
-
-SETTLED = "SETTLED"
-
-#: The submission is already final (committed or failed): the outcome carries its result.
-_SETTLED_CASE = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
-                 " AND state IN ('reserved', 'prepared'))", SETTLED)
 
 
 def sequence_exhausted(count: str) -> tuple[str, str]:
@@ -72,7 +67,7 @@ def commit_message(principal: Principal, now: int, message: MessageCommit) -> Co
     member = ("EXISTS (SELECT 1 FROM thread_members m WHERE m.space_id = :space_id"
               " AND m.thread_id = :thread_id AND m.actor_id = {who})")
     cases = [
-        _SETTLED_CASE,
+        SETTLED_CASE,
         *authority_cases(),
         ("EXISTS (SELECT 1 FROM tokens WHERE token_id = :token_id AND recipients_mode = 'listed'"
          f" AND EXISTS ({recipients} AND actor_id NOT IN (SELECT recipient_actor_id"

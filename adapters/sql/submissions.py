@@ -21,6 +21,12 @@ from waypost.adapters.sql.plan import (
 )
 from waypost.reference.principal import Principal
 
+SETTLED = "SETTLED"
+
+#: The submission is already final (committed or failed): the outcome carries its result.
+SETTLED_CASE = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
+                " AND state IN ('reserved', 'prepared'))", SETTLED)
+
 SUBMISSION_COLUMNS = """s.submission_id, s.fingerprint, s.state, s.resource_id, s.thread_id,
     s.feed_item_id, s.object_ref, s.object_sha256, s.object_size, s.result_status,
     s.committed_at, s.checkpoint_sequence, s.error_code, s.error_detail"""

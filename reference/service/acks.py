@@ -7,7 +7,7 @@ from typing import Any
 from waypost.adapters.sql import acks as sql
 from waypost.adapters.sql import feed as feed_sql
 from waypost.adapters.sql import submissions as submission_sql
-from waypost.adapters.sql.messages import SETTLED
+from waypost.adapters.sql.submissions import SETTLED
 from waypost.reference import cursor, values
 from waypost.reference.canonical import digest
 from waypost.reference.errors import Forbidden, IdempotencyConflict, InvalidRequest, NotFound

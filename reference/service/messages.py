@@ -112,7 +112,7 @@ async def _resume(ctx: Context, principal: Principal, request: SendMessage,
         record.feed_item_id, request.in_reply_to, request.kind, request.subject,
         request.attachment_ids, request.metadata))
     (verdict, _state, committed_at, sequence), = await ctx.driver.run(plan)
-    if verdict == sql.SETTLED:
+    if verdict == submission_sql.SETTLED:
         found = await submissions.find(ctx, principal, OPERATION, request.request_id)
         assert found is not None
         return await submissions.replay(ctx, OPERATION, *found)
