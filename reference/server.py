@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import secrets
 from collections.abc import AsyncIterator
@@ -12,10 +14,12 @@ from pathlib import Path
 from starlette.applications import Starlette
 
 from waypost.adapters.blobs.files import FileBlobStore
+from waypost.adapters.sql.driver import StorageUnavailable
 from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.clock import SystemClock
 from waypost.reference.http.app import create_app
 from waypost.reference.service.auth import token_digest
+from waypost.reference.service.blobs import sweep
 from waypost.reference.service.context import Context
 
 DATABASE = "waypost.sqlite3"
@@ -29,6 +33,7 @@ class Settings:
     data_dir: Path
     admin_token: str | None = None
     test_hooks: bool = False
+    sweep_seconds: float = 30.0  # how often expired uploads are cleaned; 0 turns it off
     synchronous: str = "FULL"  # SQLite's setting; NORMAL only for throwaway kit targets
 
 
@@ -62,6 +67,34 @@ def cursor_key(data_dir: Path) -> bytes:
 
 
 @asynccontextmanager
+async def sweeping(ctx: Context, every: float) -> AsyncIterator[None]:
+    """Clean expired uploads in the background while serving."""
+    async def loop() -> None:
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await sweep(ctx)
+            except StorageUnavailable:
+                continue  # the next round tries again
+
+    task = asyncio.create_task(loop()) if every > 0 else None
+    try:
+        yield
+    finally:
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+@asynccontextmanager
+async def serving(settings: Settings) -> AsyncIterator[Context]:
+    """The context of a running server: the stores plus the upload sweeper."""
+    async with open_context(settings) as ctx, sweeping(ctx, settings.sweep_seconds):
+        yield ctx
+
+
+@asynccontextmanager
 async def open_context(settings: Settings) -> AsyncIterator[Context]:
     """Open (or create) the data directory and yield the context requests share."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -83,4 +116,4 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
 
 def build_app(settings: Settings) -> Starlette:
     """The embedded reference as an ASGI app (usable under any ASGI server)."""
-    return create_app(lambda: open_context(settings))
+    return create_app(lambda: serving(settings))

@@ -25,6 +25,21 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gc(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from waypost.reference.server import Settings, open_context
+    from waypost.reference.service.blobs import sweep
+
+    async def clean() -> list[str]:
+        async with open_context(Settings(Path(args.data_dir))) as ctx:
+            return await sweep(ctx)
+
+    cleaned = asyncio.run(clean())
+    print(f"waypost gc: cleaned {len(cleaned)} expired upload(s)")
+    return 0
+
+
 def _bootstrap(args: argparse.Namespace) -> int:
     from waypost.reference.bootstrap import bootstrap
 
@@ -70,6 +85,15 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-access-log", action="store_true",
                        help="do not log every request (the conformance kit's default)")
     serve.set_defaults(run=_serve)
+
+    gc = commands.add_parser(
+        "gc", help="clean expired, unsealed uploads in a data directory",
+        description="Claim expired uploads that were never sealed, remove their stored bytes "
+                    "and mark them cleaned (a running server does the same every 30 s). A "
+                    "claimed upload can no longer be sealed; a sealed one is never touched.")
+    gc.add_argument("--data-dir", default="./waypost-data",
+                    help="the server's data directory (default: ./waypost-data)")
+    gc.set_defaults(run=_gc)
 
     admin = commands.add_parser("admin", help="control-plane helpers",
                                 description="Control-plane helpers over HTTP.")

@@ -9,13 +9,9 @@ import secrets
 from collections.abc import AsyncIterable
 from pathlib import Path
 
-from waypost.adapters.blobs.store import ObjectConflict, ObjectFacts, Written
+from waypost.adapters.blobs.store import FactsMismatch, ObjectConflict, ObjectFacts, Written
 
 _REF = re.compile(r"[A-Za-z0-9_-]{1,128}")
-
-
-class ObjectTooLarge(Exception):
-    """The stream went past the size it was allowed."""
 
 
 class FileBlobStore:
@@ -32,7 +28,7 @@ class FileBlobStore:
         return self.root / object_ref[-2:] / object_ref
 
     async def create_only(self, object_ref: str, chunks: AsyncIterable[bytes],
-                          max_size: int | None = None) -> tuple[Written, ObjectFacts]:
+                          expected: ObjectFacts | None = None) -> tuple[Written, ObjectFacts]:
         final = self.path(object_ref)
         if not final.parent.exists():
             final.parent.mkdir(parents=True, exist_ok=True)
@@ -43,14 +39,16 @@ class FileBlobStore:
             with open(temp, "xb") as out:
                 async for chunk in chunks:
                     size += len(chunk)
-                    if max_size is not None and size > max_size:
-                        raise ObjectTooLarge(object_ref)
+                    if expected is not None and size > expected.size:
+                        raise FactsMismatch(object_ref)  # capped while streaming
                     hasher.update(chunk)
                     out.write(chunk)
                 out.flush()
                 if self.durable:
                     os.fsync(out.fileno())
             facts = ObjectFacts(size, hasher.digest())
+            if expected is not None and facts != expected:
+                raise FactsMismatch(object_ref)
             try:
                 os.link(temp, final)
             except FileExistsError:
@@ -78,6 +76,10 @@ class FileBlobStore:
 
     async def read(self, object_ref: str) -> bytes:
         return self.path(object_ref).read_bytes()
+
+    async def remove(self, object_ref: str) -> None:
+        self.path(object_ref).unlink(missing_ok=True)
+        self._fsync_dir(self.path(object_ref).parent)
 
     def _fsync_dir(self, directory: Path) -> None:
         if self.durable:

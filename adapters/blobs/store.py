@@ -25,12 +25,22 @@ class ObjectConflict(Exception):
     """An object exists under the reference with other facts: it is never overwritten."""
 
 
+class FactsMismatch(Exception):
+    """The streamed bytes are not the expected size and SHA-256: nothing was stored."""
+
+
 class BlobStore(Protocol):
     """Create-only object storage (seed §6.1): the service decides who may read what."""
 
     async def create_only(self, object_ref: str, chunks: AsyncIterable[bytes],
-                          max_size: int | None = None) -> tuple[Written, ObjectFacts]:
-        """Store the bytes unless an object exists; an existing one is compared by its facts."""
+                          expected: ObjectFacts | None = None) -> tuple[Written, ObjectFacts]:
+        """Store the bytes unless an object exists; an existing one is compared by its facts.
+        With ``expected``, bytes that do not match (size checked while streaming) are never
+        stored: :class:`FactsMismatch`."""
+        ...
+
+    async def remove(self, object_ref: str) -> None:
+        """Delete an object; only cleanup of an expired upload, after its claim, does this."""
         ...
 
     async def inspect(self, object_ref: str) -> ObjectFacts | None:

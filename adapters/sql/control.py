@@ -247,7 +247,8 @@ def issue_token(key: Key, now: int, space_id: str, token: TokenRow,
         ("EXISTS (SELECT 1 FROM json_each(:collections) c WHERE NOT EXISTS (SELECT 1"
          " FROM collections WHERE space_id = :space_id"
          " AND collection_id = json_extract(c.value, '$[0]')))", "NOT_FOUND:collections"),
-        ("json_array_length(:blobs) > 0", "NOT_FOUND:blob_references"),
+        ("EXISTS (SELECT 1 FROM json_each(:blobs) j WHERE NOT EXISTS (SELECT 1 FROM blobs"
+         " WHERE space_id = :space_id AND blob_id = j.value))", "NOT_FOUND:blob_references"),
     ], params, [
         (f"""INSERT INTO tokens (token_id, token_digest, space_id, actor_id, consumer_id,
                  recipients_mode, grant_fingerprint, expires_at, created_at)

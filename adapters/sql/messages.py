@@ -84,7 +84,11 @@ def commit_message(principal: Principal, now: int, message: MessageCommit) -> Co
          "   AND mr.actor_id = :producer_id) OR EXISTS (SELECT 1 FROM token_scopes"
          "   WHERE token_id = :token_id AND scope = 'space.observe')))",
          "NOT_FOUND:in_reply_to"),
-        ("json_array_length(:attachments) > 0", "REFERENCE_INVALID:attachment_ids"),
+        ("EXISTS (SELECT 1 FROM json_each(:attachments) j WHERE NOT EXISTS (SELECT 1"
+         " FROM blobs b WHERE b.space_id = :space_id AND b.blob_id = j.value AND ("
+         " b.owner_id = :producer_id OR EXISTS (SELECT 1 FROM token_blob_reference_grants g"
+         " WHERE g.token_id = :token_id AND g.blob_id = j.value))))",
+         "REFERENCE_INVALID:attachment_ids"),
         ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
          " AND state = 'prepared')", "NOT_READY"),
         sequence_exhausted("1"),
@@ -149,6 +153,18 @@ def thread_statements(space_id: str, thread_id: str, actor_ids: Sequence[str]) -
     return stmt("""SELECT actor_id FROM thread_members WHERE space_id = :space_id
                    AND thread_id = :thread_id AND actor_id IN (SELECT value FROM json_each(:ids))""",
                 {"space_id": space_id, "thread_id": thread_id, "ids": json_list(actor_ids)})
+
+
+def referenceable_statement(principal: Principal, blob_ids: Sequence[str]) -> Statement:
+    """Which of ``blob_ids`` the principal may reference: sealed blobs of its space that its
+    actor owns or its token holds a ``blob.reference`` grant for (P16)."""
+    return stmt("""SELECT b.blob_id FROM blobs b WHERE b.space_id = :space_id
+                   AND b.blob_id IN (SELECT value FROM json_each(:ids))
+                   AND (b.owner_id = :actor_id OR EXISTS (SELECT 1
+                        FROM token_blob_reference_grants g WHERE g.token_id = :token_id
+                        AND g.blob_id = b.blob_id))""",
+                {"space_id": principal.space_id, "actor_id": principal.actor_id,
+                 "token_id": principal.token_id, "ids": json_list(blob_ids)})
 
 
 def actors_statement(space_id: str, actor_ids: Sequence[str]) -> Statement:

@@ -99,7 +99,8 @@ def guard(plan_id: str, cases: Sequence[tuple[str, str]], params: Mapping[str, S
     ``cases`` are ``(condition_that_means_failure, code)`` pairs evaluated in order.
     """
     whens = "\n".join(f"    WHEN {condition} THEN '{code}'" for condition, code in cases)
-    sql = f"INSERT INTO commit_guards (plan_id, verdict)\nSELECT :plan, CASE\n{whens}\n    ELSE 'ok' END"
+    verdict = f"CASE\n{whens}\n    ELSE 'ok' END" if cases else "'ok'"
+    sql = f"INSERT INTO commit_guards (plan_id, verdict)\nSELECT :plan, {verdict}"
     return stmt(sql, {**params, "plan": plan_id})
 
 

@@ -29,7 +29,7 @@ SETTLED_CASE = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :su
 
 SUBMISSION_COLUMNS = """s.submission_id, s.fingerprint, s.state, s.resource_id, s.thread_id,
     s.feed_item_id, s.object_ref, s.object_sha256, s.object_size, s.result_status,
-    s.committed_at, s.checkpoint_sequence, s.error_code, s.error_detail"""
+    s.committed_at, s.checkpoint_sequence, s.error_code, s.error_detail, s.blob_id"""
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,7 @@ class SubmissionRecord:
     checkpoint_sequence: int | None
     error_code: str | None
     error_detail: str | None
+    blob_id: str | None
 
     @property
     def pending(self) -> bool:
@@ -82,7 +83,7 @@ _BY_KEY = """LEFT JOIN submissions s ON s.space_id = :space_id AND s.producer_id
 async def reserve(driver: Driver, principal: Principal, now: int, operation: str,
                   request_id: str, fingerprint: bytes, submission_id: str, resource_id: str,
                   thread_id: str | None = None, feed_item_id: str | None = None,
-                  object_ref: str | None = None,
+                  object_ref: str | None = None, blob_id: str | None = None,
                   recipient_ids: Sequence[str] = ()) -> Reservation:
     """Reserve (space, producer, operation, request_id), fixing the fingerprint, the reserved ids
     and resolved defaults (the recipients); an existing reservation is read back, unchanged."""
@@ -92,15 +93,16 @@ async def reserve(driver: Driver, principal: Principal, now: int, operation: str
                                                                     request_id),
         "submission_id": submission_id, "fingerprint": fingerprint, "now": now,
         "resource_id": resource_id, "thread_id": thread_id, "feed_item_id": feed_item_id,
-        "object_ref": object_ref, "recipients": json_list(recipient_ids)}
+        "object_ref": object_ref, "blob_id": blob_id, "recipients": json_list(recipient_ids)}
     writes = [
         guard(plan_id, [(NOT_LIVE, "UNAUTHENTICATED")], params),
         guarded(plan_id, f"""
             INSERT INTO submissions (submission_id, space_id, producer_id, operation, request_id,
-                fingerprint, state, reserved_at, resource_id, thread_id, feed_item_id, object_ref)
+                fingerprint, state, reserved_at, resource_id, thread_id, feed_item_id, object_ref,
+                blob_id)
             SELECT :submission_id, :space_id, :producer_id, :operation, :request_id,
                 :fingerprint, 'reserved', :now, :resource_id, :thread_id, :feed_item_id,
-                :object_ref
+                :object_ref, :blob_id
             WHERE {GUARD_OK}
             ON CONFLICT (space_id, producer_id, operation, request_id) DO NOTHING""", params),
         guarded(plan_id, f"""

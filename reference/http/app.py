@@ -13,11 +13,20 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from waypost import __version__
+from waypost.reference import parsing, values
 from waypost.reference.errors import NotFound
 from waypost.reference.http import openapi
 from waypost.reference.http.endpoints import admin, context, data, error_response, read_json
 from waypost.reference.principal import Principal
-from waypost.reference.service import acks, control, feed, listings, messages, submissions
+from waypost.reference.service import (
+    acks,
+    blobs,
+    control,
+    feed,
+    listings,
+    messages,
+    submissions,
+)
 from waypost.reference.service.context import Context, Outcome
 
 P = "path_params"
@@ -30,7 +39,8 @@ async def describe(request: Request) -> Response:
         "server": f"waypost-reference/{__version__}",
         "limits": ctx.limits.published(),
         "capabilities": {"adapter": ctx.driver.name, "test_hooks": ctx.test_hooks, "mcp": False,
-                         "operations": ["message.send", "receipt.ack"]},
+                         "operations": ["message.send", "receipt.ack", "blob.prepare",
+                                        "blob.commit"]},
     })
 
 
@@ -61,6 +71,51 @@ async def _ack(ctx: Context, principal: Principal, request: Request) -> Outcome:
     return await acks.acknowledge(ctx, principal, await read_json(request))
 
 
+async def _prepare(ctx: Context, principal: Principal, request: Request) -> Outcome:
+    return await blobs.prepare(ctx, principal, await read_json(request))
+
+
+async def _put_content(ctx: Context, principal: Principal, request: Request) -> Outcome:
+    return await blobs.put_content(ctx, principal, request.path_params["upload_id"],
+                                   request.stream())
+
+
+async def _seal(ctx: Context, principal: Principal, request: Request) -> Outcome:
+    return await blobs.commit(ctx, principal, request.path_params["upload_id"],
+                              await read_json(request))
+
+
+async def _blob(ctx: Context, principal: Principal, request: Request) -> Outcome:
+    return await blobs.read_blob(ctx, principal, request.path_params["blob_id"])
+
+
+async def blob_content(request: Request) -> Response:
+    """The sealed bytes with ``ETag`` = their SHA-256 (errors still use the envelope)."""
+    holder: dict[str, Response] = {}
+
+    async def work(ctx: Context, principal: Principal, request: Request) -> Outcome:
+        data, content_type, etag = await blobs.read_content(ctx, principal,
+                                                            request.path_params["blob_id"])
+        holder["response"] = Response(data, 200, media_type=content_type,
+                                      headers={"ETag": f'"{etag}"'})
+        return Outcome(200, {})
+
+    response = await data(work)(request)
+    return holder.get("response", response)
+
+
+async def clock(request: Request) -> Response:
+    """Test hook: read or advance the server clock (``--test-hooks`` only, admin token)."""
+    async def work(ctx: Context, request: Request) -> Outcome:
+        if not ctx.test_hooks:
+            raise NotFound("no such path")
+        if request.method == "POST":
+            body = parsing.fields(await read_json(request), "", ["advance_ms"])
+            ctx.clock.advance(values.integer(body["advance_ms"], "advance_ms", 0, 10**12))
+        return Outcome(200, {"now": values.format_timestamp(ctx.clock.now_ms())})
+    return await admin(work)(request)
+
+
 async def _submission(ctx: Context, principal: Principal, request: Request) -> Outcome:
     return await submissions.lookup(ctx, principal, request.path_params["operation"],
                                     request.path_params["request_id"])
@@ -89,6 +144,12 @@ ROUTES = [
     Route("/v1/feed", data(_feed), methods=["GET"]),
     Route("/v1/acks", data(_ack), methods=["POST"]),
     Route("/v1/submissions/{operation}/{request_id}", data(_submission), methods=["GET"]),
+    Route("/v1/blobs", data(_prepare), methods=["POST"]),
+    Route("/v1/uploads/{upload_id}/content", data(_put_content), methods=["PUT"]),
+    Route("/v1/uploads/{upload_id}/commit", data(_seal), methods=["POST"]),
+    Route("/v1/blobs/{blob_id}", data(_blob), methods=["GET"]),
+    Route("/v1/blobs/{blob_id}/content", blob_content, methods=["GET"]),
+    Route("/_test/clock", clock, methods=["GET", "POST"]),
     Route("/admin/v1/spaces", _admin_body(control.create_space), methods=["POST"]),
     Route("/admin/v1/spaces", admin(_spaces), methods=["GET"]),
     Route("/admin/v1/spaces/{space_id}", admin(_space), methods=["GET"]),

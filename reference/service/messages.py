@@ -74,8 +74,14 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         recipients = await _recipients(ctx, principal, request)
         await _check_thread(ctx, principal, request, recipients)
         if request.attachment_ids:
-            raise ReferenceInvalid("attachments must be sealed blobs of this space",
-                                   field="attachment_ids")
+            (rows,) = await ctx.driver.read([sql.referenceable_statement(
+                principal, request.attachment_ids)])
+            allowed = {row[0] for row in rows}
+            for blob_id in request.attachment_ids:
+                if blob_id not in allowed:
+                    raise ReferenceInvalid("attachments must be sealed blobs of this space that "
+                                           "the producer owns or may reference",
+                                           field="attachment_ids", blob_id=blob_id)
         reservation = await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
             fingerprint, values.new_id("sub"), values.new_id("msg"),

@@ -1,0 +1,190 @@
+"""Upload and blob plans (protocol.md §10, P15): prepare a slot, record stored content, seal
+it into a blob, or claim it for cleanup — seal and cleanup race through the upload's state, so
+exactly one wins."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from waypost.adapters.sql.authority import authority_cases, authority_params
+from waypost.adapters.sql.plan import (
+    GUARD_OK,
+    CommitPlan,
+    Row,
+    SqlValue,
+    Statement,
+    guard,
+    guarded,
+    new_plan_id,
+    plan,
+    stmt,
+    verdict_read,
+)
+from waypost.adapters.sql.submissions import SETTLED_CASE
+from waypost.reference.principal import Principal
+
+UPLOAD_COLUMNS = """u.upload_id, u.blob_id, u.owner_id, u.expected_size, u.expected_sha256,
+    u.content_type, u.filename, u.object_ref, u.expires_at, u.state"""
+
+
+@dataclass(frozen=True)
+class UploadRow:
+    upload_id: str
+    blob_id: str
+    owner_id: str
+    expected_size: int
+    expected_sha256: bytes
+    content_type: str
+    filename: str | None
+    object_ref: str
+    expires_at: int
+    state: str
+
+
+def upload_from(row: Row) -> UploadRow:
+    return UploadRow(*row)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What ``blob.prepare`` fixes: ids, object reference, expected facts, expiry."""
+
+    submission_id: str
+    upload_id: str
+    blob_id: str
+    object_ref: str
+    size: int
+    sha256: bytes
+    content_type: str
+    filename: str | None
+    expires_at: int
+
+
+def prepare(principal: Principal, now: int, slot: Slot) -> CommitPlan:
+    """The upload row and the submission's stable result, in one plan."""
+    plan_id = new_plan_id()
+    p: dict[str, SqlValue] = {
+        **authority_params(principal, now, "blob.write"), "space_id": principal.space_id,
+        "owner_id": principal.actor_id, "submission_id": slot.submission_id,
+        "upload_id": slot.upload_id, "blob_id": slot.blob_id, "object_ref": slot.object_ref,
+        "size": slot.size, "sha256": slot.sha256, "content_type": slot.content_type,
+        "filename": slot.filename, "expires_at": slot.expires_at}
+    writes = [guard(plan_id, [SETTLED_CASE, *authority_cases()], p)] + [
+        guarded(plan_id, sql, p) for sql in (
+            f"""INSERT INTO uploads (space_id, upload_id, blob_id, owner_id, submission_id,
+                    expected_size, expected_sha256, content_type, filename, object_ref,
+                    expires_at, created_at)
+                SELECT :space_id, :upload_id, :blob_id, :owner_id, :submission_id, :size,
+                    :sha256, :content_type, :filename, :object_ref, :expires_at, :now
+                WHERE {GUARD_OK}""",
+            f"""UPDATE submissions SET state = 'committed', result_status = 201,
+                    committed_at = :now
+                WHERE submission_id = :submission_id AND {GUARD_OK}""")]
+    outcome = verdict_read(plan_id, "s.state", "JOIN submissions s ON s.submission_id = "
+                           ":submission_id", p)
+    return plan("prepare_upload", plan_id, writes, outcome)
+
+
+def upload_statement(space_id: str, upload_id: str) -> Statement:
+    return stmt(f"SELECT {UPLOAD_COLUMNS} FROM uploads u WHERE u.space_id = :space_id"
+                " AND u.upload_id = :upload_id", {"space_id": space_id, "upload_id": upload_id})
+
+
+def upload_by_submission(submission_id: str) -> Statement:
+    return stmt(f"SELECT {UPLOAD_COLUMNS} FROM uploads u WHERE u.submission_id = :sid",
+                {"sid": submission_id})
+
+
+def mark_stored(space_id: str, upload_id: str, now: int) -> CommitPlan:
+    """The verified content is in place: awaiting → stored, unless expired or being cleaned."""
+    plan_id = new_plan_id()
+    p: dict[str, SqlValue] = {"space_id": space_id, "upload_id": upload_id, "now": now}
+    here = "space_id = :space_id AND upload_id = :upload_id"
+    writes = [guard(plan_id, [
+        (f"EXISTS (SELECT 1 FROM uploads WHERE {here} AND (state IN ('cleaning', 'cleaned')"
+         " OR (state = 'awaiting' AND expires_at <= :now)))", "UPLOAD_EXPIRED")], p),
+        guarded(plan_id, f"""UPDATE uploads SET state = 'stored', stored_at = :now
+                             WHERE {here} AND state = 'awaiting' AND {GUARD_OK}""", p)]
+    outcome = verdict_read(plan_id, "u.state", f"JOIN uploads u ON u.{here.replace(' AND ', ' AND u.')}", p)
+    return plan("mark_stored", plan_id, writes, outcome)
+
+
+def seal(principal: Principal, now: int, submission_id: str, upload_id: str) -> CommitPlan:
+    """Seal a stored upload into a blob; an expired or cleaned one is a recorded
+    ``UPLOAD_EXPIRED``; sealing a sealed upload again answers the same blob."""
+    plan_id = new_plan_id()
+    p: dict[str, SqlValue] = {
+        **authority_params(principal, now, "blob.write"), "space_id": principal.space_id,
+        "owner_id": principal.actor_id, "submission_id": submission_id, "upload_id": upload_id}
+    mine = ("FROM uploads WHERE space_id = :space_id AND upload_id = :upload_id"
+            " AND owner_id = :owner_id")
+    writes = [guard(plan_id, [
+        SETTLED_CASE, *authority_cases(),
+        (f"NOT EXISTS (SELECT 1 {mine})", "NOT_FOUND:upload_id"),
+        (f"EXISTS (SELECT 1 {mine} AND (state IN ('cleaning', 'cleaned') OR (state <> 'sealed'"
+         " AND expires_at <= :now)))", "UPLOAD_EXPIRED"),
+        (f"EXISTS (SELECT 1 {mine} AND state = 'awaiting')", "NOT_READY"),
+    ], p)] + [guarded(plan_id, sql, p) for sql in (
+        f"""INSERT INTO blobs (space_id, blob_id, owner_id, object_ref, size, sha256,
+                content_type, filename, sealed_at)
+            SELECT space_id, blob_id, owner_id, object_ref, expected_size, expected_sha256,
+                content_type, filename, :now {mine} AND state = 'stored' AND {GUARD_OK}""",
+        f"""UPDATE uploads SET state = 'sealed' WHERE space_id = :space_id
+            AND upload_id = :upload_id AND state = 'stored' AND {GUARD_OK}""",
+        f"""UPDATE submissions SET state = 'committed', result_status = 200,
+                committed_at = :now, blob_id = (SELECT blob_id {mine})
+            WHERE submission_id = :submission_id AND {GUARD_OK}""",
+    )]
+    writes.append(stmt("""UPDATE submissions SET state = 'failed', result_status = 410,
+            error_code = 'UPLOAD_EXPIRED', committed_at = :now
+        WHERE submission_id = :submission_id AND EXISTS (SELECT 1 FROM commit_guards
+            WHERE plan_id = :plan AND verdict = 'UPLOAD_EXPIRED')""", {**p, "plan": plan_id}))
+    outcome = verdict_read(plan_id, "s.state", "JOIN submissions s ON s.submission_id = "
+                           ":submission_id", p)
+    return plan("seal_upload", plan_id, writes, outcome)
+
+
+def blob_statement(space_id: str, blob_id: str) -> Statement:
+    return stmt("""SELECT blob_id, owner_id, object_ref, size, sha256, content_type, filename,
+                       sealed_at FROM blobs WHERE space_id = :space_id AND blob_id = :blob_id""",
+                {"space_id": space_id, "blob_id": blob_id})
+
+
+def blob_readers_statement(principal: Principal, blob_id: str) -> Statement:
+    """1 if the principal may read the blob (P16): owner, a reader of a message attaching it,
+    or a ``blob.reference`` grant."""
+    return stmt("""
+        SELECT EXISTS (SELECT 1 FROM blobs b WHERE b.space_id = :space_id
+                AND b.blob_id = :blob_id AND b.owner_id = :actor_id)
+            OR EXISTS (SELECT 1 FROM token_blob_reference_grants g WHERE g.token_id = :token_id
+                AND g.blob_id = :blob_id)
+            OR EXISTS (SELECT 1 FROM message_attachments a JOIN messages m
+                ON m.space_id = a.space_id AND m.message_id = a.message_id
+                WHERE a.space_id = :space_id AND a.blob_id = :blob_id AND :reads = 1 AND (
+                    m.producer_id = :actor_id OR :observes = 1 OR EXISTS (
+                        SELECT 1 FROM message_recipients r WHERE r.space_id = m.space_id
+                        AND r.message_id = m.message_id AND r.actor_id = :actor_id)))""",
+        {"space_id": principal.space_id, "blob_id": blob_id, "actor_id": principal.actor_id,
+         "token_id": principal.token_id, "reads": int(principal.has("message.read")),
+         "observes": int(principal.has("space.observe"))})
+
+
+def claim_expired(now: int) -> CommitPlan:
+    """Expired, unsealed uploads → cleaning (the claim that races with sealing)."""
+    plan_id = new_plan_id()
+    p: dict[str, SqlValue] = {"now": now}
+    writes = [guard(plan_id, [], p), guarded(plan_id, f"""
+        UPDATE uploads SET state = 'cleaning'
+        WHERE state IN ('awaiting', 'stored') AND expires_at <= :now AND {GUARD_OK}""", p)]
+    outcome = stmt("""SELECT json_group_array(json_array(space_id, upload_id, object_ref))
+                      FROM uploads WHERE state = 'cleaning'""")
+    return plan("claim_expired", plan_id, writes, outcome)
+
+
+def mark_cleaned(space_id: str, upload_id: str) -> CommitPlan:
+    plan_id = new_plan_id()
+    p: dict[str, SqlValue] = {"space_id": space_id, "upload_id": upload_id}
+    writes = [guard(plan_id, [], p), guarded(plan_id, f"""
+        UPDATE uploads SET state = 'cleaned' WHERE space_id = :space_id
+        AND upload_id = :upload_id AND state = 'cleaning' AND {GUARD_OK}""", p)]
+    return plan("mark_cleaned", plan_id, writes, stmt("SELECT 1"))

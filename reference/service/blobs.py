@@ -1,0 +1,228 @@
+"""Uploads and blobs (protocol.md §6, §10; P15, P16): ``blob.prepare``, the content PUT,
+``blob.commit``, blob reads, and cleanup of expired uploads."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable
+from typing import Any
+
+from waypost.adapters.blobs.store import FactsMismatch, ObjectFacts
+from waypost.adapters.sql import submissions as submission_sql
+from waypost.adapters.sql import uploads as sql
+from waypost.reference import parsing, values
+from waypost.reference.canonical import digest
+from waypost.reference.errors import (
+    ContentMismatch,
+    Forbidden,
+    InvalidRequest,
+    NotReady,
+    UploadExpired,
+    not_found,
+)
+from waypost.reference.principal import Principal
+from waypost.reference.service import submissions
+from waypost.reference.service.context import Context, Outcome
+
+PREPARE, COMMIT = "blob.prepare", "blob.commit"
+
+
+def _need_write(principal: Principal) -> None:
+    if not principal.has("blob.write"):
+        raise Forbidden("the token lacks the blob.write scope", field="scope")
+
+
+def _text(value: Any, field: str, high: int) -> str:
+    text = values.string(value, field)
+    if not text or len(text.encode()) > high:
+        raise InvalidRequest(f"{field} must be 1-{high} bytes", field=field)
+    return text
+
+
+def prepared_json(upload: sql.UploadRow) -> dict[str, Any]:
+    return {"upload_id": upload.upload_id, "blob_id": upload.blob_id,
+            "upload_url": f"/v1/uploads/{upload.upload_id}/content",
+            "expires_at": values.format_timestamp(upload.expires_at)}
+
+
+async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
+    """Fix the blob id, the object reference and the expected facts of an upload slot."""
+    body = parsing.fields(raw, "", ["request_id", "size", "sha256", "content_type"],
+                          ["filename"])
+    request_id = values.request_id(body["request_id"])
+    size = body["size"]
+    if isinstance(size, int) and not isinstance(size, bool) and size > ctx.limits.upload_bytes:
+        raise values.over_limit("size", "upload_bytes", ctx.limits.upload_bytes)
+    size = values.integer(size, "size", 0, ctx.limits.upload_bytes)
+    sha256 = values.sha256_hex(body["sha256"], "sha256")
+    content_type = _text(body["content_type"], "content_type", 255)
+    normalised: dict[str, Any] = {"size": size, "sha256": sha256.hex(),
+                                  "content_type": content_type}
+    filename = None
+    if "filename" in body:
+        filename = _text(body["filename"], "filename", 255)
+        normalised["filename"] = filename
+    _need_write(principal)
+    fingerprint = digest(normalised)
+    found = await submissions.find(ctx, principal, PREPARE, request_id)
+    if found is None:
+        upload_id, blob_id = values.new_id("upl"), values.new_id("blb")
+        reservation = await submission_sql.reserve(
+            ctx.driver, principal, ctx.clock.now_ms(), PREPARE, request_id, fingerprint,
+            values.new_id("sub"), upload_id, object_ref=values.new_id("obj"), blob_id=blob_id)
+        if reservation.verdict != "ok":
+            raise submissions.refuse(reservation.verdict)
+        assert reservation.record is not None
+        record = reservation.record
+    else:
+        record = found[0]
+    submissions.check_fingerprint(record, fingerprint)
+    if record.pending:
+        assert record.object_ref is not None
+        assert record.blob_id is not None
+        now = ctx.clock.now_ms()
+        slot = sql.Slot(record.submission_id, record.resource_id, record.blob_id,
+                        record.object_ref, size, sha256, content_type, filename,
+                        now + ctx.limits.upload_expiry_seconds * 1000)
+        (verdict, _state), = await ctx.driver.run(sql.prepare(principal, now, slot))
+        if verdict not in ("ok", submission_sql.SETTLED):
+            raise submissions.refuse(str(verdict), "upload")
+        outcome = await stable_prepare(ctx, record.submission_id)
+        if verdict == "ok":
+            return outcome
+        outcome.replayed = True
+        return outcome
+    outcome = await stable_prepare(ctx, record.submission_id)
+    outcome.replayed = True
+    return outcome
+
+
+async def stable_prepare(ctx: Context, submission_id: str) -> Outcome:
+    (rows,) = await ctx.driver.read([sql.upload_by_submission(submission_id)])
+    return Outcome(201, prepared_json(sql.upload_from(rows[0])))
+
+
+async def _mine(ctx: Context, principal: Principal, upload_id: str) -> sql.UploadRow:
+    uid = values.object_id(upload_id, "upload_id")
+    (rows,) = await ctx.driver.read([sql.upload_statement(principal.space_id, uid)])
+    if not rows or rows[0][2] != principal.actor_id:
+        raise not_found("upload")
+    return sql.upload_from(rows[0])
+
+
+async def put_content(ctx: Context, principal: Principal, upload_id: str,
+                      chunks: AsyncIterable[bytes]) -> Outcome:
+    """Stream the bytes to the object store, verified against the declared size and SHA-256;
+    create-only, so a second or late PUT never changes stored bytes."""
+    _need_write(principal)
+    upload = await _mine(ctx, principal, upload_id)
+    now = ctx.clock.now_ms()
+    if upload.state in ("cleaning", "cleaned") or (
+            upload.state == "awaiting" and upload.expires_at <= now):
+        raise UploadExpired("the upload expired", field="upload_id")
+    expected = ObjectFacts(upload.expected_size, upload.expected_sha256)
+    try:
+        await ctx.blobs.create_only(upload.object_ref, chunks, expected)
+    except FactsMismatch:
+        raise ContentMismatch("the bytes differ from the declared size and sha256",
+                              field="content") from None
+    (verdict, state), = await ctx.driver.run(sql.mark_stored(principal.space_id,
+                                                             upload.upload_id, now))
+    if verdict != "ok":
+        raise UploadExpired("the upload expired", field="upload_id")
+    return Outcome(200, {"upload_id": upload.upload_id, "blob_id": upload.blob_id,
+                         "state": "sealed" if state == "sealed" else "stored",
+                         "size": upload.expected_size, "sha256": upload.expected_sha256.hex()})
+
+
+async def commit(ctx: Context, principal: Principal, upload_id: str, raw: Any) -> Outcome:
+    """``blob.commit``: seal the stored upload into an immutable blob."""
+    body = parsing.fields(raw, "", ["request_id"])
+    request_id = values.request_id(body["request_id"])
+    _need_write(principal)
+    uid = values.object_id(upload_id, "upload_id")
+    fingerprint = digest({"upload_id": uid})
+    found = await submissions.find(ctx, principal, COMMIT, request_id)
+    if found is None:
+        await _mine(ctx, principal, uid)
+        reservation = await submission_sql.reserve(
+            ctx.driver, principal, ctx.clock.now_ms(), COMMIT, request_id, fingerprint,
+            values.new_id("sub"), uid)
+        if reservation.verdict != "ok":
+            raise submissions.refuse(reservation.verdict)
+        assert reservation.record is not None
+        record = reservation.record
+    else:
+        record = found[0]
+    submissions.check_fingerprint(record, fingerprint)
+    if record.pending:
+        plan = sql.seal(principal, ctx.clock.now_ms(), record.submission_id, uid)
+        (verdict, _state), = await ctx.driver.run(plan)
+        if verdict == "NOT_READY":
+            raise NotReady("the upload has no verified content yet", field="upload_id")
+        if verdict not in ("ok", "UPLOAD_EXPIRED", submission_sql.SETTLED):
+            raise submissions.refuse(str(verdict), "upload")
+        found = await submissions.find(ctx, principal, COMMIT, request_id)
+        assert found is not None
+        if verdict == "ok":
+            return await stable_result(ctx, principal, found[0])
+        if verdict == "UPLOAD_EXPIRED":
+            raise UploadExpired("the upload expired", field="upload_id")
+    record = found[0] if found else record
+    if record.state == "failed":
+        error = UploadExpired("recorded result of this request")
+        error.replayed = True
+        raise error
+    outcome = await stable_result(ctx, principal, record)
+    outcome.replayed = True
+    return outcome
+
+
+async def stable_result(ctx: Context, principal: Principal,
+                        record: submission_sql.SubmissionRecord) -> Outcome:
+    assert record.blob_id is not None
+    (rows,) = await ctx.driver.read([sql.blob_statement(principal.space_id, record.blob_id)])
+    blob_id, _owner, _ref, size, sha256, content_type, _name, _sealed = rows[0]
+    return Outcome(200, {"blob_id": blob_id, "size": size, "sha256": sha256.hex(),
+                         "content_type": content_type})
+
+
+async def _readable(ctx: Context, principal: Principal, blob_id: str) -> tuple[Any, ...]:
+    bid = values.object_id(blob_id, "blob_id")
+    rows, allowed = await ctx.driver.read([sql.blob_statement(principal.space_id, bid),
+                                           sql.blob_readers_statement(principal, bid)])
+    if not rows or not allowed[0][0]:
+        raise not_found("blob")
+    row: tuple[Any, ...] = rows[0]
+    return row
+
+
+async def read_blob(ctx: Context, principal: Principal, blob_id: str) -> Outcome:
+    blob_id_, _owner, _ref, size, sha256, content_type, filename, sealed_at = await _readable(
+        ctx, principal, blob_id)
+    return Outcome(200, {"blob_id": blob_id_, "size": size, "sha256": sha256.hex(),
+                         "content_type": content_type, "filename": filename,
+                         "sealed_at": values.format_timestamp(sealed_at)})
+
+
+async def read_content(ctx: Context, principal: Principal,
+                       blob_id: str) -> tuple[bytes, str, str]:
+    """The verified bytes, their content type and ETag (the SHA-256)."""
+    _id, _owner, object_ref, size, sha256, content_type, _name, _sealed = await _readable(
+        ctx, principal, blob_id)
+    data = await ctx.blobs.read(object_ref)
+    if len(data) != size:
+        raise RuntimeError(f"stored blob {_id} fails its verified facts")
+    return data, content_type, sha256.hex()
+
+
+async def sweep(ctx: Context) -> list[str]:
+    """Clean expired unsealed uploads: claim (the race with sealing is decided here), remove
+    the object, mark cleaned. Returns the upload ids cleaned."""
+    (claimed,), = await ctx.driver.run(sql.claim_expired(ctx.clock.now_ms()))
+    cleaned = []
+    for space_id, upload_id, object_ref in json.loads(claimed):
+        await ctx.blobs.remove(object_ref)
+        await ctx.driver.run(sql.mark_cleaned(space_id, upload_id))
+        cleaned.append(upload_id)
+    return cleaned
