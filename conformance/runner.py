@@ -38,7 +38,7 @@ class Profile:
 
 PROFILES = {
     "quick": Profile(examples=15, steps=25, shrink_seconds=20),
-    "ci": Profile(examples=60, steps=40, shrink_seconds=60),
+    "ci": Profile(examples=80, steps=50, shrink_seconds=60),
     "thorough": Profile(examples=500, steps=80, shrink_seconds=300),
 }
 
@@ -116,8 +116,9 @@ def write_replay(directory: Path, report: Report, violation: PropertyViolation |
         "message": violation.message if violation else repr(error),
         "evidence": violation.evidence if violation else {},
         "target": report.target, "profile": report.profile, "seed": report.seed,
-        "commands": world.commands if world else [],
-        "exchanges": [e.as_json() for e in world.session.trace] if world else [],
+        "commands": violation.commands if violation else (world.commands if world else []),
+        "exchanges": violation.exchanges if violation else (
+            [e.as_json() for e in world.session.trace] if world else []),
     }, indent=2, default=str) + "\n")
     return path
 
@@ -210,6 +211,9 @@ def replay_file(path: Path, client: httpx.Client, admin_token: str,
     except PropertyViolation as violation:
         out.write(f"still failing: {violation}\n")
         return violation
+    except Exception as error:  # a crash of the kit or a refused provisioning still fails
+        out.write(f"still failing: {error!r}\n")
+        return PropertyViolation("ERROR", repr(error))
     out.write(f"passes now: {len(recorded['commands'])} commands, no violation "
               f"(recorded: {recorded['property']}: {recorded['message']})\n")
     return None

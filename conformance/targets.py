@@ -73,7 +73,7 @@ def sqlite_target() -> Iterator[Target]:
     admin_token = secrets.token_urlsafe(24)
     with tempfile.TemporaryDirectory(prefix="waypost-kit-") as data_dir:
         server = ServerProcess(Path(data_dir) / "data", admin_token, "--no-access-log",
-                               "--synchronous", "normal")
+                               "--synchronous", "normal", "--test-hooks")
         try:
             yield Target("sqlite", server.url, admin_token)
         finally:

@@ -52,7 +52,7 @@ CATALOGUE: tuple[Property, ...] = (
              "Cursors are integrity-protected and bound to consumer, view, filter and grants; "
              "rotation with identical grants keeps them valid.",
              ("command read_feed", "command tamper", "command change_view", "command rotate",
-              "command ack"), True),
+              "command regrant", "command ack"), True),
     Property("P08", "View and filter correctness",
              "A consumer sees exactly the model's visible set for its view, scopes, grants and "
              "filter.", ("command check_view", "command read_feed", "command provision"), True),
@@ -63,7 +63,7 @@ CATALOGUE: tuple[Property, ...] = (
     Property("P10", "ACK atomicity and bounds",
              "Up to 20 items plus an optional checkpoint, saved completely or not at all; the "
              "checkpoint only moves forward; the answer is stable under retry.",
-             ("command ack", "command retry", "command read_feed"), True),
+             ("command ack", "command retry", "command read_feed", "command ack_limits"), True),
     Property("P11", "Memory head CAS", "expected_revision must equal the head; one winner.",
              (), False, "memory publication is not implemented yet (issue: blobs and memory)"),
     Property("P12", "No-op publication", "An unchanged state publishes nothing.",
@@ -72,11 +72,16 @@ CATALOGUE: tuple[Property, ...] = (
              (), False, "memory publication is not implemented yet (issue: blobs and memory)"),
     Property("P14", "Snapshot/delta and tombstones", "Snapshot and delta follow protocol.md §9.",
              (), False, "memory publication is not implemented yet (issue: blobs and memory)"),
-    Property("P15", "Upload integrity", "Content matches size and SHA-256; create-only.",
-             (), False, "uploads are not implemented yet (issue: blobs and memory)"),
-    Property("P16", "Blob access and reference", "Blobs are readable and referenceable only by "
-             "those allowed.", (), False,
-             "uploads are not implemented yet (issue: blobs and memory)"),
+    Property("P15", "Upload integrity",
+             "Content must match the declared size and SHA-256 (zero bytes valid); content is "
+             "create-only; an expired upload cannot be sealed; a sealed blob never changes.",
+             ("command prepare", "command put", "command seal", "command read_blob",
+              "command advance_clock"), True),
+    Property("P16", "Blob access and reference",
+             "A blob is readable only by its owner, readers of a message attaching it, or a "
+             "grant; referencing needs a sealed blob of the space, owned or granted.",
+             ("command read_blob", "command send", "command provision", "command put",
+              "command seal"), True),
     Property("P17", "Reference consumer reliability", "The reference consumer loses nothing "
              "across crashes.", (), False,
              "the reference consumer (waypost consumer) is not built yet"),

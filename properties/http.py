@@ -43,6 +43,13 @@ class Answer:
 
 
 @dataclass
+class Content:
+    status: int
+    data: bytes
+    etag: str
+
+
+@dataclass
 class Session:
     """A target's HTTP client plus the admin token; ``trace`` keeps the exchanges of one run."""
 
@@ -62,9 +69,35 @@ class Session:
         answer = Answer(response.status_code, payload,
                         response.headers.get("waypost-replayed") == "true")
         if self.record:
-            self.trace.append(Exchange(method, path, who, body, params, answer.status, payload,
+            shown = payload
+            if isinstance(payload, dict) and isinstance(payload.get("token"), str):
+                shown = {**payload, "token": "<redacted>"}  # replay files carry no secrets
+            self.trace.append(Exchange(method, path, who, body, params, answer.status, shown,
                                        answer.replayed))
         return answer
+
+    def put(self, path: str, data: bytes, *, bearer: str, who: str) -> Answer:
+        """A raw-bytes PUT (upload content)."""
+        response = self.client.put(path, content=data,
+                                   headers={"Authorization": f"Bearer {bearer}",
+                                            "Content-Type": "application/octet-stream"})
+        try:
+            payload: Any = response.json()
+        except ValueError:
+            payload = {"unparsed": response.text[:500]}
+        answer = Answer(response.status_code, payload, False)
+        if self.record:
+            self.trace.append(Exchange("PUT", path, who, f"<{len(data)} bytes>", None,
+                                       answer.status, payload, False))
+        return answer
+
+    def get_bytes(self, path: str, *, bearer: str, who: str) -> Content:
+        """A GET whose answer is bytes (blob content)."""
+        response = self.client.get(path, headers={"Authorization": f"Bearer {bearer}"})
+        if self.record:
+            self.trace.append(Exchange("GET", path, who, None, None, response.status_code,
+                                       f"<{len(response.content)} bytes>", False))
+        return Content(response.status_code, response.content, response.headers.get("etag", ""))
 
     def admin(self, method: str, path: str, body: Any = None) -> Answer:
         return self.call(method, path, bearer=self.admin_token, who="admin", body=body)

@@ -20,8 +20,9 @@ from waypost.properties.world import SPACE_ACTORS, World
 
 KINDS = ("info", "question", "result", "todo_suggestion", "memory_notice", "processing_result")
 STAGES = ("received", "processed")
-WEIGHTED = ("send",) * 5 + ("ack",) * 4 + ("read_feed",) * 3 + ("check_view",) * 2 + (
-    "read_message",) * 2 + ("resubmit",) * 3 + ("provision", "change_authority", "probe", "probe")
+WEIGHTED = ("send",) * 5 + ("ack",) * 4 + ("read_feed",) * 3 + ("check_view",) * 4 + (
+    "read_message",) * 2 + ("resubmit",) * 3 + ("upload",) * 3 + (
+    "provision", "change_authority", "probe", "probe")
 words = st.text(alphabet="abcdefghij klmnop", min_size=1, max_size=12)
 
 
@@ -86,17 +87,24 @@ class WaypostMachine(RuleBasedStateMachine):
             filter_["thread_ids"] = [message.thread_id]
         recipients = (data.draw(st.lists(st.sampled_from(SPACE_ACTORS["A"]), max_size=2,
                                          unique=True)) if limited else None)
+        sealed = [n for n, u in enumerate(self.world.model.uploads) if u.state == "sealed"
+                  and u.space == self.world.space_ids["A"]]
+        blobs = data.draw(st.lists(st.sampled_from(sealed), max_size=2, unique=True)) \
+            if sealed else []
         self.run("provision", space_name="A", actor=actor, view=view, filter=filter_,
                  scopes=sorted(set(scopes) | {"message.read"} if view == "space_log"
-                               else scopes), recipients=recipients)
+                               else scopes), recipients=recipients, blobs=blobs)
 
     def change_authority(self, data: st.DataObject) -> None:
         """Control-plane changes between requests: a rotated token keeps the grant fingerprint
         and cursors (P04, P07); a revoked token or disabled actor has no further effect (P02);
         a new view revision makes held cursors stale and starts the checkpoint at 0 (P07)."""
-        mode = data.draw(st.sampled_from(["rotate", "rotate", "revoke", "revoke", "view",
-                                          "view", "disable"]))
-        if mode == "rotate":
+        mode = data.draw(st.sampled_from(["rotate", "regrant", "revoke", "revoke", "view",
+                                          "view", "disable", "limits"]))
+        if mode in ("regrant", "limits"):
+            self.run("regrant" if mode == "regrant" else "ack_limits",
+                     token=_sample(data, self.handles()))
+        elif mode == "rotate":
             self.run("rotate", token=_sample(data, self.handles()))
         elif mode == "revoke":
             self.run("revoke", token=_sample(data, self.handles()))
@@ -139,8 +147,15 @@ class WaypostMachine(RuleBasedStateMachine):
         elif choice == "missing":
             thread = "missing"
         options = data.draw(st.none() | st.lists(words, max_size=3))
+        attachments = None
+        sealed = [n for n, u in enumerate(self.world.model.uploads) if u.state == "sealed"
+                  or wrong]
+        attach: bool = data.draw(st.booleans())
+        if sealed and attach:
+            attachments = data.draw(st.lists(st.sampled_from(sealed), max_size=3, unique=True))
         self.run("send", token=token, recipients=recipients, thread=thread, reply=reply,
-                 kind=kind, subject=subject, text=text, options=options)
+                 kind=kind, subject=subject, text=text, options=options,
+                 attachments=attachments)
 
     def read_message(self, data: st.DataObject) -> None:
         """Readers get the exact message; others, foreign or not, the same 404 (P01, P05)."""
@@ -240,6 +255,42 @@ class WaypostMachine(RuleBasedStateMachine):
             self.run("probe_foreign", token=_sample(data, self.handles("A")),
                      item=_sample(data, foreign))
 
+    # ----- uploads and blobs ----------------------------------------------------------------
+
+    def upload(self, data: st.DataObject) -> None:
+        """Prepare, PUT (the declared or other bytes), seal, read; rarely let the server clock
+        run past the expiry where the target offers the clock hook (P15, P16)."""
+        uploads = self.world.model.uploads
+        mode = data.draw(st.sampled_from(["blob", "read", "put", "seal", "read", "blob",
+                                          "prepare", "clock"] if uploads else ["blob"]))
+        token = _sample(data, self.handles())
+        if mode in ("prepare", "blob"):
+            content = data.draw(st.binary(max_size=64)).hex()
+            name = data.draw(st.none() | st.sampled_from(["a.txt", "notes/b.md"]))
+            self.run("prepare", token=token, content=content, filename=name)
+            if mode == "blob" and len(uploads) and uploads[-1].content.hex() == content:
+                self.run("put", token=token, upload=len(uploads) - 1, right=True)
+                self.run("seal", token=token, upload=len(uploads) - 1)
+            return
+        wanted = {"put": "awaiting", "seal": "stored", "read": "sealed"}.get(mode)
+        ready = [n for n, u in enumerate(uploads) if u.state == wanted]
+        index = data.draw(st.sampled_from(ready * 3 + list(range(len(uploads)))))
+        owner = next((t.handle for t in self.world.model.tokens.values()
+                      if t.actor_id == uploads[index].owner_id
+                      and t.space == uploads[index].space), token)
+        mine: bool = data.draw(st.sampled_from([True, True, True, False]))
+        who = owner if mine else token
+        if mode == "put":
+            self.run("put", token=who, upload=index, right=data.draw(st.sampled_from(
+                [True, True, False])))
+        elif mode == "seal":
+            self.run("seal", token=who, upload=index)
+        elif mode == "read":
+            target = data.draw(st.sampled_from([index, index, index, None]))
+            self.run("read_blob", token=token, upload=target)
+        else:
+            self.run("advance_clock", ms=data.draw(st.sampled_from([1000, 3_600_001])))
+
     # ----- the one rule ---------------------------------------------------------------------
 
     @rule(data=st.data())
@@ -252,10 +303,11 @@ class WaypostMachine(RuleBasedStateMachine):
 
     @invariant()
     def sequences_never_reused(self) -> None:
-        """Every item sequence the kit has seen is distinct (P06)."""
-        seen = [item.sequence for items in self.world.model.items.values() for item in items
-                if item.sequence is not None]
-        check("P06", len(seen) == len(set(seen)), "a sequence was used twice", sequences=seen)
+        """Within a space, every item sequence the kit has seen is distinct (P06)."""
+        for items in self.world.model.items.values():
+            seen = [item.sequence for item in items if item.sequence is not None]
+            check("P06", len(seen) == len(set(seen)), "a sequence was used twice",
+                  sequences=seen)
 
     def teardown(self) -> None:
         """Every live view must equal the model at the end of the example: one re-read per

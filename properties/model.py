@@ -48,6 +48,7 @@ class Token:
     recipient_ids: frozenset[str]
     grant_fingerprint: str
     revoked: bool = False
+    blob_references: frozenset[str] = frozenset()
 
     def has(self, scope: str) -> bool:
         return scope in self.scopes
@@ -99,6 +100,31 @@ class Recorded:
     fingerprint: str
     status: int
     result: dict[str, Any]
+    path: str = ""
+
+
+@dataclass
+class Upload:
+    """An upload slot the kit prepared, with the bytes it declared."""
+
+    upload_id: str
+    blob_id: str
+    space: str
+    owner_id: str
+    content: bytes
+    content_type: str
+    filename: str | None
+    expires_at: str
+    state: str = "awaiting"  # awaiting, stored, sealed (the kit never sees cleanup directly)
+    sealed: dict[str, Any] | None = None  # the blob metadata once sealed and read
+
+    @property
+    def sealed_answer(self) -> dict[str, Any]:
+        import hashlib
+
+        return {"blob_id": self.blob_id, "size": len(self.content),
+                "sha256": hashlib.sha256(self.content).hexdigest(),
+                "content_type": self.content_type}
 
 
 @dataclass
@@ -129,6 +155,10 @@ class Model:
     checkpoints: dict[tuple[str, str, int, str], int] = field(default_factory=dict)
     submissions: dict[tuple[str, str, str, str], Recorded] = field(default_factory=dict)
     cursors: list[HeldCursor] = field(default_factory=list)
+    uploads: list[Upload] = field(default_factory=list)
+    hooks: bool = False  # the target offers /_test/clock
+    now_ms: int = 0  # the server clock as last read through the hook
+    attachments: dict[str, list[str]] = field(default_factory=dict)  # blob id -> message ids
 
     # ----- authority -------------------------------------------------------------------------
 
@@ -233,9 +263,33 @@ class Model:
                 if (target is None or target.thread_id != thread.get("thread_id")
                         or not self.readable_by(target, token) or not token.has("message.read")):
                     errors.add("NOT_FOUND")
-        if body.get("attachment_ids"):
-            errors.add("REFERENCE_INVALID")
+        for blob_id in body.get("attachment_ids", []):
+            if not self.referenceable(blob_id, token):
+                errors.add("REFERENCE_INVALID")
         return errors
+
+    # ----- blobs -----------------------------------------------------------------------------
+
+    def blob(self, blob_id: str) -> Upload | None:
+        return next((u for u in self.uploads if u.blob_id == blob_id and u.state == "sealed"),
+                    None)
+
+    def referenceable(self, blob_id: str, token: Token) -> bool:
+        """P16: a sealed blob of the token's space, owned by its actor or granted."""
+        blob = self.blob(blob_id)
+        return blob is not None and blob.space == token.space and (
+            blob.owner_id == token.actor_id or blob_id in token.blob_references)
+
+    def blob_readable(self, blob_id: str, token: Token) -> bool:
+        """P16: owner, a reader of a message attaching it, or a reference grant."""
+        blob = self.blob(blob_id)
+        if blob is None or blob.space != token.space:
+            return False
+        if blob.owner_id == token.actor_id or blob_id in token.blob_references:
+            return True
+        return token.has("message.read") and any(
+            self.readable_by(self.messages[mid], token)
+            for mid in self.attachments.get(blob_id, []))
 
     # ----- receipts --------------------------------------------------------------------------
 

@@ -14,6 +14,14 @@ class PropertyViolation(AssertionError):
         self.pid = pid
         self.message = message
         self.evidence = evidence or {}
+        self.commands: list[dict[str, Any]] = []  # the example's commands, set when raised
+        self.exchanges: list[dict[str, Any]] = []
+
+
+#: One subclass per property: Hypothesis tells bugs apart by exception type and origin, so a
+#: P03 failure does not hide a P07 one raised from the same line.
+KINDS: dict[str, type[PropertyViolation]] = {
+    f"P{n:02d}": type(f"P{n:02d}Violation", (PropertyViolation,), {}) for n in range(1, 19)}
 
 
 class Ledger:
@@ -40,7 +48,7 @@ def check(pid: str, ok: bool, message: str, **evidence: Any) -> bool:
     LEDGER.checks[pid] += 1
     if ok:
         return True
-    violation = PropertyViolation(pid, message, evidence)
+    violation = KINDS.get(pid, PropertyViolation)(pid, message, evidence)
     if LEDGER.enforced is None or pid in LEDGER.enforced:
         raise violation
     LEDGER.recorded.setdefault(pid, violation)

@@ -5,7 +5,10 @@ reruns the same requests deterministically."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from waypost.properties import fingerprints
@@ -20,12 +23,13 @@ from waypost.properties.model import (
     Model,
     Recorded,
     Token,
+    Upload,
     message_item_json,
 )
-from waypost.properties.violations import check
+from waypost.properties.violations import PropertyViolation, check
 
 FULL_SCOPES = ["message.send", "message.read", "space.observe", "receipt.write",
-               "event.subscribe"]
+               "event.subscribe", "blob.write"]
 SPACE_ACTORS = {"A": ("a0", "a1", "a2"), "B": ("b0",)}
 MISSING = "zz-missing"
 
@@ -35,6 +39,7 @@ class World:
 
     def __init__(self, session: Session, prefix: str) -> None:
         self.session = session
+        session.trace = []  # one example's exchanges only
         self.model = Model()
         self.prefix = prefix
         self.space_ids = {name: f"{prefix}{name}" for name in SPACE_ACTORS}
@@ -67,7 +72,12 @@ class World:
     def run(self, name: str, args: dict[str, Any]) -> None:
         """Perform one command by name (the state machine and replays both come here)."""
         self.commands.append({"command": name, "args": args})
-        getattr(self, f"do_{name}")(**args)
+        try:
+            getattr(self, f"do_{name}")(**args)
+        except PropertyViolation as violation:  # the evidence of this very example
+            violation.commands = list(self.commands)
+            violation.exchanges = [e.as_json() for e in self.session.trace]
+            raise
 
     def expect_refusal(self, answer: Answer, allowed: set[str], pid: str, what: str) -> None:
         check(pid, answer.status >= 400 and answer.code in allowed,
@@ -78,6 +88,13 @@ class World:
 
     def do_setup(self) -> None:
         """Two spaces: A (a0 default, a1, a2) and B (b0); an inbox and a full token each."""
+        described = self.session.admin("GET", "/v1/describe")
+        capabilities = described.json.get("capabilities", {}) if isinstance(
+            described.json, dict) else {}
+        self.model.hooks = bool(capabilities.get("test_hooks"))
+        if self.model.hooks:
+            clock = self.session.admin("GET", "/_test/clock")
+            self.model.now_ms = _ms(clock.json["now"])
         for name, actors in SPACE_ACTORS.items():
             space = self.space_ids[name]
             self.admin_ok("POST", "/admin/v1/spaces", {
@@ -96,7 +113,7 @@ class World:
 
     def do_provision(self, space_name: str, actor: str, view: str,
                      filter: dict[str, list[str]], scopes: list[str],
-                     recipients: list[str] | None) -> None:
+                     recipients: list[str] | None, blobs: list[int] | None = None) -> None:
         """A new consumer of ``actor`` with ``view`` and ``filter``, and a token for it."""
         space = self.space_ids[space_name]
         consumer_id = f"c{len(self.model.consumers)}"
@@ -104,28 +121,28 @@ class World:
                                 "actor_id": actor, "view": view}
         if filter:
             body["filter"] = filter
-        created = self.admin_ok("POST", f"/admin/v1/spaces/{space}/consumers", body)
-        check("P08", created.get("view_revision") == 1, "a new consumer starts at view "
-              "revision 1", answer=created)
+        self.admin_ok("POST", f"/admin/v1/spaces/{space}/consumers", body)
         self.model.consumers[(space, consumer_id)] = Consumer(
             consumer_id, space, actor, view, 1, {k: frozenset(v) for k, v in filter.items()})
-        self.issue(space, actor, consumer_id, scopes, recipients)
+        granted = [self.model.uploads[k].blob_id for k in blobs or []]
+        self.issue(space, actor, consumer_id, scopes, recipients, granted)
 
     def issue(self, space: str, actor: str, consumer_id: str, scopes: list[str],
-              recipients: list[str] | None) -> Token:
+              recipients: list[str] | None, blob_references: list[str] | None = None) -> Token:
         grant = {"mode": "any"} if recipients is None else {"mode": "listed",
                                                              "actor_ids": recipients}
         issued = self.admin_ok("POST", f"/admin/v1/spaces/{space}/tokens", {
             "request_id": self.rid(), "actor_id": actor, "consumer_id": consumer_id,
-            "scopes": scopes, "recipients": grant, "collections": [], "blob_references": []})
-        expected = fingerprints.grant_fingerprint(scopes, grant, [], [])
+            "scopes": scopes, "recipients": grant, "collections": [],
+            "blob_references": blob_references or []})
+        expected = fingerprints.grant_fingerprint(scopes, grant, [], blob_references or [])
         check("P04", issued.get("grant_fingerprint") == expected,
               "grant fingerprint differs from SHA-256(JCS(normalised grants))",
               answer=issued, expected=expected)
         handle = f"t{len(self.model.tokens)}"
         token = Token(handle, issued["token_id"], issued["token"], space, actor, consumer_id,
                       frozenset(scopes), recipients is None, frozenset(recipients or ()),
-                      expected)
+                      expected, blob_references=frozenset(blob_references or ()))
         self.model.tokens[handle] = token
         return token
 
@@ -133,7 +150,31 @@ class World:
         """A second token with identical grants: same fingerprint, cursors stay valid (P07)."""
         old = self.token(token)
         self.issue(old.space, old.actor_id, old.consumer_id, sorted(old.scopes),
-                   None if old.recipients_any else sorted(old.recipient_ids))
+                   None if old.recipients_any else sorted(old.recipient_ids),
+                   sorted(old.blob_references))
+
+    def do_regrant(self, token: str) -> None:
+        """Another token for the same consumer with other grants: a new grant fingerprint, so
+        held cursors of the old grants are CURSOR_STALE and its checkpoint starts at 0 (P07)."""
+        old = self.token(token)
+        scopes = sorted(set(old.scopes) ^ {"event.subscribe"})
+        self.issue(old.space, old.actor_id, old.consumer_id, scopes,
+                   None if old.recipients_any else sorted(old.recipient_ids),
+                   sorted(old.blob_references))
+
+    def do_ack_limits(self, token: str) -> None:
+        """Past the published ACK limit is RESOURCE_LIMIT; neither items nor a checkpoint is
+        INVALID_REQUEST; nothing is saved either way (P10)."""
+        acker = self.token(token)
+        limit = 20
+        over = self.as_(acker, "POST", "/v1/acks", {"request_id": self.rid(), "items": [
+            {"item_id": f"fi-{n}", "stage": "received"} for n in range(limit + 1)]})
+        empty = self.as_(acker, "POST", "/v1/acks", {"request_id": self.rid(), "items": []})
+        if not self.model.live(acker):
+            self.expect_refusal(over, {"UNAUTHENTICATED"}, "P02", "ACK with a dead token")
+            return
+        self.expect_refusal(over, {"RESOURCE_LIMIT", "FORBIDDEN"}, "P10", "an ACK of 21 items")
+        self.expect_refusal(empty, {"INVALID_REQUEST", "FORBIDDEN"}, "P10", "an empty ACK")
 
     def do_revoke(self, token: str) -> None:
         target = self.token(token)
@@ -152,20 +193,19 @@ class World:
         body: dict[str, Any] = {"request_id": self.rid(), "view": view}
         if filter:
             body["filter"] = filter
-        changed = self.admin_ok(
+        self.admin_ok(
             "POST", f"/admin/v1/spaces/{consumer.space}/consumers/{consumer.consumer_id}/view",
             body)
-        consumer.view_revision += 1
+        consumer.view_revision += 1  # tracked by the kit: answers need not show it
         consumer.view = view
         consumer.filter = {k: frozenset(v) for k, v in filter.items()}
-        check("P07", changed.get("view_revision") == consumer.view_revision,
-              "a view change must bump the view revision", answer=changed)
 
     # ----- messages --------------------------------------------------------------------------
 
     def send_body(self, token: Token, recipients: list[str] | None, thread: Any,
                   reply: int | None, kind: str, subject: str, text: str,
-                  options: list[str] | None) -> dict[str, Any]:
+                  options: list[str] | None, attachments: list[int] | None = None
+                  ) -> dict[str, Any]:
         body: dict[str, Any] = {"request_id": self.rid(), "kind": kind, "subject": subject,
                                 "body": {"text": text}}
         if recipients is not None:
@@ -180,13 +220,17 @@ class World:
             body["in_reply_to"] = self.message_order[reply]
         if options is not None:
             body["body"]["options"] = options
+        if attachments is not None:
+            body["attachment_ids"] = [self.model.uploads[k].blob_id for k in attachments]
         return body
 
     def do_send(self, token: str, recipients: list[str] | None, thread: Any, reply: int | None,
-                kind: str, subject: str, text: str, options: list[str] | None) -> None:
+                kind: str, subject: str, text: str, options: list[str] | None,
+                attachments: list[int] | None = None) -> None:
         """``message.send``: success publishes exactly one message item; refusals nothing."""
         sender = self.token(token)
-        body = self.send_body(sender, recipients, thread, reply, kind, subject, text, options)
+        body = self.send_body(sender, recipients, thread, reply, kind, subject, text, options,
+                              attachments)
         answer = self.as_(sender, "POST", "/v1/messages", body)
         if not self.model.live(sender):
             self.expect_refusal(answer, {"UNAUTHENTICATED"}, "P02", "send with a dead token")
@@ -200,10 +244,10 @@ class World:
                      answer=answer.json, request=body):
             return
         result = answer.json
-        if not check("P05", set(result) == {"message_id", "thread_id", "feed_item_id",
-                                            "sequence", "committed_at"},
-                     "send answer shape", answer=result):
+        if not check("P05", {"message_id", "thread_id", "feed_item_id", "sequence",
+                             "committed_at"} <= set(result), "send answer shape", answer=result):
             return
+        check("P03", not answer.replayed, "a first answer must not say Waypost-Replayed")
         self.record_message(sender, body, result)
         self.model.submissions[(sender.space, sender.actor_id, "message.send",
                                 body["request_id"])] = Recorded(
@@ -223,7 +267,7 @@ class World:
             check("P05", thread_id == body["thread"]["thread_id"], "reply in the same thread",
                   answer=result)
         sequence = int(result["sequence"])
-        bound = [i.sequence for items in self.model.items.values() for i in items if i.sequence]
+        bound = [i.sequence for i in self.model.items.get(space, []) if i.sequence]
         check("P06", all(sequence > s for s in bound),
               "a new item's sequence must be above every earlier one (never reused)",
               sequence=sequence, highest=max(bound, default=0))
@@ -240,12 +284,15 @@ class World:
                  "subject": body["subject"],
                  "body": {"text": content["text"], "options": content.get("options", []),
                           "source_uri": content.get("source_uri")},
-                 "attachment_ids": [], "metadata": body.get("metadata"),
+                 "attachment_ids": body.get("attachment_ids", []),
+                 "metadata": body.get("metadata"),
                  "committed_at": result["committed_at"], "feed_item_id": result["feed_item_id"],
                  "sequence": result["sequence"]}
         self.model.messages[result["message_id"]] = Message(
             result["message_id"], space, thread_id, sender.actor_id, recipients, shown, item)
         self.message_order.append(result["message_id"])
+        for blob_id in body.get("attachment_ids", []):
+            self.model.attachments.setdefault(blob_id, []).append(result["message_id"])
 
     def do_read_message(self, token: str, target: int | None) -> None:
         """Full message to producer, recipients, observers with ``message.read``; else 404."""
@@ -260,16 +307,17 @@ class World:
             pid = "P01" if message is not None and message.space != reader.space else "P08"
             self.expect_refusal(answer, {"NOT_FOUND"}, pid, "an invisible message")
             missing = self.as_(reader, "GET", f"/v1/messages/{MISSING}")
-            check(pid, (answer.status, answer.json) == (missing.status, missing.json),
+            check(pid, (answer.status, _masked(answer.json, message_id)) == (
+                missing.status, _masked(missing.json, MISSING)),
                   "an invisible or foreign message must answer exactly like a missing one",
                   foreign=answer.json, missing=missing.json)
             return
         if not reader.has("message.read"):
             self.expect_refusal(answer, {"FORBIDDEN"}, "P02", "read without message.read")
             return
-        check("P05", answer.status == 200 and answer.json == message.shown,
-              "the message must read back exactly as published", answer=answer.json,
-              expected=message.shown)
+        check("P05", answer.status == 200 and _protocol(answer.json, message.shown)
+              == message.shown, "the message must read back exactly as published",
+              answer=answer.json, expected=message.shown)
 
     # ----- feed ------------------------------------------------------------------------------
 
@@ -303,24 +351,29 @@ class World:
         page = answer.json
         expected = self.model.visible_after(reader, position)
         shown = page["items"]
-        want = expected[:limit]
+        check("P06", len(shown) <= limit, "a page holds at most limit items",
+              shown=len(shown), limit=limit)
+        want = expected[:min(limit, len(shown)) if page["has_more"] else limit]
         anomalies = analyse([self.expected_id(item, got) for item, got in
                              zip(want, shown + [None] * len(want), strict=False)],
                             [got["item_id"] for got in shown],
                             [int(got["sequence"]) for got in shown])
         types = {**{i.item_id: i.type for i in want if i.item_id},
                  **{got["item_id"]: got.get("type") for got in shown}}
-        involved = {types.get(item_id) for a in anomalies for item_id in a.item_ids}
-        pid = ("P09" if involved == {"receipt"}
-               else "P08" if all(a.kind == "unexpected" for a in anomalies) else "P06")
+        visible_ids = {i.item_id for i in self.model.visible_after(reader, 0) if i.item_id}
+        strays = {item_id for a in anomalies if a.kind in ("unexpected", "lost")
+                  for item_id in a.item_ids if a.kind == "lost" or item_id not in visible_ids}
+        pid = ("P06" if not strays  # duplicated, out of order or sequence: paging itself
+               else "P09" if {types.get(item_id) for item_id in strays} == {"receipt"}
+               else "P08" if any(a.kind == "unexpected" for a in anomalies) else "P06")
         if not check(pid, not anomalies, "the page differs from the consumer's visible items",
                      anomalies=[a.as_json() for a in anomalies], position=position,
                      limit=limit):
             return position
         for item, got in zip(want, shown, strict=True):
             self.compare_item(item, got)
-        check("P06", page["has_more"] == (len(expected) > limit), "has_more is wrong",
-              has_more=page["has_more"], visible=len(expected), limit=limit)
+        check("P06", page["has_more"] == (len(expected) > len(shown)), "has_more is wrong",
+              has_more=page["has_more"], visible=len(expected), shown=len(shown))
         end = int(shown[-1]["sequence"]) if shown else position
         consumer = self.model.consumer_of(reader)
         self.model.cursors.append(HeldCursor(page["next_cursor"], reader.space, reader.actor_id,
@@ -344,6 +397,7 @@ class World:
                 and all(receipt.get(k) == v for k, v in item.receipt.items()))
 
     def compare_item(self, item: Item, got: dict[str, Any]) -> None:
+        got = _protocol(got, item.shown) if item.shown is not None else got
         if item.shown is None:  # first sight of a receipt item: learn its server values
             bound = [i.sequence for i in self.model.items[item.space]
                      if i.sequence is not None and i.index < item.index]
@@ -353,7 +407,7 @@ class World:
             item.item_id, item.sequence = got["item_id"], int(got["sequence"])
             item.shown = got
             check("P09", got["producer_id"] == item.producer_id
-                  and got["recipient_ids"] == list(item.recipient_ids)
+                  and sorted(got["recipient_ids"]) == sorted(item.recipient_ids)
                   and got["thread_id"] == item.thread_id, "receipt item routing", item=got)
             return
         check("P09" if item.type == "receipt" else "P06", got == item.shown,
@@ -427,10 +481,11 @@ class World:
         expected = self.model.apply_ack(acker, [(item, stage) for item, (_, stage)
                                                 in zip(items, lines, strict=True)
                                                 if item is not None], position)
-        if not check("P10", answer.status == 200 and answer.json == expected,
+        if not check("P10", answer.status == 200 and _protocol(answer.json, expected) == expected,
                      "the ACK answer differs from the model", answer=answer.json,
                      expected=expected):
             return
+        check("P03", not answer.replayed, "a first answer must not say Waypost-Replayed")
         self.model.submissions[(acker.space, acker.actor_id, "receipt.ack",
                                 body["request_id"])] = Recorded(
             "receipt.ack", acker.space, acker.actor_id, acker.handle, body,
@@ -441,14 +496,15 @@ class World:
     def recorded(self, index: int) -> Recorded:
         return list(self.model.submissions.values())[index]
 
-    def path_of(self, operation: str) -> str:
-        return {"message.send": "/v1/messages", "receipt.ack": "/v1/acks"}[operation]
+    def path_of(self, sub: Recorded) -> str:
+        return sub.path or {"message.send": "/v1/messages", "receipt.ack": "/v1/acks",
+                            "blob.prepare": "/v1/blobs"}[sub.operation]
 
     def do_retry(self, submission: int) -> None:
         """The same request again: the identical stable result, marked replayed (P03)."""
         sub = self.recorded(submission)
         sender = self.token(sub.token)
-        answer = self.as_(sender, "POST", self.path_of(sub.operation), sub.body)
+        answer = self.as_(sender, "POST", self.path_of(sub), sub.body)
         if not self.model.live(sender):
             self.expect_refusal(answer, {"UNAUTHENTICATED"}, "P02", "retry with a dead token")
             return
@@ -464,13 +520,17 @@ class World:
         altered = dict(sub.body)
         if sub.operation == "message.send":
             altered["subject"] = sub.body["subject"] + " (changed)"
+        elif sub.operation == "blob.prepare":
+            altered["content_type"] = "application/x-changed"
+        elif sub.operation == "blob.commit":
+            return  # its body is only the request id; the path names the upload
         else:
             first = dict(sub.body["items"][0]) if sub.body["items"] else None
             if first is None:
                 return
             first["stage"] = "processed" if first["stage"] == "received" else "received"
             altered["items"] = [first, *sub.body["items"][1:]]
-        answer = self.as_(sender, "POST", self.path_of(sub.operation), altered)
+        answer = self.as_(sender, "POST", self.path_of(sub), altered)
         if not self.model.live(sender):
             self.expect_refusal(answer, {"UNAUTHENTICATED"}, "P02", "retry with a dead token")
             return
@@ -496,6 +556,146 @@ class World:
               "the recorded fingerprint is not SHA-256(JCS(normalised request))",
               answer=answer.json, expected=sub.fingerprint)
 
+    # ----- uploads and blobs ----------------------------------------------------------------
+
+    def do_prepare(self, token: str, content: str, filename: str | None) -> None:
+        """``blob.prepare`` fixes ids and expected facts (P15); ``content`` is hex."""
+        owner = self.token(token)
+        data = bytes.fromhex(content)
+        body: dict[str, Any] = {"request_id": self.rid(), "size": len(data),
+                                "sha256": hashlib.sha256(data).hexdigest(),
+                                "content_type": "application/octet-stream"}
+        if filename is not None:
+            body["filename"] = filename
+        answer = self.as_(owner, "POST", "/v1/blobs", body)
+        if not self.model.live(owner):
+            self.expect_refusal(answer, {"UNAUTHENTICATED"}, "P02", "prepare with a dead token")
+            return
+        if not owner.has("blob.write"):
+            self.expect_refusal(answer, {"FORBIDDEN"}, "P02", "prepare without blob.write")
+            return
+        if not check("P15", answer.status == 201 and isinstance(answer.json, dict)
+                     and {"upload_id", "blob_id", "upload_url", "expires_at"} <= set(answer.json),
+                     f"prepare should answer 201, got {answer.status}", answer=answer.json):
+            return
+        prepared = answer.json
+        self.model.uploads.append(Upload(prepared["upload_id"], prepared["blob_id"], owner.space,
+                                         owner.actor_id, data, body["content_type"], filename,
+                                         prepared["expires_at"]))
+        normal = {k: v for k, v in body.items() if k != "request_id"}
+        self.model.submissions[(owner.space, owner.actor_id, "blob.prepare",
+                                body["request_id"])] = Recorded(
+            "blob.prepare", owner.space, owner.actor_id, owner.handle, body,
+            fingerprints.sha256_jcs(normal), 201, prepared)
+
+    def expired(self, upload: Upload) -> bool:
+        return (self.model.hooks and upload.state != "sealed"
+                and _ms(upload.expires_at) <= self.model.now_ms)
+
+    def upload_refusal(self, who: Token, upload: Upload, scope: str) -> set[str] | None:
+        """The errors that apply before the upload's own state is looked at, if any."""
+        if not self.model.live(who):
+            return {"UNAUTHENTICATED"}
+        if not who.has(scope):
+            return {"FORBIDDEN", "NOT_FOUND"} if upload.owner_id != who.actor_id else {"FORBIDDEN"}
+        if upload.space != who.space or upload.owner_id != who.actor_id:
+            return {"NOT_FOUND"}
+        return None
+
+    def do_put(self, token: str, upload: int, right: bool) -> None:
+        """Content must match size and SHA-256; create-only: a second or late PUT with other
+        bytes never changes what is stored (P15)."""
+        who, slot = self.token(token), self.model.uploads[upload]
+        data = slot.content if right else slot.content + b"~"
+        answer = self.session.put(f"/v1/uploads/{slot.upload_id}/content", data,
+                                  bearer=who.secret, who=who.handle)
+        refused = self.upload_refusal(who, slot, "blob.write")
+        if refused is not None:
+            self.expect_refusal(answer, refused, "P16" if refused == {"NOT_FOUND"} else "P02",
+                                "PUT by someone else")
+            return
+        if self.expired(slot) and slot.state == "awaiting":
+            self.expect_refusal(answer, {"UPLOAD_EXPIRED", "CONTENT_MISMATCH"}, "P15",
+                                "PUT after expiry")
+            return
+        if not right:
+            self.expect_refusal(answer, {"CONTENT_MISMATCH"}, "P15", "PUT of other bytes")
+            return
+        if check("P15", 200 <= answer.status < 300, f"PUT of the declared bytes: {answer.status}",
+                 answer=answer.json) and slot.state == "awaiting":
+            slot.state = "stored"
+
+    def do_seal(self, token: str, upload: int) -> None:
+        """``blob.commit``: a stored upload becomes a blob with its verified facts (P15)."""
+        who, slot = self.token(token), self.model.uploads[upload]
+        body = {"request_id": self.rid()}
+        path = f"/v1/uploads/{slot.upload_id}/commit"
+        answer = self.as_(who, "POST", path, body)
+        refused = self.upload_refusal(who, slot, "blob.write")
+        if refused is not None:
+            self.expect_refusal(answer, refused, "P16" if refused == {"NOT_FOUND"} else "P02",
+                                "commit by someone else")
+            return
+        if self.expired(slot):
+            self.expect_refusal(answer, {"UPLOAD_EXPIRED"}, "P15", "commit after expiry")
+            return
+        if slot.state == "awaiting":
+            self.expect_refusal(answer, {"NOT_READY"}, "P15", "commit before content")
+            return
+        if not check("P15", answer.status == 200 and answer.json == slot.sealed_answer,
+                     "commit must answer the sealed blob's facts", answer=answer.json,
+                     expected=slot.sealed_answer):
+            return
+        slot.state = "sealed"
+        self.model.submissions[(who.space, who.actor_id, "blob.commit", body["request_id"])] = \
+            Recorded("blob.commit", who.space, who.actor_id, who.handle, body,
+                     fingerprints.sha256_jcs({"upload_id": slot.upload_id}), 200,
+                     slot.sealed_answer, path)
+
+    def do_read_blob(self, token: str, upload: int | None) -> None:
+        """Blob metadata and bytes to the owner, readers of an attaching message and grant
+        holders only; to anyone else exactly like a missing blob (P16, P01)."""
+        reader = self.token(token)
+        slot = None if upload is None else self.model.uploads[upload]
+        blob_id = MISSING if slot is None else slot.blob_id
+        answer = self.as_(reader, "GET", f"/v1/blobs/{blob_id}")
+        if not self.model.live(reader):
+            self.expect_refusal(answer, {"UNAUTHENTICATED"}, "P02", "blob read, dead token")
+            return
+        if slot is None or not self.model.blob_readable(slot.blob_id, reader):
+            pid = "P01" if slot is not None and slot.space != reader.space else "P16"
+            self.expect_refusal(answer, {"NOT_FOUND"}, pid, "a blob the reader may not see")
+            missing = self.as_(reader, "GET", f"/v1/blobs/{MISSING}")
+            check(pid, (answer.status, _masked(answer.json, blob_id)) == (
+                missing.status, _masked(missing.json, MISSING)),
+                  "an unreadable blob must answer exactly like a missing one",
+                  blob=answer.json, missing=missing.json)
+            return
+        expected = {**slot.sealed_answer, "filename": slot.filename}
+        shown = {k: v for k, v in (answer.json or {}).items() if k != "sealed_at"} \
+            if isinstance(answer.json, dict) else None
+        if not check("P16", answer.status == 200 and shown == expected,
+                     "blob metadata differs", answer=answer.json, expected=expected):
+            return
+        if slot.sealed is None:
+            slot.sealed = answer.json
+        check("P15", answer.json == slot.sealed, "sealed blob metadata changed",
+              answer=answer.json, first=slot.sealed)
+        content = self.session.get_bytes(f"/v1/blobs/{blob_id}/content", bearer=reader.secret,
+                                         who=reader.handle)
+        check("P15", content.status == 200 and content.data == slot.content
+              and hashlib.sha256(slot.content).hexdigest() in content.etag,
+              "a sealed blob's bytes must be exactly the verified content",
+              status=content.status, etag=content.etag, size=len(content.data))
+
+    def do_advance_clock(self, ms: int) -> None:
+        """Move the server clock (test hook) so uploads expire (P15)."""
+        if not self.model.hooks:
+            return
+        answer = self.session.admin("POST", "/_test/clock", {"advance_ms": ms})
+        if answer.status == 200:
+            self.model.now_ms = _ms(answer.json["now"])
+
     # ----- isolation -------------------------------------------------------------------------
 
     def do_probe_foreign(self, token: str, item: list[Any]) -> None:
@@ -508,15 +708,33 @@ class World:
         answers = [self.as_(prober, "POST", "/v1/acks", {
             "request_id": self.rid(), "items": [{"item_id": item_id, "stage": "received"}]})
             for item_id in (target.item_id, MISSING)]
-        shapes = [(a.status, a.code, _without_ids(a.json)) for a in answers]
+        shapes = [(a.status, a.code, _masked(a.json, item_id))
+                  for a, item_id in zip(answers, (target.item_id, MISSING), strict=True)]
         check("P01", answers[0].status == 404 and shapes[0] == shapes[1],
               "a foreign item must answer exactly like a missing one",
               foreign=answers[0].json, missing=answers[1].json)
 
 
-def _without_ids(envelope: Any) -> Any:
-    """An error envelope with echoed ids removed (they differ by construction)."""
-    if not isinstance(envelope, dict) or "error" not in envelope:
-        return envelope
-    details = {k: v for k, v in envelope["error"].get("details", {}).items() if k != "item_id"}
-    return {**envelope["error"], "details": details}
+def _ms(text: str) -> int:
+    """An RFC 3339 time of the server as epoch milliseconds."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+
+
+def _masked(answer: Any, probed: str | None) -> Any:
+    """An answer with the probed id replaced, so a foreign and a missing id compare equal when
+    a server echoes the id it was given."""
+    text = json.dumps(answer, sort_keys=True)
+    return json.loads(text.replace(probed, "<id>")) if probed else answer
+
+
+def _protocol(got: Any, expected: Any) -> Any:
+    """``got`` restricted to the keys the kit expects (servers may add fields), with recipient
+    sets compared as sets (sorted)."""
+    if isinstance(got, dict) and isinstance(expected, dict):
+        return {key: (sorted(got[key]) if key == "recipient_ids" and isinstance(got[key], list)
+                      else _protocol(got[key], expected[key]))
+                for key in expected if key in got}
+    if isinstance(got, list) and isinstance(expected, list) and len(got) == len(expected):
+        return [_protocol(g, e) for g, e in zip(got, expected, strict=True)]
+    return got

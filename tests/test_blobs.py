@@ -228,3 +228,10 @@ def test_attachments_must_be_sealed_and_referenceable(api: Api) -> None:
         "request_id": rid(), "actor_id": "bob", "consumer_id": "bob-inbox", "scopes": [],
         "recipients": {"mode": "any"}, "collections": [], "blob_references": [foreign]}),
         404, "NOT_FOUND", "blob_references")
+
+
+def test_content_is_served_with_its_stored_type(api: Api) -> None:
+    slot = prepare(api, "s1/alice", b"x")
+    put(api, "s1/alice", slot["upload_id"], b"x")
+    blob_id = seal(api, "s1/alice", slot["upload_id"]).json()["blob_id"]
+    assert content_of(api, "s1/alice", blob_id).headers["Content-Type"] == "text/plain"

@@ -7,6 +7,7 @@ the variant through the ASGI app (the defects are about logic, not transport).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -153,9 +154,33 @@ def inbox_shows_other_recipients(mp: pytest.MonkeyPatch, client: TestClient) -> 
     mp.setattr(feed_sql, "visibility_params", visibility_params)
 
 
+def late_put_overwrites(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    from waypost.adapters.blobs import files
+    from waypost.adapters.blobs.store import ObjectFacts, Written
+
+    async def overwrite(self: files.FileBlobStore, object_ref: str, chunks: Any,
+                        expected: Any = None) -> Any:
+        data = b"".join([chunk async for chunk in chunks])
+        path = self.path(object_ref)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)  # no verification, no create-only
+        return Written.CREATED, ObjectFacts(len(data), hashlib.sha256(data).digest())
+    mp.setattr(files.FileBlobStore, "create_only", overwrite)
+
+
+def blobs_readable_by_anyone(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    from waypost.adapters.sql import uploads
+    from waypost.adapters.sql.plan import stmt
+
+    mp.setattr(uploads, "blob_readers_statement", lambda principal, blob_id: stmt("SELECT 1"))
+
+
 VARIANTS: dict[str, tuple[Patch, set[str]]] = {
+    "a late PUT overwrites content": (late_put_overwrites, {"P15"}),
+    "a blob is readable by a non-recipient": (blobs_readable_by_anyone, {"P16", "P01"}),
     "replay ignores the fingerprint": (replay_ignores_fingerprint, {"P03"}),
-    "retries create new messages": (no_idempotency, {"P03"}),
+    # the extra messages show in views (P08) before a retry compares answers (P03)
+    "retries create new messages": (no_idempotency, {"P03", "P08"}),
     "a page edge drops an item": (page_edge_drops_an_item, {"P06"}),
     "a page edge repeats an item": (page_edge_repeats_an_item, {"P06"}),
     "receipts may regress": (receipts_may_regress, {"P09"}),

@@ -77,10 +77,11 @@ def test_expected_failures_keep_a_known_gap_green(tmp_path: Path,
     with serving(tmp_path) as client:
         page_edge_drops_an_item(monkeypatch, client)
         report = runner.run("broken", client, ADMIN, profile="ci", seed=5,
-                            expected={"P06": "pages drop their last item (known)"},
+                            expected={pid: "pages drop their last item (known)"
+                                      for pid in ("P06", "P08", "P09")},
                             replay_dir=tmp_path / "replays", shrink_seconds=5)
     results = {o.prop.pid: o.result for o in report.outcomes}
-    assert results["P06"] == "xfail"
+    assert results["P06"] == "xfail"  # a tolerated gap can make the model drift (docs/spec.md)
     assert not report.failed, results
 
 
@@ -89,9 +90,9 @@ def _broken_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         page_edge_drops_an_item(monkeypatch, client)
         report = runner.run("broken", client, ADMIN, profile="ci", seed=11,
                             replay_dir=tmp_path / "replays", shrink_seconds=5)
-    (replay,) = [o.replay for o in report.outcomes if o.replay]
-    assert replay is not None
-    return Path(replay)
+    replays = {o.prop.pid: o.replay for o in report.outcomes if o.replay}
+    assert "P06" in replays, replays
+    return Path(str(replays["P06"]))
 
 
 def test_a_replay_reruns_deterministically(tmp_path: Path,

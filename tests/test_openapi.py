@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -11,11 +12,14 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from starlette.testclient import TestClient
 
+from tests import test_blobs
 from tests.conftest import Api, rid
+from tests.test_blobs import content_of, prepare, put, seal, sealed_blob
 from waypost.reference.http.app import ROUTES
 
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 Doc = dict[str, Any]
+hooked = test_blobs.hooked  # the fixture: the API with test hooks on
 
 
 @pytest.fixture
@@ -44,17 +48,41 @@ def errors_of(doc: Doc, schema: Doc, instance: Any) -> list[str]:
             for e in validator(doc, schema).iter_errors(instance)]
 
 
+PROTOCOL_HEADERS = ("Waypost-Replayed", "Retry-After", "ETag")
+
+
+def _media_type_documented(content: Doc, media_type: str) -> bool:
+    kind = media_type.split("/")[0]
+    return any(key in (media_type, f"{kind}/*", "*/*") for key in content)
+
+
 def conforms(doc: Doc, method: str, path: str, response: httpx.Response) -> Any:
-    """Assert the answer's status is documented for the operation and its JSON fits the schema
-    (and that a replay header is one the document declares); return the JSON."""
+    """Assert the answer's status is documented for the operation, its media type is one the
+    answer declares and its JSON fits the schema, an error's code is one the answer names, and
+    its headers are the declared ones (required ones present, values fitting their schemas);
+    return the JSON, or the bytes of a non-JSON answer."""
     responses = doc["paths"][path][method]["responses"]
     status = str(response.status_code)
     assert status in responses, f"{method.upper()} {path}: {status} undocumented: {response.text}"
+    answer = responses[status]
+    headers = answer.get("headers", {})
+    for name, header in headers.items():
+        if name in response.headers:
+            assert errors_of(doc, header["schema"], response.headers[name]) == [], name
+        else:
+            assert not header.get("required"), f"{method.upper()} {path}: no {name} header"
+    for name in PROTOCOL_HEADERS:
+        if name in response.headers:
+            assert name in headers, f"{method.upper()} {path}: {status} {name} undocumented"
+    media_type = response.headers["content-type"].split(";")[0].strip()
+    assert _media_type_documented(answer["content"], media_type), (path, status, media_type)
+    if media_type != "application/json":
+        return response.content
     body = response.json()
-    schema = responses[status]["content"]["application/json"]["schema"]
+    schema = answer["content"]["application/json"]["schema"]
     assert errors_of(doc, schema, body) == [], body
-    if "waypost-replayed" in response.headers:
-        assert "Waypost-Replayed" in responses[status].get("headers", {})
+    if response.status_code >= 400:
+        assert body["error"]["code"] in answer["description"].split(" or "), (path, body)
     return body
 
 
@@ -88,14 +116,14 @@ def test_operations_have_unique_ids_security_and_error_envelopes(doc: Doc) -> No
     assert schemes == {"bearerAuth", "adminBearer"}
     for method, path, op in operations(doc):
         wanted: list[dict[str, list[str]]] = ([] if path in ("/v1/describe", "/openapi.json")
-                  else [{"adminBearer": []}] if path.startswith("/admin/")
+                  else [{"adminBearer": []}] if path.startswith(("/admin/", "/_test/"))
                   else [{"bearerAuth": []}])
         assert op["security"] == wanted, (method, path)
         for status, answer in op["responses"].items():
             if int(status) >= 400:
-                assert answer["content"]["application/json"]["schema"] == {
-                    "$ref": "#/components/schemas/Error"}, (method, path, status)
-        if method == "post":
+                assert answer["content"] == {"application/json": {"schema": {
+                    "$ref": "#/components/schemas/Error"}}}, (method, path, status)
+        if method == "post" and not path.startswith("/_test/"):  # test hooks are not submissions
             success = next(a for s, a in op["responses"].items() if int(s) < 300)
             assert "Waypost-Replayed" in success["headers"], path
 
@@ -127,11 +155,13 @@ def test_document_is_valid_openapi_3_1(doc: Doc) -> None:
     schemas = doc["components"]["schemas"]
     for schema in schemas.values():
         Draft202012Validator.check_schema(schema)
-    for method, path, op in operations(doc):
+    for _, _, op in operations(doc):
         inline = [p["schema"] for p in op.get("parameters", [])]
-        inline += [a["content"]["application/json"]["schema"] for a in op["responses"].values()]
-        if "requestBody" in op:
-            inline.append(request_schema(doc, method, path))
+        bodies = [*op["responses"].values(), *([op["requestBody"]] if "requestBody" in op else [])]
+        inline += [media["schema"] for body in bodies for media in body["content"].values()
+                   if "schema" in media]  # raw bytes have none (OpenAPI 3.1 raw binary)
+        inline += [header["schema"] for answer in op["responses"].values()
+                   for header in answer.get("headers", {}).values()]
         for schema in inline:
             Draft202012Validator.check_schema(schema)
     for target in set(_refs(doc)):
@@ -267,3 +297,141 @@ def test_control_plane_answers_conform(api: Api, doc: Doc) -> None:
     rejected = api.admin("POST", "/admin/v1/spaces/s1/actors", bad)
     assert rejected.status_code == 400
     conforms(doc, "post", f"{space}/actors", rejected)
+
+
+# 4. -----------------------------------------------------------------------------------------
+
+UPLOAD, COMMIT = "/v1/uploads/{upload_id}/content", "/v1/uploads/{upload_id}/commit"
+BLOB, CONTENT = "/v1/blobs/{blob_id}", "/v1/blobs/{blob_id}/content"
+
+
+def test_raw_bodies_are_documented_as_bytes(doc: Doc) -> None:
+    assert doc["paths"][UPLOAD]["put"]["requestBody"]["content"] == {
+        "application/octet-stream": {}}
+    answer = doc["paths"][CONTENT]["get"]["responses"]["200"]
+    assert answer["content"] == {"*/*": {}}
+    assert answer["headers"]["ETag"]["required"] is True
+
+
+def test_blob_answers_conform(api: Api, doc: Doc) -> None:
+    data = b"hello, blob"
+    body = {"request_id": rid("prep"), "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(), "content_type": "text/plain",
+            "filename": "hello.txt"}
+    assert errors_of(doc, request_schema(doc, "post", "/v1/blobs"), body) == []
+    slot = conforms(doc, "post", "/v1/blobs", api.as_("s1/alice", "POST", "/v1/blobs", body))
+    replay = api.as_("s1/alice", "POST", "/v1/blobs", body)
+    assert replay.headers["waypost-replayed"] == "true"
+    assert conforms(doc, "post", "/v1/blobs", replay) == slot
+
+    stored = conforms(doc, "put", UPLOAD, put(api, "s1/alice", slot["upload_id"], data))
+    assert stored["state"] == "stored"
+    commit = {"request_id": rid("seal")}
+    assert errors_of(doc, request_schema(doc, "post", COMMIT), commit) == []
+    sealed = conforms(doc, "post", COMMIT, seal(api, "s1/alice", slot["upload_id"],
+                                                commit["request_id"]))
+    replay = seal(api, "s1/alice", slot["upload_id"], commit["request_id"])
+    assert replay.headers["waypost-replayed"] == "true"
+    assert conforms(doc, "post", COMMIT, replay) == sealed
+    late = conforms(doc, "put", UPLOAD, put(api, "s1/alice", slot["upload_id"], data))
+    assert late["state"] == "sealed"
+
+    meta = conforms(doc, "get", BLOB, api.as_("s1/alice", "GET", f"/v1/blobs/{sealed['blob_id']}"))
+    assert meta["filename"] == "hello.txt"
+    assert conforms(doc, "get", CONTENT, content_of(api, "s1/alice", sealed["blob_id"])) == data
+    empty = sealed_blob(api, "s1/alice", b"")
+    assert conforms(doc, "get", BLOB, api.as_("s1/alice", "GET", f"/v1/blobs/{empty}"))[
+        "filename"] is None
+    assert conforms(doc, "get", CONTENT, content_of(api, "s1/alice", empty)) == b""
+
+    lookup = "/v1/submissions/{operation}/{request_id}"
+    for operation, request_id, result in (("blob.prepare", body["request_id"], slot),
+                                          ("blob.commit", commit["request_id"], sealed)):
+        found = api.as_("s1/alice", "GET", f"/v1/submissions/{operation}/{request_id}")
+        assert conforms(doc, "get", lookup, found)["result"]["body"] == result
+
+
+def test_blob_error_answers_conform(api: Api, client: TestClient, doc: Doc) -> None:
+    prepare_schema = request_schema(doc, "post", "/v1/blobs")
+    base = {"size": 1, "sha256": "0" * 64, "content_type": "x/y"}
+    for bad, status in (({"colour": "red"}, 400), ({"sha256": "ABC"}, 400),
+                        ({"content_type": ""}, 400), ({"size": 64 * 1024 * 1024 + 1}, 413)):
+        body = {"request_id": rid(), **base, **bad}
+        assert errors_of(doc, prepare_schema, body) != [], bad
+        rejected = api.as_("s1/alice", "POST", "/v1/blobs", body)
+        assert rejected.status_code == status, rejected.text
+        conforms(doc, "post", "/v1/blobs", rejected)
+    first = {"request_id": "prep-once", **base}
+    conforms(doc, "post", "/v1/blobs", api.as_("s1/alice", "POST", "/v1/blobs", first))
+    conflict = api.as_("s1/alice", "POST", "/v1/blobs", {**first, "content_type": "a/b"})
+    assert conflict.status_code == 409
+    conforms(doc, "post", "/v1/blobs", conflict)
+
+    data = b"expected bytes"
+    slot = prepare(api, "s1/alice", data)
+    upload = slot["upload_id"]
+    api.token("s1", "alice", "alice-inbox", name="no-write", scopes=["message.read"])
+    for who, target, content, status in (
+            ("s1/alice", upload, data + b"!", 422), ("s1/bob", upload, data, 404),
+            ("no-write", upload, data, 403), ("s1/alice", "bad.id", data, 400)):
+        answer = put(api, who, target, content)
+        assert answer.status_code == status, answer.text
+        conforms(doc, "put", UPLOAD, answer)
+    for who, target, status in (("s1/alice", upload, 409), ("s1/bob", upload, 404),
+                                ("no-write", upload, 403), ("s1/alice", "bad.id", 400)):
+        answer = seal(api, who, target)
+        assert answer.status_code == status, answer.text
+        conforms(doc, "post", COMMIT, answer)
+    unauthenticated = client.put(f"/v1/uploads/{upload}/content", content=data)
+    assert unauthenticated.status_code == 401
+    conforms(doc, "put", UPLOAD, unauthenticated)
+
+    for blob_id, status in ((slot["blob_id"], 404), ("blb_missing", 404), ("bad.id", 400)):
+        meta = api.as_("s1/alice", "GET", f"/v1/blobs/{blob_id}")
+        content = content_of(api, "s1/alice", blob_id)
+        assert (meta.status_code, content.status_code) == (status, status)
+        conforms(doc, "get", BLOB, meta)
+        conforms(doc, "get", CONTENT, content)
+    for path in ("/v1/blobs/blb_x", "/v1/blobs/blb_x/content"):
+        unauthenticated = client.get(path)
+        assert unauthenticated.status_code == 401
+        conforms(doc, "get", path.replace("blb_x", "{blob_id}"), unauthenticated)
+
+
+def test_clock_and_expiry_answers_conform(hooked: Api) -> None:
+    api = hooked
+    doc: Doc = api.client.get("/openapi.json").json()
+    before = conforms(doc, "get", "/_test/clock", api.admin("GET", "/_test/clock"))
+    data = b"too late"
+    waiting, stored = prepare(api, "s1/alice", data), prepare(api, "s1/alice", data)
+    assert put(api, "s1/alice", stored["upload_id"], data).status_code == 200
+    advance = {"advance_ms": 3600 * 1000 + 1}
+    assert errors_of(doc, request_schema(doc, "post", "/_test/clock"), advance) == []
+    after = conforms(doc, "post", "/_test/clock", api.admin("POST", "/_test/clock", advance))
+    assert after["now"] > before["now"]
+
+    expired = put(api, "s1/alice", waiting["upload_id"], data)
+    assert expired.status_code == 410
+    conforms(doc, "put", UPLOAD, expired)
+    for attempt in (1, 2):
+        late = seal(api, "s1/alice", stored["upload_id"], "late-seal")
+        assert late.status_code == 410
+        assert ("waypost-replayed" in late.headers) is (attempt == 2)
+        conforms(doc, "post", COMMIT, late)
+
+    bad = {"advance_ms": -1}
+    assert errors_of(doc, request_schema(doc, "post", "/_test/clock"), bad) != []
+    rejected = api.admin("POST", "/_test/clock", bad)
+    assert rejected.status_code == 400
+    conforms(doc, "post", "/_test/clock", rejected)
+    for method in ("GET", "POST"):
+        unauthenticated = api.client.request(method, "/_test/clock", json=advance)
+        assert unauthenticated.status_code == 401
+        conforms(doc, method.lower(), "/_test/clock", unauthenticated)
+
+
+def test_clock_is_not_found_without_test_hooks(api: Api, doc: Doc) -> None:
+    for method, body in (("GET", None), ("POST", {"advance_ms": 1})):
+        missing = api.admin(method, "/_test/clock", body)
+        assert missing.status_code == 404
+        conforms(doc, method.lower(), "/_test/clock", missing)

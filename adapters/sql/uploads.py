@@ -150,6 +150,12 @@ def blob_statement(space_id: str, blob_id: str) -> Statement:
                 {"space_id": space_id, "blob_id": blob_id})
 
 
+def blob_by_id(blob_id: str) -> Statement:
+    """A blob by its (globally unique, server-generated) id, for rebuilding stable results."""
+    return stmt("""SELECT blob_id, owner_id, object_ref, size, sha256, content_type, filename,
+                       sealed_at FROM blobs WHERE blob_id = :blob_id""", {"blob_id": blob_id})
+
+
 def blob_readers_statement(principal: Principal, blob_id: str) -> Statement:
     """1 if the principal may read the blob (P16): owner, a reader of a message attaching it,
     or a ``blob.reference`` grant."""

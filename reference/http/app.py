@@ -96,8 +96,8 @@ async def blob_content(request: Request) -> Response:
     async def work(ctx: Context, principal: Principal, request: Request) -> Outcome:
         data, content_type, etag = await blobs.read_content(ctx, principal,
                                                             request.path_params["blob_id"])
-        holder["response"] = Response(data, 200, media_type=content_type,
-                                      headers={"ETag": f'"{etag}"'})
+        holder["response"] = Response(data, 200, headers={  # the stored type, verbatim
+            "Content-Type": content_type, "ETag": f'"{etag}"'})
         return Outcome(200, {})
 
     response = await data(work)(request)

@@ -1,10 +1,12 @@
-"""The OpenAPI 3.1 document served at ``/openapi.json`` (protocol.md §3, §6, §7, §8).
+"""The OpenAPI 3.1 document served at ``/openapi.json`` (protocol.md §3, §6, §7, §8, §10).
 
 Schemas are JSON Schema 2020-12. Request bodies say exactly what the parsers accept (unknown
 fields are rejected, so every object has ``additionalProperties: false``); byte limits of UTF-8
 text appear as ``maxLength`` (a necessary bound: a string of at most N bytes has at most N
 characters) and in the description. Limits are the defaults of :class:`Limits`; a deployment
-publishes its own, possibly smaller, values at ``GET /v1/describe``.
+publishes its own, possibly smaller, values at ``GET /v1/describe``. Two bodies are raw bytes,
+not JSON: the upload content PUT and the blob content GET. Each error answer names its codes:
+every code of its status, or just those an operation lists (see :data:`Errors`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from waypost.reference import requests, values
-from waypost.reference.errors import ERROR_CLASSES
+from waypost.reference.errors import BY_CODE, ERROR_CLASSES
 from waypost.reference.grants import ACTIONS, SCOPES
 from waypost.reference.limits import Limits
 from waypost.reference.principal import FILTER_DIMENSIONS
@@ -30,6 +32,8 @@ TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$
 TIMESTAMP_INPUT = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?"
                    r"(Z|[+-][0-9]{2}:[0-9]{2})$")
 FILTER_LIMIT = 100  # entries per consumer filter dimension (control.py)
+MAX_BLOB_TEXT_BYTES = 255  # content_type and filename of blob.prepare (blobs.py)
+MAX_ADVANCE_MS = 10**12  # one advance of the test-hook clock (app.py)
 
 # --- schema helpers -------------------------------------------------------------------------
 
@@ -186,13 +190,42 @@ def _feed() -> dict[str, Schema]:
             "state": enum(["pending", "committed", "failed"]), "fingerprint": ref("Sha256"),
             "result": nullable(obj({
                 "status": integer(200, 599),
-                "body": {"anyOf": [ref("MessageSent"), ref("AckResult"), ref("Error")]}}))}),
+                "body": {"anyOf": [ref("MessageSent"), ref("AckResult"), ref("UploadPrepared"),
+                                   ref("BlobSealed"), ref("Error")]}}))}),
         "Describe": obj({
             "protocol": const("waypost/1"), "server": {"type": "string"},
             "limits": obj({name: integer() for name in LIMITS.published()}),
             "capabilities": obj({"adapter": {"type": "string"}, "test_hooks": {"type": "boolean"},
                                  "mcp": {"type": "boolean"},
                                  "operations": array(enum(OPERATIONS))})}),
+    }
+
+
+def _blobs() -> dict[str, Schema]:
+    size, sha256 = integer(), ref("Sha256")
+    facts = {"blob_id": ID, "size": size, "sha256": sha256, "content_type": {"type": "string"}}
+    return {
+        "BlobPrepareRequest": obj({
+            "request_id": ref("RequestId"),
+            "size": {**integer(0, LIMITS.upload_bytes),
+                     "description": "Bytes of the content; 0 is valid. Above upload_bytes: "
+                                    "413 RESOURCE_LIMIT."},
+            "sha256": sha256, "content_type": text(1, MAX_BLOB_TEXT_BYTES),
+        }, {"filename": text(1, MAX_BLOB_TEXT_BYTES)}),
+        "UploadPrepared": obj({
+            "upload_id": ID, "blob_id": ID,
+            "upload_url": {"type": "string",
+                           "pattern": f"^/v1/uploads/{OBJECT_ID[1:-1]}/content$",
+                           "description": "Where to PUT the content, relative to this server."},
+            "expires_at": TIME,
+        }, description="blob_id is fixed now; the blob exists only once the upload is sealed."),
+        "UploadStored": obj({"upload_id": ID, "blob_id": ID,
+                             "state": enum(["stored", "sealed"]), "size": size,
+                             "sha256": sha256}),
+        "BlobSealed": obj(facts),
+        "Blob": obj({**facts, "filename": nullable({"type": "string"}), "sealed_at": TIME}),
+        "Clock": obj({"now": TIME}),
+        "ClockAdvanceRequest": obj({"advance_ms": integer(0, MAX_ADVANCE_MS)}),
     }
 
 
@@ -277,16 +310,34 @@ REPLAYED = {"Waypost-Replayed": {
     "schema": {"type": "string", "enum": ["true"]}}}
 RETRY_AFTER = {"Retry-After": {"description": "With SUBMISSION_PENDING: seconds to wait.",
                                "schema": {"type": "string"}}}
+ETAG = {"ETag": {"description": "The content's SHA-256 as a quoted strong validator.",
+                 "required": True, "schema": {"type": "string", "pattern": f'^"{SHA256[1:-1]}"$'}}}
+RAW = "application/octet-stream"
+
+#: Error answers of an operation: a status stands for every code of that status, a code name
+#: for itself (codes of one status are documented together).
+Errors = tuple[int | str, ...]
 
 
-def _error(status: int, write: bool) -> Schema:
-    codes = [cls.code for cls in ERROR_CLASSES if cls.status == status]
-    headers = {**(REPLAYED if write else {}), **(RETRY_AFTER if write and status == 409 else {})}
+def _error(codes: list[str], write: bool) -> Schema:
+    headers = {**(REPLAYED if write else {}),
+               **(RETRY_AFTER if write and "SUBMISSION_PENDING" in codes else {})}
     answer: Schema = {"description": " or ".join(codes),
                       "content": {"application/json": {"schema": ref("Error")}}}
     if headers:
         answer["headers"] = headers
     return answer
+
+
+def _errors(errors: Errors, write: bool) -> dict[str, Schema]:
+    codes: dict[int, list[str]] = {}
+    for entry in errors:
+        if isinstance(entry, int):
+            codes.setdefault(entry, []).extend(
+                cls.code for cls in ERROR_CLASSES if cls.status == entry)
+        else:
+            codes.setdefault(BY_CODE[entry].status, []).append(entry)
+    return {str(status): _error(names, write) for status, names in codes.items()}
 
 
 def parameter(name: str, where: str = "path", schema: Schema | None = None,
@@ -299,7 +350,7 @@ def parameter(name: str, where: str = "path", schema: Schema | None = None,
 
 
 def operation(op_id: str, summary: str, security: Security, status: int, result: Schema,
-              errors: tuple[int, ...], body: str | None = None,
+              errors: Errors, body: str | None = None,
               params: list[Schema] | None = None, write: bool = False) -> Schema:
     """One operation: its success answer, its error answers, its body and parameters."""
     success: Schema = {"description": summary,
@@ -307,8 +358,7 @@ def operation(op_id: str, summary: str, security: Security, status: int, result:
     if write:
         success["headers"] = REPLAYED
     op: Schema = {"operationId": op_id, "summary": summary, "security": security,
-                  "responses": {str(status): success,
-                                **{str(code): _error(code, write) for code in errors}}}
+                  "responses": {str(status): success, **_errors(errors, write)}}
     if params:
         op["parameters"] = params
     if body is not None:
@@ -321,6 +371,25 @@ def admin_write(op_id: str, summary: str, status: int, result: str, body: str,
                 *path: str) -> Schema:
     return operation(op_id, summary, ADMIN, status, ref(result), (400, 401, 404, 409, 413, 503),
                      body, [parameter(name) for name in path], write=True)
+
+
+def upload(op_id: str, summary: str, result: str, errors: Errors, *path: str) -> Schema:
+    """A data-plane operation whose body is raw bytes (any length, 0 included), not JSON."""
+    op = operation(op_id, summary, DATA, 200, ref(result), errors,
+                   params=[parameter(name) for name in path])
+    op["requestBody"] = {"required": True, "description": "The raw content bytes.",
+                         "content": {RAW: {}}}
+    return op
+
+
+def download(op_id: str, summary: str, errors: Errors, *path: str) -> Schema:
+    """A data-plane read answering raw bytes with an ``ETag`` (errors are still JSON)."""
+    op = operation(op_id, summary, DATA, 200, {}, errors,
+                   params=[parameter(name) for name in path])
+    op["responses"]["200"] = {
+        "description": f"{summary} Content-Type is the blob's content_type.",
+        "headers": ETAG, "content": {"*/*": {}}}
+    return op
 
 
 def _paths() -> dict[str, dict[str, Schema]]:
@@ -355,6 +424,36 @@ def _paths() -> dict[str, dict[str, Schema]]:
         "/v1/submissions/{operation}/{request_id}": {"get": operation(
             "readSubmission", "The recorded state and result of the caller's own key.", DATA,
             200, ref("Submission"), (400, 401, 404, 503), params=submission)},
+        "/v1/blobs": {"post": operation(
+            "prepareBlob", "blob.prepare: an expiring upload slot for known size and SHA-256.",
+            DATA, 201, ref("UploadPrepared"),
+            ("INVALID_REQUEST", 401, 403, "IDEMPOTENCY_CONFLICT", "SUBMISSION_PENDING", 413, 503),
+            "BlobPrepareRequest", write=True)},
+        "/v1/uploads/{upload_id}/content": {"put": upload(
+            "putUploadContent", "The content, streamed and verified against the declared size "
+            "and SHA-256; create-only (the same bytes again are accepted, never others).",
+            "UploadStored", ("INVALID_REQUEST", 401, 403, 404, 410, "CONTENT_MISMATCH", 503),
+            "upload_id")},
+        "/v1/uploads/{upload_id}/commit": {"post": operation(
+            "commitUpload", "blob.commit: seal the stored upload into an immutable blob.", DATA,
+            200, ref("BlobSealed"),
+            ("INVALID_REQUEST", 401, 403, 404, "IDEMPOTENCY_CONFLICT", "NOT_READY",
+             "SUBMISSION_PENDING", 410, 413, 503), "RequestOnly", [parameter("upload_id")],
+            write=True)},
+        "/v1/blobs/{blob_id}": {"get": operation(
+            "readBlob", "Blob metadata, for its owner, readers of a message attaching it, or a "
+            "blob grant.", DATA, 200, ref("Blob"), ("INVALID_REQUEST", 401, 404, 503),
+            params=[parameter("blob_id")])},
+        "/v1/blobs/{blob_id}/content": {"get": download(
+            "readBlobContent", "The sealed bytes, for whoever may read the blob.",
+            ("INVALID_REQUEST", 401, 404, 503), "blob_id")},
+        "/_test/clock": {
+            "get": operation("readClock", "Test hook (404 unless --test-hooks): the server "
+                             "clock.", ADMIN, 200, ref("Clock"), (401, 404)),
+            "post": operation("advanceClock", "Test hook (404 unless --test-hooks): advance the "
+                              "server clock.", ADMIN, 200, ref("Clock"),
+                              ("INVALID_REQUEST", 401, 404, 413),
+                              "ClockAdvanceRequest")},
         "/admin/v1/spaces": {
             "post": admin_write("createSpace", "A space and its default actor.", 201,
                                 "SpaceCreated", "CreateSpaceRequest"),
@@ -405,6 +504,6 @@ def document() -> dict[str, Any]:
                 "adminBearer": {"type": "http", "scheme": "bearer",
                                 "description": "The operator's admin token."},
             },
-            "schemas": {**_values(), **_messages(), **_feed(), **_control()},
+            "schemas": {**_values(), **_messages(), **_feed(), **_blobs(), **_control()},
         },
     }

@@ -165,7 +165,7 @@ async def commit(ctx: Context, principal: Principal, upload_id: str, raw: Any) -
         found = await submissions.find(ctx, principal, COMMIT, request_id)
         assert found is not None
         if verdict == "ok":
-            return await stable_result(ctx, principal, found[0])
+            return await stable_blob(ctx, found[0])
         if verdict == "UPLOAD_EXPIRED":
             raise UploadExpired("the upload expired", field="upload_id")
     record = found[0] if found else record
@@ -173,15 +173,15 @@ async def commit(ctx: Context, principal: Principal, upload_id: str, raw: Any) -
         error = UploadExpired("recorded result of this request")
         error.replayed = True
         raise error
-    outcome = await stable_result(ctx, principal, record)
+    outcome = await stable_blob(ctx, record)
     outcome.replayed = True
     return outcome
 
 
-async def stable_result(ctx: Context, principal: Principal,
-                        record: submission_sql.SubmissionRecord) -> Outcome:
+async def stable_blob(ctx: Context, record: submission_sql.SubmissionRecord) -> Outcome:
+    """The answer of a committed ``blob.commit``, rebuilt from the immutable blob row."""
     assert record.blob_id is not None
-    (rows,) = await ctx.driver.read([sql.blob_statement(principal.space_id, record.blob_id)])
+    (rows,) = await ctx.driver.read([sql.blob_by_id(record.blob_id)])
     blob_id, _owner, _ref, size, sha256, content_type, _name, _sealed = rows[0]
     return Outcome(200, {"blob_id": blob_id, "size": size, "sha256": sha256.hex(),
                          "content_type": content_type})

@@ -62,7 +62,13 @@ async def stable_result(ctx: Context, operation: str, record: sql.SubmissionReco
                            "changed": bool(changed)} for item_id, stage, version, changed in rows],
                 "checkpoint_sequence": None if checkpoint is None
                 else values.sequence_text(checkpoint)}
-    else:  # pragma: no cover - operations of later capabilities
+    elif operation in ("blob.prepare", "blob.commit"):
+        from waypost.reference.service import blobs  # blobs builds on this module
+
+        if operation == "blob.prepare":
+            return await blobs.stable_prepare(ctx, record.submission_id)
+        return await blobs.stable_blob(ctx, record)
+    else:  # pragma: no cover - memory.publish arrives with memory collections
         raise NotImplementedError(operation)
     return Outcome(record.result_status, body)
 
