@@ -33,7 +33,8 @@ CATALOGUE: tuple[Property, ...] = (
     Property("P03", "Idempotent submissions",
              "One key fixes fingerprint, ids and defaults; retries return the identical stable "
              "result; a different fingerprint gets IDEMPOTENCY_CONFLICT and changes nothing.",
-             ("command retry", "command conflict", "command lookup"), True),
+             ("command retry", "command conflict", "command lookup", "command reuse_key"),
+             True),
     Property("P04", "Canonical fingerprint",
              "Fingerprints are SHA-256 over RFC 8785 of the normalised request; vectors "
              "reproduce byte for byte.",

@@ -236,7 +236,11 @@ class WaypostMachine(RuleBasedStateMachine):
         (P03, P04)."""
         if not self.world.model.submissions:
             return self.send(data)
-        mode = data.draw(st.sampled_from(["retry", "retry", "conflict", "lookup"]))
+        mode = data.draw(st.sampled_from(["retry", "retry", "conflict", "lookup", "reuse"]))
+        if mode == "reuse":
+            self.run("reuse_key", token=_sample(data, self.handles()), submission=data.draw(
+                st.integers(0, len(self.world.model.submissions) - 1)))
+            return
         self.run(mode, submission=data.draw(st.integers(
             0, len(self.world.model.submissions) - 1)))
 

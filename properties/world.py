@@ -84,6 +84,16 @@ class World:
               f"{what}: expected one of {sorted(allowed)}, got {answer.status} {answer.code}",
               answer=answer.json)
 
+    def expect_like_missing(self, answer: Answer, reader: Token, path: str, probed: str,
+                            pid: str, what: str) -> None:
+        """``NOT_FOUND``, and exactly the answer a missing id gets (the probed id masked)."""
+        self.expect_refusal(answer, {"NOT_FOUND"}, pid, what)
+        missing = self.as_(reader, "GET", path.format(MISSING))
+        check(pid, (answer.status, _masked(answer.json, probed)) == (
+            missing.status, _masked(missing.json, MISSING)),
+              f"{what} must answer exactly like a missing one",
+              probed=answer.json, missing=missing.json)
+
     # ----- provisioning ----------------------------------------------------------------------
 
     def do_setup(self) -> None:
@@ -231,6 +241,35 @@ class World:
         sender = self.token(token)
         body = self.send_body(sender, recipients, thread, reply, kind, subject, text, options,
                               attachments)
+        self.submit_send(sender, body)
+
+    def do_reuse_key(self, token: str, submission: int) -> None:
+        """Another actor sends with a request_id some actor already used: a key is (space,
+        producer, operation, request_id), so this is a new submission, never a replay of the
+        other one; and the other's key is invisible to this actor's lookup (P03, P01)."""
+        sub = self.recorded(submission)
+        if sub.operation != "message.send":
+            return
+        sender = self.token(token)
+        if sender.actor_id == sub.actor_id and sender.space == sub.space:
+            return
+        lookup = self.as_(sender, "GET", f"/v1/submissions/message.send/{sub.body['request_id']}")
+        if self.model.live(sender) and (sender.space, sender.actor_id, "message.send",
+                                        sub.body["request_id"]) not in self.model.submissions:
+            self.expect_refusal(lookup, {"NOT_FOUND"}, "P03", "a lookup of another actor's key")
+        if (sender.space, sender.actor_id, "message.send",
+                sub.body["request_id"]) in self.model.submissions:
+            return  # this actor used the id too: that is a plain retry, covered elsewhere
+        body = dict(sub.body)
+        if sender.space != sub.space:
+            body = {**body, "thread": {"new": True}}
+            body.pop("in_reply_to", None)
+            body.pop("recipient_ids", None)
+            body.pop("attachment_ids", None)
+        self.submit_send(sender, body)
+
+    def submit_send(self, sender: Token, body: dict[str, Any]) -> None:
+        """Send ``body`` and compare the answer with the model (shared by send and reuse)."""
         answer = self.as_(sender, "POST", "/v1/messages", body)
         if not self.model.live(sender):
             self.expect_refusal(answer, {"UNAUTHENTICATED"}, "P02", "send with a dead token")
@@ -305,12 +344,8 @@ class World:
         message = self.model.messages.get(message_id)
         if message is None or not self.model.readable_by(message, reader):
             pid = "P01" if message is not None and message.space != reader.space else "P08"
-            self.expect_refusal(answer, {"NOT_FOUND"}, pid, "an invisible message")
-            missing = self.as_(reader, "GET", f"/v1/messages/{MISSING}")
-            check(pid, (answer.status, _masked(answer.json, message_id)) == (
-                missing.status, _masked(missing.json, MISSING)),
-                  "an invisible or foreign message must answer exactly like a missing one",
-                  foreign=answer.json, missing=missing.json)
+            self.expect_like_missing(answer, reader, "/v1/messages/{}", message_id, pid,
+                                     "an invisible or foreign message")
             return
         if not reader.has("message.read"):
             self.expect_refusal(answer, {"FORBIDDEN"}, "P02", "read without message.read")
@@ -664,12 +699,8 @@ class World:
             return
         if slot is None or not self.model.blob_readable(slot.blob_id, reader):
             pid = "P01" if slot is not None and slot.space != reader.space else "P16"
-            self.expect_refusal(answer, {"NOT_FOUND"}, pid, "a blob the reader may not see")
-            missing = self.as_(reader, "GET", f"/v1/blobs/{MISSING}")
-            check(pid, (answer.status, _masked(answer.json, blob_id)) == (
-                missing.status, _masked(missing.json, MISSING)),
-                  "an unreadable blob must answer exactly like a missing one",
-                  blob=answer.json, missing=missing.json)
+            self.expect_like_missing(answer, reader, "/v1/blobs/{}", blob_id, pid,
+                                     "a blob the reader may not see")
             return
         expected = {**slot.sealed_answer, "filename": slot.filename}
         shown = {k: v for k, v in (answer.json or {}).items() if k != "sealed_at"} \

@@ -175,7 +175,21 @@ def blobs_readable_by_anyone(mp: pytest.MonkeyPatch, client: TestClient) -> None
     mp.setattr(uploads, "blob_readers_statement", lambda principal, blob_id: stmt("SELECT 1"))
 
 
+def keys_ignore_the_producer(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    from waypost.adapters.sql import submissions as submission_sql
+    from waypost.adapters.sql.plan import stmt
+
+    def lookup_statement(principal: Any, operation: str, request_id: str) -> Any:
+        return stmt(f"""SELECT {submission_sql.SUBMISSION_COLUMNS}, f.sequence
+            FROM submissions s LEFT JOIN feed_items f ON f.item_id = s.feed_item_id
+            WHERE s.space_id = :space_id AND s.operation = :operation
+              AND s.request_id = :request_id""",
+            {"space_id": principal.space_id, "operation": operation, "request_id": request_id})
+    mp.setattr(submission_sql, "lookup_statement", lookup_statement)
+
+
 VARIANTS: dict[str, tuple[Patch, set[str]]] = {
+    "idempotency keys ignore the producer": (keys_ignore_the_producer, {"P03"}),
     "a late PUT overwrites content": (late_put_overwrites, {"P15"}),
     "a blob is readable by a non-recipient": (blobs_readable_by_anyone, {"P16", "P01"}),
     "replay ignores the fingerprint": (replay_ignores_fingerprint, {"P03"}),

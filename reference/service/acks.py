@@ -54,13 +54,9 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     found = await submissions.find(ctx, principal, OPERATION, request.request_id)
     if found is None:
         await _check_new(ctx, principal, request, decoded)
-        reservation = await submission_sql.reserve(
+        record, sequence = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
-            fingerprint, values.new_id("sub"), principal.consumer.consumer_id)
-        if reservation.verdict != "ok":
-            raise submissions.refuse(reservation.verdict)
-        assert reservation.record is not None
-        record, sequence = reservation.record, None
+            fingerprint, values.new_id("sub"), principal.consumer.consumer_id)), None
     else:
         record, sequence = found
         if record.pending and record.fingerprint == fingerprint:

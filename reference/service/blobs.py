@@ -67,13 +67,9 @@ async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     found = await submissions.find(ctx, principal, PREPARE, request_id)
     if found is None:
         upload_id, blob_id = values.new_id("upl"), values.new_id("blb")
-        reservation = await submission_sql.reserve(
+        record = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), PREPARE, request_id, fingerprint,
-            values.new_id("sub"), upload_id, object_ref=values.new_id("obj"), blob_id=blob_id)
-        if reservation.verdict != "ok":
-            raise submissions.refuse(reservation.verdict)
-        assert reservation.record is not None
-        record = reservation.record
+            values.new_id("sub"), upload_id, object_ref=values.new_id("obj"), blob_id=blob_id))
     else:
         record = found[0]
     submissions.check_fingerprint(record, fingerprint)
@@ -145,13 +141,9 @@ async def commit(ctx: Context, principal: Principal, upload_id: str, raw: Any) -
     found = await submissions.find(ctx, principal, COMMIT, request_id)
     if found is None:
         await _mine(ctx, principal, uid)
-        reservation = await submission_sql.reserve(
+        record = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), COMMIT, request_id, fingerprint,
-            values.new_id("sub"), uid)
-        if reservation.verdict != "ok":
-            raise submissions.refuse(reservation.verdict)
-        assert reservation.record is not None
-        record = reservation.record
+            values.new_id("sub"), uid))
     else:
         record = found[0]
     submissions.check_fingerprint(record, fingerprint)

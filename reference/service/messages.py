@@ -82,16 +82,12 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
                     raise ReferenceInvalid("attachments must be sealed blobs of this space that "
                                            "the producer owns or may reference",
                                            field="attachment_ids", blob_id=blob_id)
-        reservation = await submission_sql.reserve(
+        record, sequence = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
             fingerprint, values.new_id("sub"), values.new_id("msg"),
             thread_id=values.new_id("thr") if request.new_thread else request.thread_id,
             feed_item_id=values.new_id("fi"), object_ref=values.new_id("obj"),
-            recipient_ids=recipients)
-        if reservation.verdict != "ok":
-            raise submissions.refuse(reservation.verdict)
-        assert reservation.record is not None
-        record, sequence = reservation.record, None
+            recipient_ids=recipients)), None
     else:
         record, sequence = found
     submissions.check_fingerprint(record, fingerprint)

@@ -30,6 +30,14 @@ async def find(ctx: Context, principal: Principal, operation: str,
     return sql.record_from(columns), sequence if isinstance(sequence, int) else None
 
 
+def reserved(reservation: sql.Reservation) -> sql.SubmissionRecord:
+    """The submission a reservation found or made; a refused reservation raises its error."""
+    if reservation.verdict != "ok":
+        raise refuse(reservation.verdict)
+    assert reservation.record is not None
+    return reservation.record
+
+
 def check_fingerprint(record: sql.SubmissionRecord, fingerprint: bytes) -> None:
     """Same key, different request: ``409 IDEMPOTENCY_CONFLICT``, nothing changes."""
     if record.fingerprint != fingerprint:
