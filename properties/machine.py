@@ -212,7 +212,7 @@ class WaypostMachine(RuleBasedStateMachine):
         else:
             refs = data.draw(st.lists(st.sampled_from(visible or others), min_size=0,
                                       max_size=20, unique_by=repr))
-        lines = [[ref, data.draw(st.sampled_from(STAGES))] for ref in refs]
+        lines = [[ref, data.draw(st.sampled_from(self.stages_for(holder, ref)))] for ref in refs]
         mine = [n for n, held in enumerate(self.world.model.cursors)
                 if held.consumer_id == holder.consumer_id and held.space == holder.space]
         pick = data.draw(st.sampled_from(["none", "mine", "any", "tampered"] if wrong
@@ -227,6 +227,16 @@ class WaypostMachine(RuleBasedStateMachine):
         if not lines and cursor is None:
             return
         self.run("ack", token=token, lines=lines, cursor=cursor)
+
+    def stages_for(self, holder: Any, ref: Any) -> tuple[str, ...]:
+        """Stages to try: for an item already processed mostly a lower one (a regression a
+        correct server must answer as a no-op), else both (P09)."""
+        item = self.world.item_ref(ref)
+        if item is None or item.item_id is None:
+            return STAGES
+        stage, _version = self.world.model.receipts.get(
+            (holder.space, holder.consumer_id, item.item_id), ("none", 0))
+        return ("received", "received", "processed") if stage == "processed" else STAGES
 
     # ----- idempotency -----------------------------------------------------------------------
 

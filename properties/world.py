@@ -395,12 +395,14 @@ class World:
                             [int(got["sequence"]) for got in shown])
         types = {**{i.item_id: i.type for i in want if i.item_id},
                  **{got["item_id"]: got.get("type") for got in shown}}
+        # Items the consumer must never see point at visibility (P08) or, when they are all
+        # receipts, at receipt history (P09); anything else is paging itself (P06).
         visible_ids = {i.item_id for i in self.model.visible_after(reader, 0) if i.item_id}
-        strays = {item_id for a in anomalies if a.kind in ("unexpected", "lost")
-                  for item_id in a.item_ids if a.kind == "lost" or item_id not in visible_ids}
-        pid = ("P06" if not strays  # duplicated, out of order or sequence: paging itself
+        strays = {item_id for a in anomalies if a.kind == "unexpected"
+                  for item_id in a.item_ids if item_id not in visible_ids}
+        pid = ("P06" if not strays
                else "P09" if {types.get(item_id) for item_id in strays} == {"receipt"}
-               else "P08" if any(a.kind == "unexpected" for a in anomalies) else "P06")
+               else "P08")
         if not check(pid, not anomalies, "the page differs from the consumer's visible items",
                      anomalies=[a.as_json() for a in anomalies], position=position,
                      limit=limit):
