@@ -18,7 +18,6 @@ from waypost.adapters.sql.plan import (
     guarded,
     new_plan_id,
     plan,
-    stmt,
     verdict_read,
 )
 
@@ -86,11 +85,6 @@ async def run_admin(driver: Driver, admin: CommitPlan) -> AdminOutcome:
 def json_list(values: Sequence[Any]) -> str:
     """A list bound as one JSON parameter and expanded with ``json_each`` (one bound value)."""
     return json.dumps(list(values))
-
-
-def read(sql: str, **params: SqlValue) -> Statement:
-    """A read statement (alias of :func:`stmt` for listings)."""
-    return stmt(sql, params)
 
 
 Key = tuple[str, str, bytes]  # (operation, request_id, fingerprint)

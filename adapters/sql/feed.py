@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from waypost.adapters.sql.authority import NOT_LIVE, authority_params
 from waypost.adapters.sql.control import json_list
@@ -113,27 +112,3 @@ def current_statement(principal: Principal, now: int) -> Statement:
         {**authority_params(principal, now, ""), "space_id": principal.space_id,
          "consumer_id": principal.consumer.consumer_id,
          "view_revision": principal.consumer.view_revision})
-
-
-def latest_sequence_statement(space_id: str) -> Statement:
-    """The newest feed position of a space (for long-poll wake-ups)."""
-    return stmt("SELECT MAX(sequence) FROM feed_items WHERE space_id = :space_id",
-                {"space_id": space_id})
-
-
-@dataclass(frozen=True)
-class FeedRow:
-    """One decoded :data:`FEED_COLUMNS` row."""
-
-    sequence: int
-    item_id: str
-    item_type: str
-    producer_id: str
-    thread_id: str | None
-    resource_id: str
-    collection_id: str | None
-    committed_at: int
-    recipients_json: str
-    subject: str | None
-    kind: str | None
-    receipt: tuple[SqlValue, ...]
