@@ -12,6 +12,7 @@ import base64
 import binascii
 import json
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, hmac
@@ -37,6 +38,19 @@ class FeedCursor:
     kind: str = "feed"
 
 
+@dataclass(frozen=True)
+class MemoryCursor:
+    """Where an item page of one fixed revision ends (after ``position``, an ``item_id``)."""
+
+    space_id: str
+    actor_id: str
+    collection_id: str
+    revision: int
+    include_tombstones: bool
+    position: str
+    kind: str = "memory"
+
+
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
@@ -51,7 +65,7 @@ def _tag(key: bytes, payload: bytes) -> hmac.HMAC:
     return mac
 
 
-def encode(key: bytes, cursor: FeedCursor) -> str:
+def encode(key: bytes, cursor: FeedCursor | MemoryCursor) -> str:
     """Sign a cursor; the result is opaque to callers."""
     fields = asdict(cursor)
     fields["position"] = str(cursor.position)
@@ -59,22 +73,33 @@ def encode(key: bytes, cursor: FeedCursor) -> str:
     return f"{VERSION}.{_b64(payload)}.{_b64(_tag(key, payload).finalize())}"
 
 
-def decode(key: bytes, text: str) -> FeedCursor:
-    """Verify and decode; any modified byte, unknown version or wrong shape is CURSOR_INVALID."""
-    invalid = CursorInvalid("cursor is invalid", field="cursor")
+def _verified(key: bytes, text: str, kind: str) -> dict[str, Any]:
     parts = text.split(".")
     if len(parts) != 3 or parts[0] != VERSION:
-        raise invalid
+        raise ValueError("not a cursor")
+    payload, tag = _unb64(parts[1]), _unb64(parts[2])
+    if _b64(payload) != parts[1] or _b64(tag) != parts[2]:
+        raise ValueError("non-canonical base64")  # would give two spellings of one cursor
+    _tag(key, payload).verify(tag)
+    fields: dict[str, Any] = json.loads(payload)
+    if fields.get("kind") != kind:
+        raise ValueError("another kind of cursor")
+    return fields
+
+
+def decode(key: bytes, text: str) -> FeedCursor:
+    """Verify and decode; any modified byte, unknown version or wrong shape is CURSOR_INVALID."""
     try:
-        payload, tag = _unb64(parts[1]), _unb64(parts[2])
-        if _b64(payload) != parts[1] or _b64(tag) != parts[2]:
-            raise invalid  # non-canonical base64 would give two spellings of one cursor
-        _tag(key, payload).verify(tag)
-        fields = json.loads(payload)
+        fields = _verified(key, text, "feed")
         fields["position"] = int(fields["position"])
-        cursor = FeedCursor(**fields)
+        return FeedCursor(**fields)
     except (InvalidSignature, binascii.Error, ValueError, TypeError, KeyError):
-        raise invalid from None
-    if cursor.kind != "feed":
-        raise invalid
-    return cursor
+        raise CursorInvalid("cursor is invalid", field="cursor") from None
+
+
+def decode_memory(key: bytes, text: str) -> MemoryCursor:
+    """Like :func:`decode`, for item pages of a fixed revision."""
+    try:
+        return MemoryCursor(**_verified(key, text, "memory"))
+    except (InvalidSignature, binascii.Error, ValueError, TypeError, KeyError):
+        raise CursorInvalid("cursor is invalid", field="cursor") from None

@@ -28,11 +28,13 @@ Who guarantees each rule:
 |---|---|
 | ids, enums, ranges, digest lengths, state shapes | the database: `CHECK` constraints below |
 | same-space references, one token per consumer of its own actor | the database: composite foreign keys |
-| published rows (messages, feed items, receipt history, blobs) never change or vanish | the database: `*_immutable` / `*_permanent` triggers |
-| receipts, checkpoints, view revisions, uploads only move forward; submissions keep their final result | the database: `*_forward_only` / `submissions_final` triggers |
+| published rows (messages, feed items, receipt history, blobs, revisions and their entries, collections) never change or vanish | the database: `*_immutable` / `*_permanent` triggers |
+| receipts, checkpoints, view revisions, uploads, collection heads only move forward; submissions keep their final result | the database: `*_forward_only` / `submissions_final` triggers |
 | a blob exists only for its stored upload, with the same facts | the database: `blobs_only_when_sealed` |
+| revision = parent + 1 and parent = the head when written; entries only go into the revision being published; active paths unique per revision | the database: `CHECK`, `memory_revisions_follow_head`, `memory_revision_items_unpublished`, the partial unique index `memory_active_path` |
+| the head equals `expected_revision` (CAS), entry blobs referenceable, unchanged state detected | a conditional write: the guard of the revision commit plan (`adapters/sql/memory.py`) |
 | authority, scopes, grants, thread membership, referenceable attachments at commit time | a conditional write: the guard of each commit plan (`adapters/sql/`) |
-| visibility of feed items, messages and blobs | the read queries (`adapters/sql/feed.py`, `uploads.py`, `messages.py`) |
+| visibility of feed items, messages, blobs and revisions | the read queries (`adapters/sql/feed.py`, `uploads.py`, `messages.py`) and `reference/service/memory.py` |
 | value rules of requests (protocol.md §3) | domain code: `reference/values.py`, `reference/requests.py` |
 """
 

@@ -22,12 +22,14 @@ FEED_COLUMNS = """f.sequence, f.item_id, f.item_type, f.producer_id, f.thread_id
         WHERE r.space_id = f.space_id AND r.item_id = f.item_id ORDER BY r.actor_id)),
     m.subject, m.kind,
     u.receipt_id, u.receipt_version, u.subject_item_id, u.subject_resource_id, u.consumer_id,
-    u.actor_id, u.stage, u.updated_at"""
+    u.actor_id, u.stage, u.updated_at, v.revision, v.parent_revision, v.manifest_blob_id"""
 
 _JOINS = """LEFT JOIN messages m ON f.item_type = 'message' AND m.space_id = f.space_id
         AND m.message_id = f.resource_id
     LEFT JOIN feed_receipt_updates u ON f.item_type = 'receipt' AND u.space_id = f.space_id
-        AND u.item_id = f.item_id"""
+        AND u.item_id = f.item_id
+    LEFT JOIN memory_revisions v ON f.item_type = 'memory_revision' AND v.space_id = f.space_id
+        AND v.feed_item_id = f.item_id"""
 
 VISIBLE = """(
     (f.item_type IN ('message', 'receipt') AND (:all_messages = 1 OR (:inbox_messages = 1

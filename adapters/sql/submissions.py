@@ -29,7 +29,7 @@ SETTLED_CASE = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :su
 
 SUBMISSION_COLUMNS = """s.submission_id, s.fingerprint, s.state, s.resource_id, s.thread_id,
     s.feed_item_id, s.object_ref, s.object_sha256, s.object_size, s.result_status,
-    s.committed_at, s.checkpoint_sequence, s.error_code, s.error_detail, s.blob_id"""
+    s.committed_at, s.checkpoint_sequence, s.error_code, s.error_detail, s.blob_id, s.revision"""
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,7 @@ class SubmissionRecord:
     error_code: str | None
     error_detail: str | None
     blob_id: str | None
+    revision: int | None
 
     @property
     def pending(self) -> bool:

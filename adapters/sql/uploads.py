@@ -158,8 +158,8 @@ def blob_by_id(blob_id: str) -> Statement:
 
 def blob_readers_statement(principal: Principal, blob_id: str) -> Statement:
     """1 if the principal may read the blob (P16): owner, a reader of a message attaching it,
-    or a ``blob.reference`` grant."""
-    return stmt("""
+    a reader of a revision referencing it (entry or manifest), or a ``blob.reference`` grant."""
+    return stmt(f"""
         SELECT EXISTS (SELECT 1 FROM blobs b WHERE b.space_id = :space_id
                 AND b.blob_id = :blob_id AND b.owner_id = :actor_id)
             OR EXISTS (SELECT 1 FROM token_blob_reference_grants g WHERE g.token_id = :token_id
@@ -169,10 +169,20 @@ def blob_readers_statement(principal: Principal, blob_id: str) -> Statement:
                 WHERE a.space_id = :space_id AND a.blob_id = :blob_id AND :reads = 1 AND (
                     m.producer_id = :actor_id OR :observes = 1 OR EXISTS (
                         SELECT 1 FROM message_recipients r WHERE r.space_id = m.space_id
-                        AND r.message_id = m.message_id AND r.actor_id = :actor_id)))""",
+                        AND r.message_id = m.message_id AND r.actor_id = :actor_id)))
+            OR (:memory_reads = 1 AND (
+                EXISTS (SELECT 1 FROM memory_revision_items e WHERE e.space_id = :space_id
+                    AND e.blob_id = :blob_id AND {_READ_GRANT.format(c="e")})
+                OR EXISTS (SELECT 1 FROM memory_revisions v WHERE v.space_id = :space_id
+                    AND v.manifest_blob_id = :blob_id AND {_READ_GRANT.format(c="v")})))""",
         {"space_id": principal.space_id, "blob_id": blob_id, "actor_id": principal.actor_id,
          "token_id": principal.token_id, "reads": int(principal.has("message.read")),
-         "observes": int(principal.has("space.observe"))})
+         "observes": int(principal.has("space.observe")),
+         "memory_reads": int(principal.has("memory.read"))})
+
+
+_READ_GRANT = ("EXISTS (SELECT 1 FROM token_collection_grants g WHERE g.token_id = :token_id"
+               " AND g.collection_id = {c}.collection_id AND g.action = 'read')")
 
 
 def claim_expired(now: int) -> CommitPlan:

@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from waypost import __version__
 from waypost.reference import parsing, values
-from waypost.reference.errors import NotFound
+from waypost.reference.errors import InvalidRequest, NotFound
 from waypost.reference.http import openapi
 from waypost.reference.http.endpoints import admin, context, data, error_response, read_json
 from waypost.reference.principal import Principal
@@ -24,6 +24,7 @@ from waypost.reference.service import (
     control,
     feed,
     listings,
+    memory,
     messages,
     submissions,
 )
@@ -40,7 +41,7 @@ async def describe(request: Request) -> Response:
         "limits": ctx.limits.published(),
         "capabilities": {"adapter": ctx.driver.name, "test_hooks": ctx.test_hooks, "mcp": False,
                          "operations": ["message.send", "receipt.ack", "blob.prepare",
-                                        "blob.commit"]},
+                                        "blob.commit", "memory.publish"]},
     })
 
 
@@ -57,14 +58,19 @@ async def _message(ctx: Context, principal: Principal, request: Request) -> Outc
 
 
 async def _feed(ctx: Context, principal: Principal, request: Request) -> Outcome:
-    query = request.query_params
-    unknown = set(query) - {"cursor", "limit", "wait"}
-    if unknown:
-        from waypost.reference.errors import InvalidRequest
-        raise InvalidRequest(f"unknown query parameter {sorted(unknown)[0]}",
-                             field=sorted(unknown)[0])
+    query = _query(request, "cursor", "limit", "wait")
     return await feed.read_feed(ctx, principal, query.get("cursor"), query.get("limit"),
                                 query.get("wait"))
+
+
+def _query(request: Request, *known: str) -> dict[str, str]:
+    """The query parameters, each known and given once (``INVALID_REQUEST`` otherwise)."""
+    for name in request.query_params:
+        if name not in known:
+            raise InvalidRequest(f"unknown query parameter {name}", field=name)
+        if len(request.query_params.getlist(name)) > 1:
+            raise InvalidRequest(f"query parameter {name} is repeated", field=name)
+    return dict(request.query_params)
 
 
 async def _ack(ctx: Context, principal: Principal, request: Request) -> Outcome:
@@ -102,6 +108,26 @@ async def blob_content(request: Request) -> Response:
 
     response = await data(work)(request)
     return holder.get("response", response)
+
+
+async def _publish(ctx: Context, principal: Principal, request: Request) -> Outcome:
+    return await memory.publish(ctx, principal, request.path_params["collection_id"],
+                                await read_json(request))
+
+
+async def _collection(ctx: Context, principal: Principal, request: Request) -> Outcome:
+    return await memory.read_collection(ctx, principal, request.path_params["collection_id"])
+
+
+async def _revision(ctx: Context, principal: Principal, request: Request) -> Outcome:
+    return await memory.read_revision(ctx, principal, request.path_params["collection_id"],
+                                      request.path_params["revision"])
+
+
+async def _revision_items(ctx: Context, principal: Principal, request: Request) -> Outcome:
+    query = _query(request, "cursor", "limit", "include_tombstones")
+    return await memory.read_items(ctx, principal, request.path_params["collection_id"],
+                                   request.path_params["revision"], query)
 
 
 async def clock(request: Request) -> Response:
@@ -149,6 +175,12 @@ ROUTES = [
     Route("/v1/uploads/{upload_id}/commit", data(_seal), methods=["POST"]),
     Route("/v1/blobs/{blob_id}", data(_blob), methods=["GET"]),
     Route("/v1/blobs/{blob_id}/content", blob_content, methods=["GET"]),
+    Route("/v1/collections/{collection_id}/revisions", data(_publish), methods=["POST"]),
+    Route("/v1/collections/{collection_id}", data(_collection), methods=["GET"]),
+    Route("/v1/collections/{collection_id}/revisions/{revision}", data(_revision),
+          methods=["GET"]),
+    Route("/v1/collections/{collection_id}/revisions/{revision}/items", data(_revision_items),
+          methods=["GET"]),
     Route("/_test/clock", clock, methods=["GET", "POST"]),
     Route("/admin/v1/spaces", _admin_body(control.create_space), methods=["POST"]),
     Route("/admin/v1/spaces", admin(_spaces), methods=["GET"]),

@@ -17,6 +17,7 @@ from waypost.reference import requests, values
 from waypost.reference.errors import BY_CODE, ERROR_CLASSES
 from waypost.reference.grants import ACTIONS, SCOPES
 from waypost.reference.limits import Limits
+from waypost.reference.memory_requests import MODES
 from waypost.reference.principal import FILTER_DIMENSIONS
 from waypost.reference.service import control
 from waypost.reference.service.submissions import OPERATIONS
@@ -191,7 +192,7 @@ def _feed() -> dict[str, Schema]:
             "result": nullable(obj({
                 "status": integer(200, 599),
                 "body": {"anyOf": [ref("MessageSent"), ref("AckResult"), ref("UploadPrepared"),
-                                   ref("BlobSealed"), ref("Error")]}}))}),
+                                   ref("BlobSealed"), ref("Published"), ref("Error")]}}))}),
         "Describe": obj({
             "protocol": const("waypost/1"), "server": {"type": "string"},
             "limits": obj({name: integer() for name in LIMITS.published()}),
@@ -226,6 +227,40 @@ def _blobs() -> dict[str, Schema]:
         "Blob": obj({**facts, "filename": nullable({"type": "string"}), "sealed_at": TIME}),
         "Clock": obj({"now": TIME}),
         "ClockAdvanceRequest": obj({"advance_ms": integer(0, MAX_ADVANCE_MS)}),
+    }
+
+
+def _memory() -> dict[str, Schema]:
+    item_in = obj({"item_id": ID, "path": text(1, values.MAX_PATH_BYTES), "blob_id": ID},
+                  {"metadata": ref("Metadata")})
+    active = obj({"item_id": ID, "state": const("active"), "path": {"type": "string"},
+                  "blob_id": ID, "metadata": ref("Metadata")})
+    tombstone = obj({"item_id": ID, "state": const("tombstone"),
+                     "deleted_in_revision": integer(1, values.MAX_REVISION)})
+    inline = obj({"request_id": ref("RequestId"), "expected_revision": ref("Revision"),
+                  "mode": enum(MODES),
+                  "items": array(item_in, high=LIMITS.inline_items_per_publish)},
+                 {"delete_ids": array(ID, high=LIMITS.inline_items_per_publish, unique=True)})
+    by_manifest = obj({"request_id": ref("RequestId"), "expected_revision": ref("Revision"),
+                       "mode": enum(MODES), "manifest_blob_id": ID})
+    return {
+        "PublishRequest": {"oneOf": [inline, by_manifest], "description":
+                           "Inline items (+ delete_ids, delta only) or a manifest blob holding "
+                           "{items, delete_ids} in the inline format."},
+        "Published": {"oneOf": [
+            obj({"revision": integer(1, values.MAX_REVISION),
+                 "parent_revision": ref("Revision"), "changed": const(True)}),
+            obj({"revision": ref("Revision"), "changed": const(False)})]},
+        "MemoryEntry": {"oneOf": [active, tombstone]},
+        "RevisionInfo": obj({
+            "collection_id": ID, "revision": ref("Revision"),
+            "parent_revision": nullable(ref("Revision")), "manifest_blob_id": nullable(ID),
+            "state_fingerprint": ref("Sha256"), "committed_at": nullable(TIME),
+            "feed_item_id": nullable(ID), "sequence": nullable(SEQ)},
+            description="Revision 0 is the virtual empty state: no manifest, no feed item."),
+        "RevisionItems": obj({"collection_id": ID, "revision": ref("Revision"),
+                              "items": array(ref("MemoryEntry")), "next_cursor": CURSOR,
+                              "has_more": {"type": "boolean"}}),
     }
 
 
@@ -351,14 +386,17 @@ def parameter(name: str, where: str = "path", schema: Schema | None = None,
 
 def operation(op_id: str, summary: str, security: Security, status: int, result: Schema,
               errors: Errors, body: str | None = None,
-              params: list[Schema] | None = None, write: bool = False) -> Schema:
-    """One operation: its success answer, its error answers, its body and parameters."""
+              params: list[Schema] | None = None, write: bool = False,
+              also_ok: bool = False) -> Schema:
+    """One operation: its success answer (and ``200`` too when ``also_ok``), its error
+    answers, its body and parameters."""
     success: Schema = {"description": summary,
                        "content": {"application/json": {"schema": result}}}
     if write:
         success["headers"] = REPLAYED
+    successes = {str(status): success, **({"200": success} if also_ok else {})}
     op: Schema = {"operationId": op_id, "summary": summary, "security": security,
-                  "responses": {str(status): success, **_errors(errors, write)}}
+                  "responses": {**successes, **_errors(errors, write)}}
     if params:
         op["parameters"] = params
     if body is not None:
@@ -403,6 +441,14 @@ def _paths() -> dict[str, dict[str, Schema]]:
     submission = [parameter("operation", schema=enum(OPERATIONS)),
                   parameter("request_id", schema={"type": "string", "pattern": REQUEST_ID})]
     space = "/admin/v1/spaces/{space_id}"
+    revision = parameter("revision", schema={"type": "string", "pattern": "^(0|[1-9][0-9]{0,15})$"},
+                         description="A published revision, or 0 (the empty state).")
+    memory_query = [
+        parameter("cursor", "query", CURSOR, "Opaque next_cursor of an earlier page."),
+        parameter("limit", "query", {**integer(1, LIMITS.page_limit), "default": 50}),
+        parameter("include_tombstones", "query", {**enum(["true", "false"]),
+                                                  "default": "false"}),
+    ]
     return {
         "/v1/describe": {"get": operation(
             "describe", "Protocol version, limits and capabilities.", PUBLIC, 200,
@@ -447,6 +493,25 @@ def _paths() -> dict[str, dict[str, Schema]]:
         "/v1/blobs/{blob_id}/content": {"get": download(
             "readBlobContent", "The sealed bytes, for whoever may read the blob.",
             ("INVALID_REQUEST", 401, 404, 503), "blob_id")},
+        "/v1/collections/{collection_id}/revisions": {"post": operation(
+            "publishMemory", "memory.publish: a new revision if expected_revision is the head "
+            "(201), the head for an unchanged state (200), else a recorded 409 "
+            "REVISION_CONFLICT with current_revision.", DATA, 201, ref("Published"),
+            (400, 401, 403, 404, 409, 413, 422, 503), "PublishRequest",
+            [parameter("collection_id")], write=True, also_ok=True)},
+        "/v1/collections/{collection_id}": {"get": operation(
+            "readCollection", "The collection and its head, for tokens with a grant on it.",
+            DATA, 200, ref("Collection"), (400, 401, 403, 404, 503),
+            params=[parameter("collection_id")])},
+        "/v1/collections/{collection_id}/revisions/{revision}": {"get": operation(
+            "readRevision", "Metadata of a fixed revision (memory.read and a read grant).",
+            DATA, 200, ref("RevisionInfo"), (400, 401, 403, 404, 503),
+            params=[parameter("collection_id"), revision])},
+        "/v1/collections/{collection_id}/revisions/{revision}/items": {"get": operation(
+            "readRevisionItems", "Entries of a fixed revision in item_id order; the cursor is "
+            "bound to the revision, the reader and include_tombstones.", DATA, 200,
+            ref("RevisionItems"), (400, 401, 403, 404, 503),
+            params=[parameter("collection_id"), revision, *memory_query])},
         "/_test/clock": {
             "get": operation("readClock", "Test hook (404 unless --test-hooks): the server "
                              "clock.", ADMIN, 200, ref("Clock"), (401, 404)),
@@ -504,6 +569,7 @@ def document() -> dict[str, Any]:
                 "adminBearer": {"type": "http", "scheme": "bearer",
                                 "description": "The operator's admin token."},
             },
-            "schemas": {**_values(), **_messages(), **_feed(), **_blobs(), **_control()},
+            "schemas": {**_values(), **_messages(), **_feed(), **_blobs(), **_memory(),
+                        **_control()},
         },
     }

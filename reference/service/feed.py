@@ -60,7 +60,7 @@ def refuse_stale(verdict: str) -> WaypostError:
 def item_json(row: tuple[Any, ...]) -> dict[str, Any]:
     """A :data:`FEED_COLUMNS` row as the protocol's feed item shape."""
     (sequence, item_id, item_type, producer_id, thread_id, resource_id, collection_id,
-     committed_at, recipients, subject, kind, *receipt) = row
+     committed_at, recipients, subject, kind, *receipt, revision, parent, manifest_blob_id) = row
     item: dict[str, Any] = {
         "item_id": item_id, "sequence": values.sequence_text(sequence), "type": item_type,
         "producer_id": producer_id, "recipient_ids": json.loads(recipients or "[]"),
@@ -75,8 +75,10 @@ def item_json(row: tuple[Any, ...]) -> dict[str, Any]:
             "subject_item_id": subject_item_id, "subject_resource_id": subject_resource_id,
             "consumer_id": consumer_id, "actor_id": actor_id, "stage": stage,
             "updated_at": values.format_timestamp(updated_at)}
-    else:  # memory_revision items arrive with memory publication
-        item["memory_revision"] = {"collection_id": collection_id}
+    else:
+        item["memory_revision"] = {"collection_id": collection_id, "revision": revision,
+                                   "parent_revision": parent,
+                                   "manifest_blob_id": manifest_blob_id}
     return item
 
 

@@ -76,8 +76,10 @@ async def stable_result(ctx: Context, operation: str, record: sql.SubmissionReco
         if operation == "blob.prepare":
             return await blobs.stable_prepare(ctx, record.submission_id)
         return await blobs.stable_blob(ctx, record)
-    else:  # pragma: no cover - memory.publish arrives with memory collections
-        raise NotImplementedError(operation)
+    else:
+        from waypost.reference.service import memory  # memory builds on this module
+
+        body = memory.stable_publish(record)
     return Outcome(record.result_status, body)
 
 

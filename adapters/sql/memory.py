@@ -1,0 +1,244 @@
+"""Memory plans and reads (protocol.md §9, P11–P14): stage a publish's inputs, commit a revision
+(CAS on the head, no-op by state fingerprint, conflict recorded), read fixed revisions.
+
+The commit derives the new revision's complete rows from the parent's rows and the staged inputs
+in two ``INSERT … SELECT`` statements, so its size does not grow with the collection.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from waypost.adapters.sql.authority import NOT_LIVE, authority_cases, authority_params
+from waypost.adapters.sql.messages import sequence_exhausted
+from waypost.adapters.sql.plan import (
+    GUARD_OK,
+    CommitPlan,
+    SqlValue,
+    Statement,
+    guard,
+    guarded,
+    new_plan_id,
+    plan,
+    stmt,
+    verdict_read,
+)
+from waypost.adapters.sql.submissions import SETTLED_CASE
+from waypost.reference.principal import Principal
+from waypost.reference.values import MAX_REVISION
+
+#: Staged inputs per INSERT statement: one JSON parameter each, far below statement size limits.
+STAGE_CHUNK = 500
+
+#: Verdicts the commit records as the key's stable result (not refusals).
+CONFLICT, UNCHANGED = "REVISION_CONFLICT", "UNCHANGED"
+
+ENTRY_COLUMNS = "item_id, entry_kind, path, blob_id, metadata_json, deleted_in_revision"
+
+
+@dataclass(frozen=True)
+class StagedInput:
+    """One upsert (path, blob, canonical metadata JSON) or delete (all three ``None``)."""
+
+    item_id: str
+    path: str | None = None
+    blob_id: str | None = None
+    metadata_json: str | None = None
+
+
+def collection_statement(space_id: str, collection_id: str) -> Statement:
+    return stmt("""SELECT collection_id, source_actor_id, scope, current_revision
+                   FROM collections WHERE space_id = :space_id AND collection_id = :cid""",
+                {"space_id": space_id, "cid": collection_id})
+
+
+def revision_statement(space_id: str, collection_id: str, revision: int) -> Statement:
+    """A published revision's metadata with the sequence of its feed item."""
+    return stmt("""SELECT r.revision, r.parent_revision, r.manifest_blob_id, r.state_fingerprint,
+                       r.committed_at, r.feed_item_id, f.sequence
+                   FROM memory_revisions r JOIN feed_items f ON f.item_id = r.feed_item_id
+                   WHERE r.space_id = :space_id AND r.collection_id = :cid
+                     AND r.revision = :revision""",
+                {"space_id": space_id, "cid": collection_id, "revision": revision})
+
+
+def entries_statement(space_id: str, collection_id: str, revision: int) -> Statement:
+    """Every entry of one revision (active and tombstones), ordered by ``item_id``."""
+    return stmt(f"""SELECT {ENTRY_COLUMNS} FROM memory_revision_items
+                    WHERE space_id = :space_id AND collection_id = :cid AND revision = :revision
+                    ORDER BY item_id""",
+                {"space_id": space_id, "cid": collection_id, "revision": revision})
+
+
+def page_statement(space_id: str, collection_id: str, revision: int, after: str,
+                   include_tombstones: bool, limit: int) -> Statement:
+    """Up to ``limit`` entries after ``item_id`` ``after`` (primary-key order)."""
+    return stmt(f"""SELECT {ENTRY_COLUMNS} FROM memory_revision_items
+                    WHERE space_id = :space_id AND collection_id = :cid AND revision = :revision
+                      AND item_id > :after AND (:tombstones = 1 OR entry_kind = 'active')
+                    ORDER BY item_id LIMIT :limit""",
+                {"space_id": space_id, "cid": collection_id, "revision": revision,
+                 "after": after, "tombstones": int(include_tombstones), "limit": limit})
+
+
+def stage(principal: Principal, now: int, submission_id: str, inputs: Sequence[StagedInput],
+          sha256: bytes, size: int) -> CommitPlan:
+    """Stage the inputs and record the manifest object's facts (``reserved`` → ``prepared``)
+    in one plan; a submission no longer reserved is left alone (the outcome reads its state)."""
+    plan_id = new_plan_id()
+    p: dict[str, SqlValue] = {**authority_params(principal, now, ""),
+                              "submission_id": submission_id, "sha256": sha256, "size": size}
+    writes = [guard(plan_id, [
+        (NOT_LIVE, "UNAUTHENTICATED"),
+        ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
+         " AND state = 'reserved')", "NOT_RESERVED"),
+    ], p)]
+    for start in range(0, len(inputs), STAGE_CHUNK):
+        chunk = json.dumps([[i.item_id, i.path, i.blob_id, i.metadata_json]
+                            for i in inputs[start:start + STAGE_CHUNK]])
+        writes.append(guarded(plan_id, f"""
+            INSERT INTO memory_publish_inputs (submission_id, item_id, action, path, blob_id,
+                metadata_json)
+            SELECT :submission_id, value ->> 0,
+                CASE WHEN value ->> 1 IS NULL THEN 'delete' ELSE 'upsert' END,
+                value ->> 1, value ->> 2, value ->> 3
+            FROM json_each(:chunk) WHERE {GUARD_OK}""", {**p, "chunk": chunk}))
+    writes.append(guarded(plan_id, f"""
+        UPDATE submissions SET state = 'prepared', object_sha256 = :sha256, object_size = :size,
+            prepared_at = :now
+        WHERE submission_id = :submission_id AND state = 'reserved' AND {GUARD_OK}""", p))
+    outcome = verdict_read(plan_id, "s.state",
+                           "JOIN submissions s ON s.submission_id = :submission_id", p)
+    return plan("stage_publish", plan_id, writes, outcome)
+
+
+@dataclass(frozen=True)
+class RevisionCommit:
+    """What the commit needs beyond the submission row (which holds the reserved manifest blob
+    id, its object reference and facts, and the feed item id)."""
+
+    submission_id: str
+    collection_id: str
+    expected_revision: int
+    mode: str
+    #: the fingerprint of the state this publish produces on the expected revision; ``None``
+    #: when the caller did not compute it (the head had moved: the guard records a conflict)
+    state_fingerprint: bytes | None
+    empty_fingerprint: bytes
+    upload_id: str
+
+
+def commit_revision(principal: Principal, now: int, commit: RevisionCommit) -> CommitPlan:
+    """CAS on the head: publish the revision with its rows, manifest blob, head move and feed
+    item; or record ``REVISION_CONFLICT`` / unchanged as the key's stable result."""
+    plan_id = new_plan_id()
+    p: dict[str, SqlValue] = {
+        **authority_params(principal, now, "memory.write"),
+        "space_id": principal.space_id, "producer_id": principal.actor_id,
+        "submission_id": commit.submission_id, "cid": commit.collection_id,
+        "expected": commit.expected_revision, "new_revision": commit.expected_revision + 1,
+        "mode": commit.mode, "new_fp": commit.state_fingerprint,
+        "empty_fp": commit.empty_fingerprint, "upload_id": commit.upload_id,
+        "max_revision": MAX_REVISION, "plan": plan_id}
+    here = "space_id = :space_id AND collection_id = :cid"
+    head = f"(SELECT current_revision FROM collections WHERE {here})"
+    staged = "memory_publish_inputs i WHERE i.submission_id = :submission_id"
+    writes: list[Statement] = [guard(plan_id, [
+        SETTLED_CASE,
+        *authority_cases(),
+        ("NOT EXISTS (SELECT 1 FROM token_collection_grants WHERE token_id = :token_id"
+         " AND collection_id = :cid AND action = 'write')", "FORBIDDEN:collection_id"),
+        (f"NOT EXISTS (SELECT 1 FROM collections WHERE {here} AND source_actor_id = :producer_id)",
+         "FORBIDDEN:collection_id"),
+        (f"{head} <> :expected", CONFLICT),
+        (":new_fp IS NOT NULL AND :new_fp = COALESCE((SELECT state_fingerprint FROM"
+         f" memory_revisions WHERE {here} AND revision = :expected), :empty_fp)", UNCHANGED),
+        ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
+         " AND state = 'prepared')", "NOT_READY"),
+        (":new_revision > :max_revision", "RESOURCE_LIMIT:expected_revision"),
+        (f"EXISTS (SELECT 1 FROM {staged} AND i.action = 'upsert' AND NOT EXISTS (SELECT 1"
+         " FROM blobs b WHERE b.space_id = :space_id AND b.blob_id = i.blob_id AND ("
+         " b.owner_id = :producer_id OR EXISTS (SELECT 1 FROM token_blob_reference_grants g"
+         " WHERE g.token_id = :token_id AND g.blob_id = i.blob_id))))", "REFERENCE_INVALID:items"),
+        sequence_exhausted("1"),
+    ], p)]
+    submission = "FROM submissions s WHERE s.submission_id = :submission_id"
+    writes += [guarded(plan_id, sql, p) for sql in (
+        # The manifest object becomes a sealed blob of the publisher (upload → stored → sealed).
+        f"""INSERT INTO uploads (space_id, upload_id, blob_id, owner_id, submission_id,
+                expected_size, expected_sha256, content_type, filename, object_ref, expires_at,
+                state, created_at, stored_at)
+            SELECT :space_id, :upload_id, s.blob_id, :producer_id, s.submission_id,
+                s.object_size, s.object_sha256, 'application/json', NULL, s.object_ref, :now,
+                'stored', :now, :now
+            {submission} AND {GUARD_OK}""",
+        f"""INSERT INTO blobs (space_id, blob_id, owner_id, object_ref, size, sha256,
+                content_type, filename, sealed_at)
+            SELECT :space_id, s.blob_id, :producer_id, s.object_ref, s.object_size,
+                s.object_sha256, 'application/json', NULL, :now
+            {submission} AND {GUARD_OK}""",
+        f"""UPDATE uploads SET state = 'sealed' WHERE space_id = :space_id
+            AND upload_id = :upload_id AND {GUARD_OK}""",
+        f"""INSERT INTO feed_items (item_id, space_id, item_type, producer_id, thread_id,
+                resource_id, collection_id, committed_at)
+            SELECT s.feed_item_id, :space_id, 'memory_revision', :producer_id, NULL, :cid, :cid,
+                :now
+            {submission} AND {GUARD_OK}""",
+        f"""INSERT INTO memory_revisions (space_id, collection_id, revision, parent_revision,
+                submission_id, manifest_blob_id, state_fingerprint, feed_item_id, committed_at)
+            SELECT :space_id, :cid, :new_revision, :expected, s.submission_id, s.blob_id,
+                :new_fp, s.feed_item_id, :now
+            {submission} AND {GUARD_OK}""",
+        # Upserts become active entries …
+        f"""INSERT INTO memory_revision_items (space_id, collection_id, revision, item_id,
+                entry_kind, blob_id, path, metadata_json, deleted_in_revision)
+            SELECT :space_id, :cid, :new_revision, i.item_id, 'active', i.blob_id, i.path,
+                i.metadata_json, NULL
+            FROM {staged} AND i.action = 'upsert' AND {GUARD_OK}""",
+        # … every other parent entry carries over: tombstones as they are; active entries
+        # become tombstones when deleted (delta) or unlisted (snapshot).
+        f"""INSERT INTO memory_revision_items (space_id, collection_id, revision, item_id,
+                entry_kind, blob_id, path, metadata_json, deleted_in_revision)
+            SELECT :space_id, :cid, :new_revision, e.item_id,
+                CASE WHEN gone THEN 'tombstone' ELSE e.entry_kind END,
+                CASE WHEN gone THEN NULL ELSE e.blob_id END,
+                CASE WHEN gone THEN NULL ELSE e.path END,
+                CASE WHEN gone THEN NULL ELSE e.metadata_json END,
+                CASE WHEN gone THEN :new_revision ELSE e.deleted_in_revision END
+            FROM (SELECT p.*, p.entry_kind = 'active' AND (:mode = 'snapshot'
+                        OR i.action = 'delete') AS gone
+                  FROM memory_revision_items p
+                  LEFT JOIN memory_publish_inputs i ON i.submission_id = :submission_id
+                      AND i.item_id = p.item_id
+                  WHERE p.space_id = :space_id AND p.collection_id = :cid
+                    AND p.revision = :expected AND (i.action IS NULL OR i.action = 'delete')
+                 ) e
+            WHERE {GUARD_OK}""",
+        f"""UPDATE collections SET current_revision = :new_revision
+            WHERE {here} AND {GUARD_OK}""",
+        f"""UPDATE submissions SET state = 'committed', result_status = 201,
+                revision = :new_revision, committed_at = :now
+            WHERE submission_id = :submission_id AND {GUARD_OK}""",
+    )]
+
+    def recorded(verdict: str, sets: str) -> Statement:
+        return stmt(f"""UPDATE submissions SET {sets}, committed_at = :now
+            WHERE submission_id = :submission_id AND EXISTS (SELECT 1 FROM commit_guards
+                WHERE plan_id = :plan AND verdict = '{verdict}')""", p)
+
+    writes += [
+        recorded(CONFLICT, "state = 'failed', result_status = 409, error_code = "
+                 f"'{CONFLICT}', error_detail = json_object('current_revision', {head})"),
+        recorded(UNCHANGED, "state = 'committed', result_status = 200, revision = :expected"),
+        # Staged inputs are dropped once the submission is final.
+        stmt("""DELETE FROM memory_publish_inputs WHERE submission_id = :submission_id
+                AND EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id
+                    AND state IN ('committed', 'failed'))""", p),
+    ]
+    outcome = verdict_read(plan_id, "s.state, s.result_status, s.revision, f.sequence",
+                           """JOIN submissions s ON s.submission_id = :submission_id
+                              LEFT JOIN feed_items f ON f.item_id = s.feed_item_id""", p)
+    return plan("commit_revision", plan_id, writes, outcome)
+

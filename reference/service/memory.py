@@ -1,0 +1,297 @@
+"""``memory.publish`` (reserve → manifest object + staged inputs → CAS commit) and the reads of
+collections and fixed revisions (protocol.md §6, §9; P11–P14)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from waypost.adapters.blobs.store import one_chunk
+from waypost.adapters.sql import memory as sql
+from waypost.adapters.sql import messages as message_sql
+from waypost.adapters.sql import submissions as submission_sql
+from waypost.reference import cursor, values
+from waypost.reference.canonical import canonical_json, digest
+from waypost.reference.errors import (
+    CursorInvalid,
+    Forbidden,
+    InvalidRequest,
+    ReferenceInvalid,
+    ResourceLimit,
+    RevisionConflict,
+    not_found,
+)
+from waypost.reference.memory_requests import Changes, PublishMemory, parse_manifest_input, parse_publish
+from waypost.reference.memory_state import (
+    EMPTY_FINGERPRINT,
+    Entry,
+    manifest,
+    next_state,
+    state_fingerprint,
+)
+from waypost.reference.principal import Principal
+from waypost.reference.service import blobs, submissions
+from waypost.reference.service.context import Context, Outcome
+from waypost.reference.service.feed import parse_limit
+
+OPERATION = "memory.publish"
+
+
+@dataclass(frozen=True)
+class Collection:
+    collection_id: str
+    source_actor_id: str
+    scope: str
+    current_revision: int
+
+    def body(self) -> dict[str, Any]:
+        return {"collection_id": self.collection_id, "source_actor_id": self.source_actor_id,
+                "scope": self.scope, "current_revision": self.current_revision}
+
+
+async def _collection(ctx: Context, principal: Principal, collection_id: str) -> Collection:
+    """The collection, if the token holds any grant on it; otherwise exactly like a missing
+    one (also in another space)."""
+    cid = values.object_id(collection_id, "collection_id")
+    (rows,) = await ctx.driver.read([sql.collection_statement(principal.space_id, cid)])
+    granted = principal.grants.may(cid, "read") or principal.grants.may(cid, "write")
+    if not rows or not granted:
+        raise not_found("collection")
+    cid_, source, scope, head = rows[0]
+    return Collection(str(cid_), str(source), str(scope), int(head))
+
+
+def _entry(row: tuple[Any, ...]) -> Entry:
+    item_id, kind, path, blob_id, metadata_json, deleted_in = row
+    if kind == "active":
+        return Entry(str(item_id), str(path), str(blob_id), json.loads(str(metadata_json)))
+    return Entry(str(item_id), deleted_in_revision=int(deleted_in))
+
+
+async def _state(ctx: Context, space_id: str, collection_id: str, revision: int
+                 ) -> dict[str, Entry]:
+    if revision == 0:
+        return {}
+    (rows,) = await ctx.driver.read([sql.entries_statement(space_id, collection_id, revision)])
+    return {str(row[0]): _entry(row) for row in rows}
+
+
+async def _changes(ctx: Context, principal: Principal, request: PublishMemory) -> Changes:
+    """The inline changes, or those of the manifest blob (which the producer must be able to
+    reference); every entry blob must be referenceable too (P16)."""
+    if request.inline is not None:
+        changes = request.inline
+    else:
+        assert request.manifest_blob_id is not None
+        await _referenceable(ctx, principal, [request.manifest_blob_id], "manifest_blob_id")
+        raw, _type, _etag = await blobs.read_content(ctx, principal, request.manifest_blob_id)
+        changes = parse_manifest_input(raw, request.mode, ctx.limits)
+    await _referenceable(ctx, principal, sorted({item.blob_id for item in changes.items}),
+                         "items")
+    return changes
+
+
+async def _referenceable(ctx: Context, principal: Principal, blob_ids: list[str],
+                         field: str) -> None:
+    if not blob_ids:
+        return
+    (rows,) = await ctx.driver.read([message_sql.referenceable_statement(principal, blob_ids)])
+    allowed = {row[0] for row in rows}
+    for blob_id in blob_ids:
+        if blob_id not in allowed:
+            raise ReferenceInvalid("entries must name sealed blobs of this space that the "
+                                   "producer owns or may reference", field=field,
+                                   blob_id=blob_id)
+
+
+def _next(parent: dict[str, Entry], request: PublishMemory, changes: Changes,
+          ctx: Context) -> dict[str, Entry]:
+    if request.expected_revision >= values.MAX_REVISION:
+        raise ResourceLimit("the collection is at the largest revision", field="expected_revision",
+                            limit="revision", max=values.MAX_REVISION)
+    state = next_state(parent, request.mode, changes.items, changes.delete_ids,
+                       request.expected_revision + 1)
+    high = ctx.limits.memory_entries_per_revision
+    if len(state) > high:
+        raise values.over_limit("items", "memory_entries_per_revision", high)
+    return state
+
+
+async def publish(ctx: Context, principal: Principal, collection_id: str, raw: Any) -> Outcome:
+    """Publish a revision if ``expected_revision`` is the head (CAS), answer ``changed:false``
+    for the head's own state, or record ``REVISION_CONFLICT``; replay a settled key."""
+    request = parse_publish(raw, collection_id, ctx.limits)
+    if not principal.has("memory.write"):
+        raise Forbidden("the token lacks the memory.write scope", field="scope")
+    collection = await _collection(ctx, principal, request.collection_id)
+    if (collection.source_actor_id != principal.actor_id
+            or not principal.grants.may(collection.collection_id, "write")):
+        raise Forbidden("only the collection's source actor with a write grant publishes",
+                        field="collection_id")
+    fingerprint = digest(request.normalised)
+    found = await submissions.find(ctx, principal, OPERATION, request.request_id)
+    if found is None:
+        changes = await _changes(ctx, principal, request)
+        if collection.current_revision == request.expected_revision:
+            parent = await _state(ctx, principal.space_id, collection.collection_id,
+                                  collection.current_revision)
+            _next(parent, request, changes, ctx)  # invalid input fails before any effect
+        record = submissions.reserved(await submission_sql.reserve(
+            ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
+            fingerprint, values.new_id("sub"), collection.collection_id,
+            feed_item_id=values.new_id("fi"), object_ref=values.new_id("obj"),
+            blob_id=values.new_id("blb")))
+    else:
+        record = found[0]
+    submissions.check_fingerprint(record, fingerprint)
+    if not record.pending:
+        return await submissions.replay(ctx, OPERATION, record, None)
+    return await _resume(ctx, principal, request, record)
+
+
+async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
+                  record: submission_sql.SubmissionRecord) -> Outcome:
+    """Carry a reserved publish to its commit; the head decides conflict / unchanged / new."""
+    changes = await _changes(ctx, principal, request)
+    for _attempt in range(3):  # the head may reach expected_revision between read and commit
+        collection = await _collection(ctx, principal, request.collection_id)
+        new_fp = None
+        if collection.current_revision == request.expected_revision:
+            parent = await _state(ctx, principal.space_id, collection.collection_id,
+                                  collection.current_revision)
+            state = _next(parent, request, changes, ctx)
+            new_fp = state_fingerprint(state.values())
+            if record.state == "reserved" and new_fp != state_fingerprint(parent.values()):
+                await _prepare(ctx, principal, request, record, changes, state)
+        plan = sql.commit_revision(principal, ctx.clock.now_ms(), sql.RevisionCommit(
+            record.submission_id, collection.collection_id, request.expected_revision,
+            request.mode, new_fp, EMPTY_FINGERPRINT, values.new_id("upl")))
+        (verdict, *_outcome), = await ctx.driver.run(plan)
+        if verdict == "NOT_READY" and new_fp is None:
+            continue
+        break
+    if verdict not in ("ok", sql.CONFLICT, sql.UNCHANGED, submission_sql.SETTLED):
+        raise submissions.refuse(str(verdict), "collection")
+    if verdict == "ok":
+        ctx.signal.committed(principal.space_id)
+    found = await submissions.find(ctx, principal, OPERATION, request.request_id)
+    assert found is not None
+    if verdict == submission_sql.SETTLED:
+        return await submissions.replay(ctx, OPERATION, found[0], None)
+    outcome = await submissions.stable_result(ctx, OPERATION, found[0], None)
+    if outcome.status >= 400:
+        raise RevisionConflict("expected_revision is not the collection head",
+                               **outcome.body["error"]["details"])
+    return outcome
+
+
+async def _prepare(ctx: Context, principal: Principal, request: PublishMemory,
+                   record: submission_sql.SubmissionRecord, changes: Changes,
+                   state: dict[str, Entry]) -> None:
+    """Write the canonical manifest object, stage the inputs, mark the submission prepared."""
+    assert record.object_ref is not None
+    document = manifest(request.collection_id, request.expected_revision + 1,
+                        request.expected_revision, state)
+    _, facts = await ctx.blobs.create_only(record.object_ref, one_chunk(document))
+    inputs = [sql.StagedInput(item.item_id, item.path, item.blob_id,
+                              canonical_json(item.metadata or {}).decode())
+              for item in changes.items] + [sql.StagedInput(item_id)
+                                            for item_id in changes.delete_ids]
+    (verdict, _state), = await ctx.driver.run(sql.stage(
+        principal, ctx.clock.now_ms(), record.submission_id, inputs, facts.sha256, facts.size))
+    if verdict not in ("ok", "NOT_RESERVED"):
+        raise submissions.refuse(str(verdict))
+
+
+def stable_publish(record: submission_sql.SubmissionRecord) -> dict[str, Any]:
+    """The body of a committed publish: new revision, or the unchanged head."""
+    assert record.revision is not None
+    if record.result_status == 201:
+        return {"revision": record.revision, "parent_revision": record.revision - 1,
+                "changed": True}
+    return {"revision": record.revision, "changed": False}
+
+
+async def read_collection(ctx: Context, principal: Principal, collection_id: str) -> Outcome:
+    """``GET /v1/collections/{id}``: for tokens with a grant on it and memory.read or
+    memory.write."""
+    collection = await _collection(ctx, principal, collection_id)
+    if not (principal.has("memory.read") or principal.has("memory.write")):
+        raise Forbidden("the token lacks the memory.read scope", field="scope")
+    return Outcome(200, collection.body())
+
+
+async def _readable_revision(ctx: Context, principal: Principal, collection_id: str,
+                             revision: str) -> tuple[Collection, int]:
+    collection = await _collection(ctx, principal, collection_id)
+    if not (principal.has("memory.read") and principal.grants.may(collection.collection_id,
+                                                                    "read")):
+        raise Forbidden("reading revisions needs memory.read and a read grant", field="scope")
+    number = _revision_number(revision)
+    if number > collection.current_revision:
+        raise not_found("revision")
+    return collection, number
+
+
+def _revision_number(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or (len(text) > 1 and text[0] == "0"):
+        raise not_found("revision")
+    number = int(text)
+    if number > values.MAX_REVISION:
+        raise not_found("revision")
+    return number
+
+
+async def read_revision(ctx: Context, principal: Principal, collection_id: str,
+                        revision: str) -> Outcome:
+    """Revision metadata; revision 0 is the virtual empty state (no manifest, no feed item)."""
+    collection, number = await _readable_revision(ctx, principal, collection_id, revision)
+    body: dict[str, Any] = {"collection_id": collection.collection_id, "revision": number}
+    if number == 0:
+        return Outcome(200, {**body, "parent_revision": None, "manifest_blob_id": None,
+                             "state_fingerprint": EMPTY_FINGERPRINT.hex(), "committed_at": None,
+                             "feed_item_id": None, "sequence": None})
+    (rows,) = await ctx.driver.read([sql.revision_statement(
+        principal.space_id, collection.collection_id, number)])
+    _rev, parent, manifest_blob_id, fingerprint, committed_at, item_id, sequence = rows[0]
+    return Outcome(200, {**body, "parent_revision": parent, "manifest_blob_id": manifest_blob_id,
+                         "state_fingerprint": bytes(fingerprint).hex(),
+                         "committed_at": values.format_timestamp(int(committed_at)),
+                         "feed_item_id": item_id, "sequence": values.sequence_text(int(sequence))})
+
+
+async def read_items(ctx: Context, principal: Principal, collection_id: str, revision: str,
+                     query: dict[str, str]) -> Outcome:
+    """A page of one fixed revision's entries in ``item_id`` order; the cursor is bound to the
+    revision (and to the actor and the tombstone choice)."""
+    collection, number = await _readable_revision(ctx, principal, collection_id, revision)
+    limit = parse_limit(ctx, query.get("limit"))
+    tombstones = _flag(query.get("include_tombstones"))
+    after = ""
+    if query.get("cursor") is not None:
+        decoded = cursor.decode_memory(ctx.cursor_key, query["cursor"])
+        if (decoded.space_id, decoded.actor_id, decoded.collection_id, decoded.revision,
+                decoded.include_tombstones) != (principal.space_id, principal.actor_id,
+                                                collection.collection_id, number, tombstones):
+            raise CursorInvalid("cursor is invalid", field="cursor")
+        after = decoded.position
+    (rows,) = await ctx.driver.read([sql.page_statement(
+        principal.space_id, collection.collection_id, number, after, tombstones, limit + 1)])
+    page = [_entry(row) for row in rows[:limit]]
+    has_more = len(rows) > limit
+    position = page[-1].item_id if page else after
+    next_cursor = cursor.encode(ctx.cursor_key, cursor.MemoryCursor(
+        principal.space_id, principal.actor_id, collection.collection_id, number, tombstones,
+        position))
+    return Outcome(200, {"collection_id": collection.collection_id, "revision": number,
+                         "items": [entry.public() for entry in page],
+                         "next_cursor": next_cursor, "has_more": has_more})
+
+
+def _flag(raw: str | None) -> bool:
+    if raw is None or raw == "false":
+        return False
+    if raw == "true":
+        return True
+    raise InvalidRequest("include_tombstones must be true or false", field="include_tombstones")
