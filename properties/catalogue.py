@@ -23,7 +23,7 @@ CATALOGUE: tuple[Property, ...] = (
              "No credential of one space can read, reference, acknowledge or learn of another "
              "space's objects; foreign ids answer exactly like nonexistent ids.",
              ("command probe_foreign", "command read_message", "command ack",
-              "command read_feed"),
+              "command read_feed", "command read_collection"),
              True),
     Property("P02", "Current authority",
              "Every request needs a live credential; after revoke, expiry or disable nothing more "
@@ -65,14 +65,25 @@ CATALOGUE: tuple[Property, ...] = (
              "Up to 20 items plus an optional checkpoint, saved completely or not at all; the "
              "checkpoint only moves forward; the answer is stable under retry.",
              ("command ack", "command retry", "command read_feed", "command ack_limits"), True),
-    Property("P11", "Memory head CAS", "expected_revision must equal the head; one winner.",
-             (), False, "memory publication is not implemented yet (issue: blobs and memory)"),
-    Property("P12", "No-op publication", "An unchanged state publishes nothing.",
-             (), False, "memory publication is not implemented yet (issue: blobs and memory)"),
-    Property("P13", "Fixed revision reads", "A published revision never changes.",
-             (), False, "memory publication is not implemented yet (issue: blobs and memory)"),
-    Property("P14", "Snapshot/delta and tombstones", "Snapshot and delta follow protocol.md §9.",
-             (), False, "memory publication is not implemented yet (issue: blobs and memory)"),
+    Property("P11", "Memory head CAS",
+             "expected_revision other than the head is REVISION_CONFLICT with current_revision, "
+             "recorded as the key's result; success makes revision = expected + 1; among "
+             "concurrent publishers at one head exactly one wins; revisions stop at 2^53-1.",
+             ("command publish", "command race", "command revision_limit",
+              "command read_collection", "command retry", "command lookup"), True),
+    Property("P12", "No-op publication",
+             "A publish whose resulting state equals the head state answers changed:false with "
+             "the head revision; no revision, no feed item; stable under retry.",
+             ("command publish", "command read_revision", "command check_view",
+              "command retry"), True),
+    Property("P13", "Fixed revision reads",
+             "A published revision, read at any later time with any page sizes, shows the "
+             "identical entries; its item cursor is bound to it; its manifest equals its rows.",
+             ("command read_revision", "command cursor_elsewhere"), True),
+    Property("P14", "Snapshot/delta and tombstones",
+             "Snapshots tombstone unlisted entries, tombstones stay until an upsert, upsert and "
+             "delete are disjoint, active paths unique, invalid input rejected before any "
+             "effect.", ("command publish", "command read_revision"), True),
     Property("P15", "Upload integrity",
              "Content must match the declared size and SHA-256 (zero bytes valid); content is "
              "create-only; an expired upload cannot be sealed; a sealed blob never changes.",
@@ -82,7 +93,7 @@ CATALOGUE: tuple[Property, ...] = (
              "A blob is readable only by its owner, readers of a message attaching it, or a "
              "grant; referencing needs a sealed blob of the space, owned or granted.",
              ("command read_blob", "command send", "command provision", "command put",
-              "command seal"), True),
+              "command seal", "command publish", "command read_revision"), True),
     Property("P17", "Reference consumer reliability", "The reference consumer loses nothing "
              "across crashes.", (), False,
              "the reference consumer (waypost consumer) is not built yet"),

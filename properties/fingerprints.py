@@ -46,3 +46,38 @@ def grant_fingerprint(scopes: list[str], recipients: dict[str, Any],
         "recipients": normal_recipients,
         "scopes": sorted(set(scopes)),
     })
+
+
+def publish_fingerprint(body: dict[str, Any], collection_id: str) -> str:
+    """``memory.publish``: the body without request_id plus the path's collection_id; items
+    sorted by item_id, delete_ids sorted; omitted fields (metadata too) stay omitted."""
+    form = {key: value for key, value in body.items() if key != "request_id"}
+    form["collection_id"] = collection_id
+    if "items" in form:
+        form["items"] = sorted(form["items"], key=lambda item: item["item_id"])
+    if "delete_ids" in form:
+        form["delete_ids"] = sorted(form["delete_ids"])
+    return sha256_jcs(form)
+
+
+def state_fingerprint(entries: dict[str, dict[str, Any]]) -> str:
+    """protocol.md §9: entries sorted by item_id; active ones in full (metadata defaulting to
+    ``{}``), tombstones as ``{item_id, state}`` only (no revision numbers, no times)."""
+    form = []
+    for item_id in sorted(entries):
+        entry = entries[item_id]
+        if entry["state"] == "active":
+            form.append({"item_id": item_id, "state": "active", "path": entry["path"],
+                         "blob_id": entry["blob_id"], "metadata": entry.get("metadata", {})})
+        else:
+            form.append({"item_id": item_id, "state": "tombstone"})
+    return sha256_jcs(form)
+
+
+def manifest_bytes(collection_id: str, revision: int, parent_revision: int,
+                   entries: dict[str, dict[str, Any]]) -> bytes:
+    """The canonical manifest object of a revision (protocol.md §9)."""
+    return bytes(rfc8785.dumps({
+        "manifest_version": 1, "collection_id": collection_id, "revision": revision,
+        "parent_revision": parent_revision,
+        "entries": [entries[item_id] for item_id in sorted(entries)]}))

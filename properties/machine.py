@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from waypost.properties.http import Session
+from waypost.properties.memory import COLLECTIONS
 from waypost.properties.model import ALL_SCOPES
 from waypost.properties.violations import check
 from waypost.properties.world import SPACE_ACTORS, World
@@ -21,7 +22,7 @@ from waypost.properties.world import SPACE_ACTORS, World
 KINDS = ("info", "question", "result", "todo_suggestion", "memory_notice", "processing_result")
 STAGES = ("received", "processed")
 WEIGHTED = ("send",) * 5 + ("ack",) * 4 + ("read_feed",) * 3 + ("check_view",) * 4 + (
-    "read_message",) * 2 + ("resubmit",) * 3 + ("upload",) * 3 + (
+    "read_message",) * 2 + ("resubmit",) * 3 + ("upload",) * 3 + ("memory",) * 9 + (
     "provision", "change_authority", "probe", "probe")
 words = st.text(alphabet="abcdefghij klmnop", min_size=1, max_size=12)
 
@@ -91,9 +92,17 @@ class WaypostMachine(RuleBasedStateMachine):
                   and u.space == self.world.space_ids["A"]]
         blobs = data.draw(st.lists(st.sampled_from(sealed), max_size=2, unique=True)) \
             if sealed else []
+        ours = [cid for name, cid, _ in COLLECTIONS if name == "A"]
+        if data.draw(st.booleans()):
+            filter_["collection_ids"] = data.draw(st.lists(st.sampled_from(ours), min_size=1,
+                                                           max_size=1))
+        collections = data.draw(st.lists(st.tuples(st.sampled_from(ours), st.sampled_from(
+            [["read"], ["read"], ["write"], ["read", "write"]])), max_size=2,
+            unique_by=lambda grant: grant[0]))
         self.run("provision", space_name="A", actor=actor, view=view, filter=filter_,
                  scopes=sorted(set(scopes) | {"message.read"} if view == "space_log"
-                               else scopes), recipients=recipients, blobs=blobs)
+                               else scopes), recipients=recipients, blobs=blobs,
+                 collections=[list(grant) for grant in collections])
 
     def change_authority(self, data: st.DataObject) -> None:
         """Control-plane changes between requests: a rotated token keeps the grant fingerprint
@@ -305,6 +314,92 @@ class WaypostMachine(RuleBasedStateMachine):
         else:
             self.run("advance_clock", ms=data.draw(st.sampled_from([1000, 3_600_001])))
 
+    # ----- memory ----------------------------------------------------------------------------
+
+    def memory(self, data: st.DataObject) -> None:
+        """Publish (snapshot or delta, inline or manifest, at the head or beside it), race two
+        publishers at one head, read heads and fixed revisions with random page sizes, move an
+        item cursor to another revision, try the revision limit (P11–P14, P16)."""
+        model = self.world.model
+        action = data.draw(st.sampled_from(["publish"] * 8 + ["read"] * 3 + [
+            "head", "race", "cursor", "limit"]))
+        writers = [t.handle for t in model.tokens.values()
+                   if any("write" in actions for actions in t.collections.values())]
+        writers = writers[:1] * 4 + writers  # most publishes build up one collection's history
+        token = _sample(data, writers if writers and data.draw(
+            st.sampled_from([True, True, True, False])) else self.handles())
+        holder = model.tokens[token]
+        own = [cid for cid, actions in holder.collections.items() if "write" in actions]
+        known = [cid for _, cid, _ in COLLECTIONS]
+        collection = _sample(data, [*own * 10, *known, "zz-missing"])
+        if action == "head":
+            self.run("read_collection", token=token, collection=collection)
+            return
+        target = model.collections.get((holder.space, collection))
+        head = target.head if target is not None else 0
+        if action in ("read", "cursor"):
+            revision = data.draw(st.integers(0, head + 1))
+            if action == "cursor":
+                self.run("cursor_elsewhere", token=token, collection=collection,
+                         revision=revision)
+                return
+            self.run("read_revision", token=token, collection=collection, revision=revision,
+                     sizes=data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)),
+                     tombstones=data.draw(st.booleans()))
+            return
+        if action == "limit":
+            self.run("revision_limit", token=token, collection=collection)
+            return
+        blobs = self.owned_blobs(data, token)
+        wrong = data.draw(st.sampled_from([False, False, False, False, True]))
+        pool = blobs if not wrong else blobs + list(range(len(model.uploads)))
+        if not pool:
+            return
+        # An item keeps its own path (n) or moves to n + 7, so paths rarely collide unless the
+        # draw is deliberately wrong.
+        entry = st.integers(0, 6).flatmap(lambda n: st.tuples(
+            st.just(n), st.sampled_from([n, n, n, n + 7]) if not wrong else st.integers(0, 8),
+            st.sampled_from(pool), st.none() | st.fixed_dictionaries({"k": st.integers(0, 2)})))
+        if action == "race":
+            fresh = list(range(7, 12))  # ids only a race adds
+            first, second = (data.draw(st.lists(st.sampled_from(fresh).flatmap(
+                lambda n: st.tuples(st.just(n), st.just(n + 20), st.sampled_from(blobs or pool),
+                                    st.none())), min_size=1, max_size=2, unique_by=lambda e: e[0]))
+                for _ in range(2))
+            self.run("race", token=token, collection=collection,
+                     first=[list(e) for e in first], second=[list(e) for e in second])
+            return
+        unique = {"unique_by": (lambda e: e[0], lambda e: e[1])} if not wrong else {}
+        items = data.draw(st.lists(entry, max_size=4, **unique))  # type: ignore[arg-type]
+        mode = data.draw(st.sampled_from(["delta", "snapshot"]))
+        seen = sorted(int(item_id[1:]) for item_id in (target.states[-1] if target else {}))
+        deletes = [] if mode == "snapshot" and not wrong or not (seen or wrong) else data.draw(
+            st.lists(st.sampled_from(seen) if seen and not wrong else st.integers(0, 6),
+                     max_size=2, unique=True))
+        if not wrong:
+            deletes = [n for n in deletes if n not in {e[0] for e in items}]
+        self.run("publish", token=token, collection=collection,
+                 offset=data.draw(st.sampled_from([0, 0, 0, 0, 0, -1, 1])), mode=mode,
+                 items=[list(e) for e in items], deletes=deletes,
+                 manifest=data.draw(st.sampled_from([False, False, False, True])))
+
+    def owned_blobs(self, data: st.DataObject, token: str) -> list[int]:
+        """Sealed uploads the token's actor owns; one is made first if there is none."""
+        model = self.world.model
+        holder = model.tokens[token]
+
+        def owned() -> list[int]:
+            return [n for n, u in enumerate(model.uploads) if u.state == "sealed"
+                    and u.owner_id == holder.actor_id and u.space == holder.space]
+
+        if not owned() and model.live(holder) and holder.has("blob.write"):
+            content = data.draw(st.binary(max_size=16)).hex()
+            self.run("prepare", token=token, content=content, filename=None)
+            if model.uploads and model.uploads[-1].owner_id == holder.actor_id:
+                self.run("put", token=token, upload=len(model.uploads) - 1, right=True)
+                self.run("seal", token=token, upload=len(model.uploads) - 1)
+        return owned()
+
     # ----- the one rule ---------------------------------------------------------------------
 
     @rule(data=st.data())
@@ -332,4 +427,14 @@ class WaypostMachine(RuleBasedStateMachine):
             if view not in seen and self.world.model.live(token):
                 seen.add(view)
                 self.world.run("check_view", {"token": token.handle})
+        for collection in self.world.model.collections.values():
+            reader = next((t for t in self.world.model.tokens.values() if t.space ==
+                           collection.space and self.world.model.live(t)
+                           and t.has("memory.read")
+                           and t.may(collection.collection_id, "read")), None)
+            for revision in range(1, collection.head + 1) if reader else ():
+                assert reader is not None
+                self.world.run("read_revision", {
+                    "token": reader.handle, "collection": collection.collection_id,
+                    "revision": revision, "sizes": [100], "tombstones": True})
 

@@ -49,9 +49,13 @@ class Token:
     grant_fingerprint: str
     revoked: bool = False
     blob_references: frozenset[str] = frozenset()
+    collections: dict[str, frozenset[str]] = field(default_factory=dict)  # id -> actions
 
     def has(self, scope: str) -> bool:
         return scope in self.scopes
+
+    def may(self, collection_id: str, action: str) -> bool:
+        return action in self.collections.get(collection_id, frozenset())
 
 
 @dataclass
@@ -71,6 +75,8 @@ class Item:
     shown: dict[str, Any] | None = None  # the full JSON once seen, never to change
     message: dict[str, Any] | None = None
     receipt: dict[str, Any] | None = None  # expected receipt fields (without server values)
+    memory: dict[str, Any] | None = None  # expected memory_revision fields (manifest learnt)
+    collection_id: str | None = None
 
     @property
     def bound(self) -> bool:
@@ -101,6 +107,7 @@ class Recorded:
     status: int
     result: dict[str, Any]
     path: str = ""
+    state: str = "committed"  # or "failed": a recorded business outcome (REVISION_CONFLICT)
 
 
 @dataclass
@@ -125,6 +132,62 @@ class Upload:
         return {"blob_id": self.blob_id, "size": len(self.content),
                 "sha256": hashlib.sha256(self.content).hexdigest(),
                 "content_type": self.content_type}
+
+
+Entries = dict[str, dict[str, Any]]  # item_id -> the public entry shape (protocol.md §6)
+
+
+@dataclass
+class Collection:
+    """A collection and every state it published: ``states[r]`` is revision ``r``'s entries
+    (``states[0]`` the empty revision 0); what the server showed of each revision is kept so a
+    later read must show the same (P13)."""
+
+    collection_id: str
+    space: str
+    source_actor_id: str
+    scope: str
+    states: list[Entries] = field(default_factory=lambda: [{}])
+    shown: dict[int, dict[str, Any]] = field(default_factory=dict)  # revision metadata
+    items: dict[int, Item] = field(default_factory=dict)  # revision -> its feed item
+
+    @property
+    def head(self) -> int:
+        return len(self.states) - 1
+
+
+def next_state(parent: Entries, mode: str, items: list[dict[str, Any]],
+               delete_ids: list[str], revision: int) -> Entries | str:
+    """protocol.md §9: the state a publish makes on ``parent``, or the error code of input the
+    parent makes invalid."""
+    if any(item_id not in parent for item_id in delete_ids):
+        return "INVALID_REQUEST"  # deleting an id never seen
+    upserts = {item["item_id"]: item for item in items}
+    state: Entries = {}
+    for item_id, entry in parent.items():
+        if item_id in upserts:
+            continue
+        gone = entry["state"] == "active" and (mode == "snapshot" or item_id in delete_ids)
+        state[item_id] = ({"item_id": item_id, "state": "tombstone",
+                           "deleted_in_revision": revision} if gone else entry)
+    for item_id, item in upserts.items():
+        state[item_id] = {"item_id": item_id, "state": "active", "path": item["path"],
+                          "blob_id": item["blob_id"], "metadata": item.get("metadata", {})}
+    paths = [entry["path"] for entry in state.values() if entry["state"] == "active"]
+    if len(paths) != len(set(paths)):
+        return "INVALID_REQUEST"  # two active entries on one path
+    return state
+
+
+def input_errors(mode: str, items: list[dict[str, Any]], delete_ids: list[str]) -> set[str]:
+    """Input that is invalid whatever the collection holds."""
+    ids = [item["item_id"] for item in items]
+    paths = [item["path"] for item in items]
+    if (len(set(ids)) != len(ids) or len(set(paths)) != len(paths)
+            or len(set(delete_ids)) != len(delete_ids) or set(ids) & set(delete_ids)
+            or (mode == "snapshot" and delete_ids)):
+        return {"INVALID_REQUEST"}
+    return set()
 
 
 @dataclass
@@ -159,6 +222,7 @@ class Model:
     hooks: bool = False  # the target offers /_test/clock
     now_ms: int = 0  # the server clock as last read through the hook
     attachments: dict[str, list[str]] = field(default_factory=dict)  # blob id -> message ids
+    collections: dict[tuple[str, str], Collection] = field(default_factory=dict)
 
     # ----- authority -------------------------------------------------------------------------
 
@@ -183,8 +247,12 @@ class Model:
                 return False
             if consumer.view == "space_log" and not token.has("space.observe"):
                 return False
+        elif item.type == "memory_revision":
+            assert item.collection_id is not None
+            if not (token.has("memory.read") and token.may(item.collection_id, "read")):
+                return False
         values = {"producer_ids": item.producer_id, "thread_ids": item.thread_id,
-                  "item_types": item.type, "collection_ids": None}
+                  "item_types": item.type, "collection_ids": item.collection_id}
         for dimension, allowed in consumer.filter.items():
             if allowed and values[dimension] not in allowed:
                 return False
@@ -287,9 +355,25 @@ class Model:
             return False
         if blob.owner_id == token.actor_id or blob_id in token.blob_references:
             return True
+        if self.revision_reader(token, lambda entries: any(
+                entry.get("blob_id") == blob_id for entry in entries.values())):
+            return True
         return token.has("message.read") and any(
             self.readable_by(self.messages[mid], token)
             for mid in self.attachments.get(blob_id, []))
+
+    def revision_reader(self, token: Token, references: Any) -> bool:
+        """Whether ``token`` reads some revision whose entries ``references`` accepts."""
+        return token.has("memory.read") and any(
+            collection.space == token.space and token.may(collection.collection_id, "read")
+            and any(references(state) for state in collection.states)
+            for collection in self.collections.values())
+
+    def manifest_readable(self, collection: Collection, token: Token) -> bool:
+        """A manifest blob: its publisher (the owner) or readers of the collection."""
+        return collection.space == token.space and (
+            collection.source_actor_id == token.actor_id
+            or (token.has("memory.read") and token.may(collection.collection_id, "read")))
 
     # ----- receipts --------------------------------------------------------------------------
 
@@ -343,8 +427,11 @@ class Model:
 
 
 def _resource_id(item: Item) -> str:
-    assert item.message is not None, "receipts are only written for message items here"
-    return str(item.message["message_id"])
+    """A message item's message id; a memory_revision item's collection id (docs/spec.md)."""
+    if item.message is not None:
+        return str(item.message["message_id"])
+    assert item.collection_id is not None
+    return item.collection_id
 
 
 def message_item_json(item: Item, committed_at: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from waypost.properties import fingerprints
+from waypost.properties import fingerprints, memory
 from waypost.properties.history import analyse
 from waypost.properties.http import Answer, Session
 from waypost.properties.model import (
@@ -120,11 +120,14 @@ class World:
                         "display_name": actor})
                 self.model.actors[(space, actor)] = Actor(actor, space)
                 self.do_provision(name, actor, "inbox", {}, FULL_SCOPES, None)
+        memory.setup_collections(self)
 
     def do_provision(self, space_name: str, actor: str, view: str,
                      filter: dict[str, list[str]], scopes: list[str],
-                     recipients: list[str] | None, blobs: list[int] | None = None) -> None:
-        """A new consumer of ``actor`` with ``view`` and ``filter``, and a token for it."""
+                     recipients: list[str] | None, blobs: list[int] | None = None,
+                     collections: list[list[Any]] | None = None) -> None:
+        """A new consumer of ``actor`` with ``view`` and ``filter``, and a token for it with
+        ``collections`` grants (``[[collection_id, [actions]], …]``)."""
         space = self.space_ids[space_name]
         consumer_id = f"c{len(self.model.consumers)}"
         body: dict[str, Any] = {"request_id": self.rid(), "consumer_id": consumer_id,
@@ -135,24 +138,30 @@ class World:
         self.model.consumers[(space, consumer_id)] = Consumer(
             consumer_id, space, actor, view, 1, {k: frozenset(v) for k, v in filter.items()})
         granted = [self.model.uploads[k].blob_id for k in blobs or []]
-        self.issue(space, actor, consumer_id, scopes, recipients, granted)
+        self.issue(space, actor, consumer_id, scopes, recipients, granted,
+                   {cid: frozenset(actions) for cid, actions in collections or []})
 
     def issue(self, space: str, actor: str, consumer_id: str, scopes: list[str],
-              recipients: list[str] | None, blob_references: list[str] | None = None) -> Token:
+              recipients: list[str] | None, blob_references: list[str] | None = None,
+              collections: dict[str, frozenset[str]] | None = None) -> Token:
         grant = {"mode": "any"} if recipients is None else {"mode": "listed",
                                                              "actor_ids": recipients}
+        collection_grants = [{"collection_id": cid, "actions": sorted(actions)}
+                             for cid, actions in sorted((collections or {}).items())]
         issued = self.admin_ok("POST", f"/admin/v1/spaces/{space}/tokens", {
             "request_id": self.rid(), "actor_id": actor, "consumer_id": consumer_id,
-            "scopes": scopes, "recipients": grant, "collections": [],
+            "scopes": scopes, "recipients": grant, "collections": collection_grants,
             "blob_references": blob_references or []})
-        expected = fingerprints.grant_fingerprint(scopes, grant, [], blob_references or [])
+        expected = fingerprints.grant_fingerprint(scopes, grant, collection_grants,
+                                                  blob_references or [])
         check("P04", issued.get("grant_fingerprint") == expected,
               "grant fingerprint differs from SHA-256(JCS(normalised grants))",
               answer=issued, expected=expected)
         handle = f"t{len(self.model.tokens)}"
         token = Token(handle, issued["token_id"], issued["token"], space, actor, consumer_id,
                       frozenset(scopes), recipients is None, frozenset(recipients or ()),
-                      expected, blob_references=frozenset(blob_references or ()))
+                      expected, blob_references=frozenset(blob_references or ()),
+                      collections=dict(collections or {}))
         self.model.tokens[handle] = token
         return token
 
@@ -161,7 +170,7 @@ class World:
         old = self.token(token)
         self.issue(old.space, old.actor_id, old.consumer_id, sorted(old.scopes),
                    None if old.recipients_any else sorted(old.recipient_ids),
-                   sorted(old.blob_references))
+                   sorted(old.blob_references), old.collections)
 
     def do_regrant(self, token: str) -> None:
         """Another token for the same consumer with other grants: a new grant fingerprint, so
@@ -170,7 +179,7 @@ class World:
         scopes = sorted(set(old.scopes) ^ {"event.subscribe"})
         self.issue(old.space, old.actor_id, old.consumer_id, scopes,
                    None if old.recipients_any else sorted(old.recipient_ids),
-                   sorted(old.blob_references))
+                   sorted(old.blob_references), old.collections)
 
     def do_ack_limits(self, token: str) -> None:
         """Past the published ACK limit is RESOURCE_LIMIT; neither items nor a checkpoint is
@@ -400,8 +409,11 @@ class World:
         visible_ids = {i.item_id for i in self.model.visible_after(reader, 0) if i.item_id}
         strays = {item_id for a in anomalies if a.kind == "unexpected"
                   for item_id in a.item_ids if item_id not in visible_ids}
+        stray_types = {types.get(item_id) for item_id in strays}
         pid = ("P06" if not strays
-               else "P09" if {types.get(item_id) for item_id in strays} == {"receipt"}
+               else "P09" if stray_types == {"receipt"}
+               else "P12" if stray_types == {"memory_revision"} and not self.known_revisions(
+                   [got for got in shown if got["item_id"] in strays])
                else "P08")
         if not check(pid, not anomalies, "the page differs from the consumer's visible items",
                      anomalies=[a.as_json() for a in anomalies], position=position,
@@ -418,34 +430,43 @@ class World:
                                              reader.grant_fingerprint, end))
         return end
 
+    def known_revisions(self, shown: list[dict[str, Any]]) -> bool:
+        """Whether every revision item shown is one the model knows was published (an unknown
+        one is a revision that should not exist, e.g. from a no-op publish)."""
+        known = {(c.collection_id, revision) for c in self.model.collections.values()
+                 for revision in c.items}
+        return all((got.get("memory_revision", {}).get("collection_id"),
+                    got.get("memory_revision", {}).get("revision")) in known for got in shown)
+
     def expected_id(self, item: Item, got: dict[str, Any] | None) -> str:
-        """The id the model expects at this place; an unbound receipt takes the id shown if
-        the item shown is that receipt."""
+        """The id the model expects at this place; an unbound item (a receipt or a revision,
+        whose id no answer told) takes the id shown if the item shown is that item."""
         if item.item_id is not None:
             return item.item_id
-        if got is not None and self.matches_receipt(item, got):
+        if got is not None and self.matches_unbound(item, got):
             return str(got["item_id"])
-        return f"<receipt v{item.receipt['receipt_version'] if item.receipt else '?'} not shown>"
+        return f"<{item.type} {item.receipt or item.memory} not shown>"
 
-    def matches_receipt(self, item: Item, got: dict[str, Any]) -> bool:
-        receipt = got.get("receipt")
-        return (got.get("type") == "receipt" and isinstance(receipt, dict)
-                and item.receipt is not None
-                and all(receipt.get(k) == v for k, v in item.receipt.items()))
+    def matches_unbound(self, item: Item, got: dict[str, Any]) -> bool:
+        wanted = item.receipt if item.type == "receipt" else item.memory
+        detail = got.get(item.type)
+        return (got.get("type") == item.type and isinstance(detail, dict) and wanted is not None
+                and all(detail.get(k) == v for k, v in wanted.items()))
 
     def compare_item(self, item: Item, got: dict[str, Any]) -> None:
         got = _protocol(got, item.shown) if item.shown is not None else got
-        if item.shown is None:  # first sight of a receipt item: learn its server values
+        if item.shown is None:  # first sight of a receipt or revision: learn its server values
             bound = [i.sequence for i in self.model.items[item.space]
                      if i.sequence is not None and i.index < item.index]
             check("P06", all(int(got["sequence"]) > s for s in bound),
-                  "a receipt item must come after everything committed before it",
+                  f"a {item.type} item must come after everything committed before it",
                   item=got)
             item.item_id, item.sequence = got["item_id"], int(got["sequence"])
             item.shown = got
-            check("P09", got["producer_id"] == item.producer_id
+            check("P09" if item.type == "receipt" else "P05",
+                  got["producer_id"] == item.producer_id
                   and sorted(got["recipient_ids"]) == sorted(item.recipient_ids)
-                  and got["thread_id"] == item.thread_id, "receipt item routing", item=got)
+                  and got["thread_id"] == item.thread_id, f"{item.type} item routing", item=got)
             return
         check("P09" if item.type == "receipt" else "P06", got == item.shown,
               "a published item changed or differs from what was published",
@@ -561,6 +582,9 @@ class World:
             altered["content_type"] = "application/x-changed"
         elif sub.operation == "blob.commit":
             return  # its body is only the request id; the path names the upload
+        elif sub.operation == "memory.publish":
+            altered["mode"] = "snapshot" if sub.body["mode"] == "delta" else "delta"
+            altered.pop("delete_ids", None)
         else:
             first = dict(sub.body["items"][0]) if sub.body["items"] else None
             if first is None:
@@ -584,9 +608,9 @@ class World:
             self.expect_refusal(answer, {"UNAUTHENTICATED"}, "P02", "lookup with a dead token")
             return
         found = answer.json if isinstance(answer.json, dict) else {}
-        if not check("P03", answer.status == 200 and found.get("state") == "committed"
+        if not check("P03", answer.status == 200 and found.get("state") == sub.state
                      and found.get("result") == {"status": sub.status, "body": sub.result},
-                     "the key must hold the committed stable result", answer=answer.json,
+                     f"the key must hold the {sub.state} stable result", answer=answer.json,
                      status=answer.status):
             return
         check("P04", found.get("fingerprint") == sub.fingerprint,
@@ -728,6 +752,29 @@ class World:
         answer = self.session.admin("POST", "/_test/clock", {"advance_ms": ms})
         if answer.status == 200:
             self.model.now_ms = _ms(answer.json["now"])
+
+    # ----- memory (properties/memory.py) ------------------------------------------------------
+
+    def do_publish(self, token: str, collection: str, offset: int, mode: str,
+                   items: list[list[Any]], deletes: list[int], manifest: bool) -> None:
+        memory.publish(self, token, collection, offset, mode, items, deletes, manifest)
+
+    def do_race(self, token: str, collection: str, first: list[list[Any]],
+                second: list[list[Any]]) -> None:
+        memory.race(self, token, collection, first, second)
+
+    def do_revision_limit(self, token: str, collection: str) -> None:
+        memory.revision_limit(self, token, collection)
+
+    def do_read_collection(self, token: str, collection: str) -> None:
+        memory.read_collection(self, token, collection)
+
+    def do_read_revision(self, token: str, collection: str, revision: int, sizes: list[int],
+                         tombstones: bool) -> None:
+        memory.read_revision(self, token, collection, revision, sizes, tombstones)
+
+    def do_cursor_elsewhere(self, token: str, collection: str, revision: int) -> None:
+        memory.cursor_elsewhere(self, token, collection, revision)
 
     # ----- isolation -------------------------------------------------------------------------
 

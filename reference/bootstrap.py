@@ -7,6 +7,9 @@ from typing import Any, TextIO
 import httpx
 
 SCOPES = ["message.send", "message.read", "receipt.write", "event.subscribe"]
+#: Alice keeps the memory collection ``notes``; bob may read it.
+MEMORY = {"alice": (["memory.write", "memory.read", "blob.write"], ["read", "write"]),
+          "bob": (["memory.read", "blob.write"], ["read"])}
 
 
 class BootstrapError(Exception):
@@ -23,7 +26,7 @@ def _post(client: httpx.Client, path: str, body: dict[str, Any]) -> dict[str, An
 
 def provision(client: httpx.Client, space_id: str) -> dict[str, str | None]:
     """Create (or find again) the demo space: alice (default actor) and bob, an inbox consumer
-    and a token each. Request ids are fixed, so a second run replays instead of duplicating;
+    and a token each, and alice's memory collection ``notes`` (bob may read it). Request ids are fixed, so a second run replays instead of duplicating;
     replayed tokens come back as None because secrets are shown only once."""
     key = f"bootstrap.{space_id}"
     _post(client, "/admin/v1/spaces", {
@@ -32,15 +35,21 @@ def provision(client: httpx.Client, space_id: str) -> dict[str, str | None]:
         "default_actor": {"actor_id": "alice", "kind": "agent", "display_name": "Alice"}})
     _post(client, f"/admin/v1/spaces/{space_id}/actors", {
         "request_id": f"{key}.bob", "actor_id": "bob", "kind": "agent", "display_name": "Bob"})
+    _post(client, f"/admin/v1/spaces/{space_id}/collections", {
+        "request_id": f"{key}.notes", "collection_id": "notes", "source_actor_id": "alice",
+        "scope": "alice's notes"})
     tokens: dict[str, str | None] = {}
     for actor in ("alice", "bob"):
+        scopes, actions = MEMORY[actor]
         _post(client, f"/admin/v1/spaces/{space_id}/consumers", {
             "request_id": f"{key}.{actor}.inbox", "consumer_id": f"{actor}-inbox",
             "actor_id": actor, "view": "inbox"})
         issued = _post(client, f"/admin/v1/spaces/{space_id}/tokens", {
             "request_id": f"{key}.{actor}.token", "actor_id": actor,
-            "consumer_id": f"{actor}-inbox", "scopes": SCOPES, "recipients": {"mode": "any"},
-            "collections": [], "blob_references": []})
+            "consumer_id": f"{actor}-inbox", "scopes": SCOPES + scopes,
+            "recipients": {"mode": "any"},
+            "collections": [{"collection_id": "notes", "actions": actions}],
+            "blob_references": []})
         tokens[actor] = issued.get("token")
     return tokens
 
@@ -59,7 +68,8 @@ def bootstrap(url: str, admin_token: str, space_id: str, out: TextIO) -> int:
         print(f"# waypost admin bootstrap: {exc}", file=out)
         return 1
     # Everything but the exports is a shell comment, so `eval "$(waypost admin bootstrap)"` works.
-    print(f"# space {space_id}: actors alice (default recipient) and bob", file=out)
+    print(f"# space {space_id}: actors alice (default recipient) and bob; alice's memory "
+          "collection notes, readable by bob", file=out)
     if tokens["alice"] is None:
         print("# already bootstrapped: the tokens were printed the first time only; use "
               "--space-id with a new id for fresh ones", file=out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,10 +18,12 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from waypost.adapters.sql import memory as memory_sql
+from waypost.adapters.sql.plan import CommitPlan, Statement
 from waypost.conformance import runner
 from waypost.reference.errors import Forbidden, NotFound
 from waypost.reference.server import Settings, build_app
-from waypost.reference.service import acks, auth, feed, messages, submissions
+from waypost.reference.service import acks, auth, feed, memory, messages, submissions
 from waypost.reference.service.context import Context, Outcome
 
 ADMIN = "broken-admin"
@@ -188,7 +191,83 @@ def keys_ignore_the_producer(mp: pytest.MonkeyPatch, client: TestClient) -> None
     mp.setattr(submission_sql, "lookup_statement", lookup_statement)
 
 
+def cas_skipped(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    """The server publishes on whatever the head is, ignoring expected_revision."""
+    original = memory.publish
+
+    async def publish(ctx: Context, principal: Any, collection_id: str, raw: Any) -> Outcome:
+        (rows,) = await ctx.driver.read([memory_sql.collection_statement(principal.space_id,
+                                                                         collection_id)])
+        if rows and isinstance(raw, dict) and isinstance(raw.get("expected_revision"), int) \
+                and raw["expected_revision"] <= 2**53 - 1:
+            raw = {**raw, "expected_revision": rows[0][3]}
+        return await original(ctx, principal, collection_id, raw)
+    mp.setattr(memory, "publish", publish)
+
+
+def noop_creates_a_revision(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    """Every state looks new: an unchanged publish makes a revision and a feed item."""
+    counter = iter(range(10**9))
+    original = memory.fingerprint_and_manifest
+
+    def fingerprint_and_manifest(*args: Any) -> tuple[bytes, bytes]:
+        _, document = original(*args)
+        return hashlib.sha256(str(next(counter)).encode()).digest(), document
+    mp.setattr(memory, "fingerprint_and_manifest", fingerprint_and_manifest)
+
+
+def _rewrite(plan: CommitPlan, marker: str, old: str, new: str) -> CommitPlan:
+    writes = tuple(Statement(re.sub(old, new, w.sql), w.params) if marker in w.sql else w
+                   for w in plan.writes)
+    return CommitPlan(plan.name, plan.plan_id, writes, plan.outcome, plan.cleanup)
+
+
+def snapshot_drops_tombstones(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    """A snapshot forgets the tombstones of earlier revisions instead of carrying them."""
+    original = memory_sql.commit_revision
+
+    def commit_revision(principal: Any, now: int, commit: Any) -> CommitPlan:
+        plan = original(principal, now, commit)
+        if commit.mode != "snapshot":
+            return plan
+        return _rewrite(plan, "AS gone", r"\) e\s+WHERE EXISTS",
+                        ") e WHERE e.entry_kind <> 'tombstone' AND EXISTS")
+    mp.setattr(memory_sql, "commit_revision", commit_revision)
+
+
+def snapshot_deletes_instead_of_tombstoning(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    """A snapshot removes unlisted entries outright instead of keeping them as tombstones."""
+    original = memory_sql.commit_revision
+
+    def commit_revision(principal: Any, now: int, commit: Any) -> CommitPlan:
+        plan = original(principal, now, commit)
+        if commit.mode != "snapshot":
+            return plan
+        return _rewrite(plan, "AS gone", r"\) e\s+WHERE EXISTS", ") e WHERE NOT e.gone AND EXISTS")
+    mp.setattr(memory_sql, "commit_revision", commit_revision)
+
+
+def fixed_revision_follows_the_head(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    """Item pages of any revision show the head's entries (a mutable 'current items' table)."""
+    original = memory_sql.page_statement
+
+    def page_statement(*args: Any) -> Statement:
+        statement = original(*args)
+        head = ("(SELECT current_revision FROM collections WHERE space_id = ?1"
+                " AND collection_id = ?2)")
+        return Statement(statement.sql.replace("AND revision = ?3", f"AND revision = {head}"),
+                         statement.params)
+    mp.setattr(memory_sql, "page_statement", page_statement)
+
+
 VARIANTS: dict[str, tuple[Patch, set[str]]] = {
+    "CAS is skipped": (cas_skipped, {"P11"}),
+    "a no-op creates a revision": (noop_creates_a_revision, {"P12"}),
+    "a snapshot drops earlier tombstones": (snapshot_drops_tombstones, {"P13", "P14"}),
+    "a snapshot deletes instead of tombstoning": (snapshot_deletes_instead_of_tombstoning,
+                                                  {"P13", "P14"}),
+    "a fixed revision changes after a later publish": (fixed_revision_follows_the_head,
+                                                       {"P13"}),
     "idempotency keys ignore the producer": (keys_ignore_the_producer, {"P03"}),
     "a late PUT overwrites content": (late_put_overwrites, {"P15"}),
     "a blob is readable by a non-recipient": (blobs_readable_by_anyone, {"P16", "P01"}),

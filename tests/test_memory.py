@@ -245,3 +245,19 @@ def test_the_database_guards_published_memory(mem: Api, data_dir: Path) -> None:
                 f" 'active', '{blob}', 'z.md', '{{}}')"):
         with pytest.raises(apsw.ConstraintError):
             db.execute(sql)
+
+
+def test_one_pass_fingerprint_and_manifest_equal_the_plain_definitions() -> None:
+    from waypost.reference.memory_state import (
+        Entry,
+        fingerprint_and_manifest,
+        manifest,
+        state_fingerprint,
+    )
+
+    state = {"b": Entry("b", "x/b.md", "blb_1", {"z": [1, 2.5], "a": "ü"}),
+             "a": Entry("a", deleted_in_revision=3), "c": Entry("c", "c", "blb_2", {})}
+    assert fingerprint_and_manifest("notes", 5, 4, state) == (
+        state_fingerprint(state.values()), manifest("notes", 5, 4, state))
+    assert fingerprint_and_manifest("n", 1, 0, {}) == (state_fingerprint(()),
+                                                       manifest("n", 1, 0, {}))

@@ -435,3 +435,48 @@ def test_clock_is_not_found_without_test_hooks(api: Api, doc: Doc) -> None:
         missing = api.admin(method, "/_test/clock", body)
         assert missing.status_code == 404
         conforms(doc, method.lower(), "/_test/clock", missing)
+
+
+def test_memory_answers_conform(api: Api, doc: Doc) -> None:
+    api.must_admin("POST", "/admin/v1/spaces/s1/collections", {
+        "request_id": rid(), "collection_id": "notes", "source_actor_id": "alice",
+        "scope": "notes"})
+    api.token("s1", "alice", "alice-inbox", name="writer", collections=[
+        {"collection_id": "notes", "actions": ["read", "write"]}])
+    blob = sealed_blob(api, "writer", b"entry")
+    path = "/v1/collections/{collection_id}/revisions"
+    body = {"request_id": rid("pub"), "expected_revision": 0, "mode": "delta",
+            "items": [{"item_id": "a", "path": "a.md", "blob_id": blob, "metadata": {"k": 1}},
+                      {"item_id": "b", "path": "b.md", "blob_id": blob}]}
+    assert errors_of(doc, request_schema(doc, "post", path), body) == []
+    url = "/v1/collections/notes/revisions"
+    assert conforms(doc, "post", path, api.as_("writer", "POST", url, body))["changed"]
+    conforms(doc, "post", path, api.as_("writer", "POST", url, body))  # replayed
+    same = {**body, "request_id": rid("pub"), "expected_revision": 1}
+    assert conforms(doc, "post", path, api.as_("writer", "POST", url, same)) == {
+        "revision": 1, "changed": False}
+    snapshot = {"request_id": rid("pub"), "expected_revision": 1, "mode": "snapshot",
+                "items": []}
+    conforms(doc, "post", path, api.as_("writer", "POST", url, snapshot))
+    conflict = api.as_("writer", "POST", url, {**snapshot, "request_id": rid("pub")})
+    assert conforms(doc, "post", path, conflict)["error"]["code"] == "REVISION_CONFLICT"
+    conforms(doc, "post", path, api.as_("writer", "POST", url, {"request_id": "x"}))
+    conforms(doc, "get", "/v1/collections/{collection_id}",
+             api.as_("writer", "GET", "/v1/collections/notes"))
+    conforms(doc, "get", "/v1/collections/{collection_id}",
+             api.as_("writer", "GET", "/v1/collections/missing"))
+    meta = "/v1/collections/{collection_id}/revisions/{revision}"
+    for revision in (0, 1, 2, 3):
+        conforms(doc, "get", meta, api.as_("writer", "GET", f"/v1/collections/notes/revisions/"
+                                                             f"{revision}"))
+    items = f"{meta}/items"
+    page = conforms(doc, "get", items, api.as_(
+        "writer", "GET", "/v1/collections/notes/revisions/2/items",
+        params={"include_tombstones": "true", "limit": 1}))
+    assert page["has_more"]
+    conforms(doc, "get", items, api.as_("writer", "GET", "/v1/collections/notes/revisions/2/items",
+                                        params={"cursor": "v1.x.y"}))
+    lookup = api.as_("writer", "GET", f"/v1/submissions/memory.publish/{body['request_id']}")
+    conforms(doc, "get", "/v1/submissions/{operation}/{request_id}", lookup)
+    feed = conforms(doc, "get", "/v1/feed", api.as_("writer", "GET", "/v1/feed"))
+    assert [i["type"] for i in feed["items"]].count("memory_revision") == 2

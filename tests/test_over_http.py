@@ -3,6 +3,7 @@ bootstrap and an httpx client, exactly as the README walkthrough does with curl.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -56,6 +57,7 @@ def test_bootstrap_then_send_read_and_ack_over_http(server: str) -> None:
             "checkpoint": {"cursor": page["next_cursor"]}})
         assert acked.status_code == 200, acked.text
         assert client.get("/v1/feed", headers=bob).json()["items"] == []
+        _publish_a_note(client, alice, bob)
         missing = client.get("/v1/nothing-here")
         assert missing.status_code == 404
         assert missing.json()["error"]["code"] == "NOT_FOUND"
@@ -63,6 +65,27 @@ def test_bootstrap_then_send_read_and_ack_over_http(server: str) -> None:
         [sys.executable, "-m", "waypost.cli", "admin", "bootstrap", "--url", server,
          "--admin-token", ADMIN], capture_output=True, text=True, check=True).stdout
     assert "already bootstrapped" in rerun
+
+
+def _publish_a_note(client: httpx.Client, alice: dict[str, str], bob: dict[str, str]) -> None:
+    """The README's memory walkthrough: upload a blob, publish it as an entry, read it back."""
+    content = b"# Notes\nremember the milk\n"
+    slot = client.post("/v1/blobs", headers=alice, json={
+        "request_id": "note-blob-1", "size": len(content),
+        "sha256": hashlib.sha256(content).hexdigest(), "content_type": "text/markdown"}).json()
+    assert client.put(slot["upload_url"], headers=alice, content=content).status_code == 200
+    sealed = client.post(f"/v1/uploads/{slot['upload_id']}/commit", headers=alice,
+                         json={"request_id": "note-seal-1"})
+    assert sealed.status_code == 200, sealed.text
+    published = client.post("/v1/collections/notes/revisions", headers=alice, json={
+        "request_id": "notes-1", "expected_revision": 0, "mode": "delta",
+        "items": [{"item_id": "milk", "path": "todo/milk.md", "blob_id": slot["blob_id"]}]})
+    assert published.json() == {"revision": 1, "parent_revision": 0, "changed": True}
+    page = client.get("/v1/collections/notes/revisions/1/items", headers=bob).json()
+    assert [entry["path"] for entry in page["items"]] == ["todo/milk.md"]
+    assert client.get(f"/v1/blobs/{slot['blob_id']}/content", headers=bob).content == content
+    feed = client.get("/v1/feed", headers=bob).json()["items"]
+    assert [item["memory_revision"]["revision"] for item in feed] == [1]
 
 
 def test_bootstrap_reports_a_wrong_admin_token(server: str) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from waypost.reference import values
 from waypost.reference.errors import InvalidRequest, ResourceLimit
@@ -96,3 +98,27 @@ def test_server_ids_carry_their_prefix_and_are_valid_object_ids() -> None:
     for made in ids:
         assert made.startswith("msg_")
         assert values.object_id(made, "id") == made
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**60), 2**60)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
+                                                                max_size=4),
+    max_leaves=12)
+
+
+@given(_json)
+def test_canonical_json_is_rfc8785_byte_for_byte(value: Any) -> None:
+    """The fast path for plain values gives exactly the bytes of the RFC 8785 library."""
+    import rfc8785
+
+    from waypost.reference.canonical import canonical_json
+
+    try:
+        expected = bytes(rfc8785.dumps(value))
+    except (rfc8785.CanonicalizationError, TypeError):
+        with pytest.raises(ValueError, match=r"\S"):  # the library's reason, passed on
+            canonical_json(value)
+        return
+    assert canonical_json(value) == expected

@@ -21,7 +21,8 @@ def _load(name: str) -> list[dict[str, Any]]:
     return vectors
 
 
-@pytest.mark.parametrize("name", ["request_fingerprints.json", "grant_fingerprints.json"])
+@pytest.mark.parametrize("name", ["request_fingerprints.json", "grant_fingerprints.json",
+                                  "memory_states.json"])
 def test_vector_files_are_current(name: str) -> None:
     assert json.loads((VECTORS / name).read_text()) == build()[name], (
         "stale vectors: run python tools/make_vectors.py")
@@ -57,3 +58,33 @@ def test_the_server_reports_the_grant_fingerprint(api: Api) -> None:
     issued = api.token("s1", "bob", "bob-inbox", name="vector", **{
         "scopes": case["request"]["scopes"], "recipients": case["request"]["recipients"]})
     assert issued["grant_fingerprint"] == case["sha256"]
+
+
+def test_the_kit_reproduces_publish_fingerprints() -> None:
+    """The kit's own computation (properties/) agrees with the vectors (and so the reference)."""
+    from waypost.properties.fingerprints import publish_fingerprint
+
+    cases = [c for c in _load("request_fingerprints.json") if c["operation"] == "memory.publish"]
+    assert len(cases) >= 3
+    for case in cases:
+        assert publish_fingerprint(case["request"], case["collection_id"]) == case["sha256"]
+    assert cases[0]["sha256"] == cases[1]["sha256"] != cases[2]["sha256"]
+
+
+def test_the_kit_reproduces_memory_states_and_manifests() -> None:
+    from waypost.properties.fingerprints import manifest_bytes, state_fingerprint
+    from waypost.properties.model import next_state
+
+    for case in _load("memory_states.json"):
+        parent = {e["item_id"]: e for e in case["parent"]}
+        state = next_state(parent, case["mode"], case["items"], case["delete_ids"],
+                           case["revision"])
+        assert not isinstance(state, str), case["description"]
+        assert [state[k] for k in sorted(state)] == case["entries"], case["description"]
+        assert state_fingerprint(state) == case["state_fingerprint"], case["description"]
+        document = manifest_bytes(case["collection_id"], case["revision"],
+                                  case["revision"] - 1, state)
+        assert document.decode() == case["manifest"], case["description"]
+        assert hashlib.sha256(document).hexdigest() == case["manifest_sha256"]
+    empty = [c for c in _load("memory_states.json") if not c["entries"]]
+    assert empty[0]["state_fingerprint"] == hashlib.sha256(b"[]").hexdigest()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ from typing import Any
 from waypost.reference.canonical import canonical_json, digest
 from waypost.reference.grants import parse_grants
 from waypost.reference.limits import Limits
+from waypost.reference.memory_requests import parse_publish
+from waypost.reference.memory_state import Entry, ItemInput, manifest, next_state, state_fingerprint
 from waypost.reference.requests import parse_ack, parse_send
 
 OUT = Path(__file__).resolve().parent.parent / "conformance" / "vectors"
@@ -50,6 +53,49 @@ ACK_CASES: list[tuple[str, dict[str, Any], int | None]] = [
                             "checkpoint": {"cursor": "<any cursor whose position is 12>"}}, 12),
 ]
 
+PUBLISH_CASES: list[tuple[str, str, dict[str, Any]]] = [
+    ("a delta: items sorted by item_id, delete_ids sorted, the path's collection_id added",
+     "notes", {"request_id": "m1", "expected_revision": 3, "mode": "delta",
+               "items": [{"item_id": "b", "path": "b.md", "blob_id": "blb_2"},
+                         {"item_id": "a", "path": "dir/a.md", "blob_id": "blb_1",
+                          "metadata": {"lang": "en", "n": 1}}],
+               "delete_ids": ["z", "c"]}),
+    ("the same delta in another order gives the same fingerprint",
+     "notes", {"request_id": "m2", "expected_revision": 3, "mode": "delta",
+               "items": [{"item_id": "a", "path": "dir/a.md", "blob_id": "blb_1",
+                          "metadata": {"n": 1, "lang": "en"}},
+                         {"item_id": "b", "path": "b.md", "blob_id": "blb_2"}],
+               "delete_ids": ["c", "z"]}),
+    ("another collection is another request", "plans",
+     {"request_id": "m3", "expected_revision": 3, "mode": "delta",
+      "items": [{"item_id": "a", "path": "dir/a.md", "blob_id": "blb_1",
+                 "metadata": {"n": 1, "lang": "en"}},
+                {"item_id": "b", "path": "b.md", "blob_id": "blb_2"}],
+      "delete_ids": ["c", "z"]}),
+    ("a snapshot from a manifest blob", "notes",
+     {"request_id": "m4", "expected_revision": 0, "mode": "snapshot",
+      "manifest_blob_id": "blb_manifest"}),
+]
+
+#: (description, parent entries, mode, items, delete_ids, new revision)
+STATE_CASES: list[tuple[str, list[dict[str, Any]], str, list[dict[str, Any]], list[str], int]] = [
+    ("the first revision: metadata defaults to {}", [], "delta",
+     [{"item_id": "b", "path": "b.md", "blob_id": "blb_2"},
+      {"item_id": "a", "path": "dir/a.md", "blob_id": "blb_1", "metadata": {"lang": "en"}}],
+     [], 1),
+    ("a snapshot tombstones unlisted active entries and keeps old tombstones",
+     [{"item_id": "a", "state": "active", "path": "a.md", "blob_id": "blb_1", "metadata": {}},
+      {"item_id": "b", "state": "active", "path": "b.md", "blob_id": "blb_2", "metadata": {}},
+      {"item_id": "c", "state": "tombstone", "deleted_in_revision": 2}],
+     "snapshot", [{"item_id": "b", "path": "b2.md", "blob_id": "blb_2"}], [], 4),
+    ("a delta deletes, upserts and revives a tombstone",
+     [{"item_id": "a", "state": "active", "path": "a.md", "blob_id": "blb_1", "metadata": {}},
+      {"item_id": "c", "state": "tombstone", "deleted_in_revision": 2}],
+     "delta", [{"item_id": "c", "path": "c.md", "blob_id": "blb_3", "metadata": {"v": 2}}],
+     ["a"], 7),
+    ("the empty state (revision 0)", [], "delta", [], [], 1),
+]
+
 GRANT_CASES: list[tuple[str, dict[str, Any]]] = [
     ("every scope, any recipient, nothing else",
      {"scopes": ["event.subscribe", "message.send", "message.read", "space.observe",
@@ -82,17 +128,47 @@ def build() -> dict[str, Any]:
     requests += [vector(d, "receipt.ack", r, parse_ack(r, Limits()).normalised(position),
                         checkpoint_position=None if position is None else str(position))
                  for d, r, position in ACK_CASES]
+    requests += [vector(d, "memory.publish", r, parse_publish(r, cid, Limits()).normalised,
+                        collection_id=cid) for d, cid, r in PUBLISH_CASES]
     grants = [vector(d, "grant", g, parse_grants(g).normalised()) for d, g in GRANT_CASES]
     return {
         "request_fingerprints.json": {
             "about": "Request fingerprints (protocol.md §5): sha256 = SHA-256 of the RFC 8785 "
                      "canonical JSON of the normalised request (the body without request_id).",
             "vectors": requests},
+        "memory_states.json": {
+            "about": "Memory states (protocol.md §9): the state a publish makes on its parent, "
+                     "its state fingerprint (SHA-256 of the RFC 8785 form of the entries sorted "
+                     "by item_id, tombstones as {item_id, state} only) and the revision's "
+                     "canonical manifest object.",
+            "vectors": [_state_vector(*case) for case in STATE_CASES]},
         "grant_fingerprints.json": {
             "about": "Grant fingerprints (protocol.md §4): SHA-256 of the RFC 8785 canonical "
                      "JSON of the normalised grants; the token id never enters.",
             "vectors": grants},
     }
+
+
+def _entry(entry: dict[str, Any]) -> Entry:
+    if entry["state"] == "active":
+        return Entry(entry["item_id"], entry["path"], entry["blob_id"], entry["metadata"])
+    return Entry(entry["item_id"], deleted_in_revision=entry["deleted_in_revision"])
+
+
+def _state_vector(description: str, parent: list[dict[str, Any]], mode: str,
+                  items: list[dict[str, Any]], delete_ids: list[str],
+                  revision: int) -> dict[str, Any]:
+    inputs = [ItemInput(i["item_id"], i["path"], i["blob_id"], i.get("metadata"))
+              for i in items]
+    state = next_state({e["item_id"]: _entry(e) for e in parent}, mode, inputs, delete_ids,
+                       revision)
+    document = manifest("notes", revision, revision - 1, state)
+    return {"description": description, "collection_id": "notes", "parent": parent,
+            "mode": mode, "items": items, "delete_ids": delete_ids, "revision": revision,
+            "entries": [state[k].public() for k in sorted(state)],
+            "state_fingerprint": state_fingerprint(state.values()).hex(),
+            "manifest": document.decode(),
+            "manifest_sha256": hashlib.sha256(document).hexdigest()}
 
 
 def main() -> int:

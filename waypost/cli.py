@@ -58,6 +58,38 @@ def _bench_kit(args: argparse.Namespace) -> int:
     return 1 if result["failed"] else 0
 
 
+def _bench_publish(args: argparse.Namespace) -> int:
+    from waypost.conformance.bench_publish import BenchError, bench_publish
+
+    try:
+        bench_publish(args.sizes, args.repeats, args.upload_mib, args.synchronous, args.json)
+    except (BenchError, ValueError) as error:
+        print(f"waypost bench publish: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _sizes(text: str) -> list[int]:
+    """``100,1000,10000`` → positive entry counts."""
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError("sizes must be positive integers")
+    return sizes
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     """The full command-line interface (``waypost --help``)."""
     top = argparse.ArgumentParser(
@@ -132,6 +164,35 @@ def parser() -> argparse.ArgumentParser:
     kit.add_argument("--seed", type=int, default=1, help="seed (default: 1)")
     kit.add_argument("--json", type=Path, default=None, help="also write the JSON here")
     kit.set_defaults(run=_bench_kit)
+
+    publish = benches.add_parser(
+        "publish", help="one-entry delta publish latency as a collection grows, and a streamed "
+                        "upload with the server's peak memory",
+        description="Start the embedded reference (SQLite + files in a temporary directory) as "
+                    "a child process and measure over real HTTP: (1) for each size, fill a "
+                    "collection with that many entries (deltas of at most the published "
+                    "inline_items_per_publish), then time --repeats one-entry delta publishes, "
+                    "each moving one existing entry to a new path so the size stays fixed "
+                    "(median, p90 and growth with size); (2) one upload of --upload-mib MiB "
+                    "(blob.prepare, the content streamed in 1 MiB chunks, blob.commit) with "
+                    "MiB/s and the server process's peak resident memory (VmHWM) before and "
+                    "after; (3) as a baseline in the same run, GET /v1/describe round trips "
+                    "per second and a one-entry delta publish on an empty collection. Prints "
+                    "JSON on stdout and a short summary on stderr; exits 1 if the server "
+                    "answers anything unexpected, with the request and response.")
+    publish.add_argument("--sizes", type=_sizes, default=[100, 1_000, 10_000],
+                         help="comma-separated collection sizes in entries, each at most the "
+                              "server's memory_entries_per_revision (default: 100,1000,10000)")
+    publish.add_argument("--repeats", type=_positive, default=20,
+                         help="timed publishes per size and on empty collections (default: 20)")
+    publish.add_argument("--upload-mib", type=_positive, default=64,
+                         help="upload size in MiB, at most the server's upload_bytes "
+                              "(default: 64)")
+    publish.add_argument("--synchronous", choices=["normal", "full"], default="normal",
+                         help="SQLite durability of the server started (default: normal, as "
+                              "the kit's sqlite target)")
+    publish.add_argument("--json", type=Path, default=None, help="also write the JSON here")
+    publish.set_defaults(run=_bench_publish)
     return top
 
 

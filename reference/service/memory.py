@@ -19,16 +19,15 @@ from waypost.reference.errors import (
     InvalidRequest,
     ReferenceInvalid,
     ResourceLimit,
-    RevisionConflict,
+    from_code,
     not_found,
 )
 from waypost.reference.memory_requests import Changes, PublishMemory, parse_manifest_input, parse_publish
 from waypost.reference.memory_state import (
     EMPTY_FINGERPRINT,
     Entry,
-    manifest,
+    fingerprint_and_manifest,
     next_state,
-    state_fingerprint,
 )
 from waypost.reference.principal import Principal
 from waypost.reference.service import blobs, submissions
@@ -118,6 +117,37 @@ def _next(parent: dict[str, Entry], request: PublishMemory, changes: Changes,
     return state
 
 
+@dataclass(frozen=True)
+class Outlook:
+    """What a publish would do on the head as read now: ``state`` and its fingerprint and
+    manifest when the head is ``expected_revision`` (else all ``None``: a conflict)."""
+
+    collection: Collection
+    state: dict[str, Entry] | None = None
+    fingerprint: bytes | None = None
+    manifest: bytes | None = None
+    unchanged: bool = False
+
+
+async def _outlook(ctx: Context, principal: Principal, request: PublishMemory,
+                   changes: Changes) -> Outlook:
+    """Read the head; on the expected revision, derive the next state (invalid input raises)."""
+    collection = await _collection(ctx, principal, request.collection_id)
+    head = collection.current_revision
+    if head != request.expected_revision:
+        return Outlook(collection)
+    parent = await _state(ctx, principal.space_id, collection.collection_id, head)
+    state = _next(parent, request, changes, ctx)
+    fingerprint, document = fingerprint_and_manifest(collection.collection_id, head + 1, head,
+                                                     state)
+    parent_fingerprint = EMPTY_FINGERPRINT
+    if head:
+        (rows,) = await ctx.driver.read([sql.revision_statement(
+            principal.space_id, collection.collection_id, head)])
+        parent_fingerprint = bytes(rows[0][3])
+    return Outlook(collection, state, fingerprint, document, fingerprint == parent_fingerprint)
+
+
 async def publish(ctx: Context, principal: Principal, collection_id: str, raw: Any) -> Outcome:
     """Publish a revision if ``expected_revision`` is the head (CAS), answer ``changed:false``
     for the head's own state, or record ``REVISION_CONFLICT``; replay a settled key."""
@@ -131,12 +161,10 @@ async def publish(ctx: Context, principal: Principal, collection_id: str, raw: A
                         field="collection_id")
     fingerprint = digest(request.normalised)
     found = await submissions.find(ctx, principal, OPERATION, request.request_id)
+    outlook = None
     if found is None:
         changes = await _changes(ctx, principal, request)
-        if collection.current_revision == request.expected_revision:
-            parent = await _state(ctx, principal.space_id, collection.collection_id,
-                                  collection.current_revision)
-            _next(parent, request, changes, ctx)  # invalid input fails before any effect
+        outlook = await _outlook(ctx, principal, request, changes)  # invalid input fails here
         record = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
             fingerprint, values.new_id("sub"), collection.collection_id,
@@ -147,28 +175,26 @@ async def publish(ctx: Context, principal: Principal, collection_id: str, raw: A
     submissions.check_fingerprint(record, fingerprint)
     if not record.pending:
         return await submissions.replay(ctx, OPERATION, record, None)
-    return await _resume(ctx, principal, request, record)
+    if outlook is None:
+        changes = await _changes(ctx, principal, request)
+    return await _resume(ctx, principal, request, record, changes, outlook)
 
 
 async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
-                  record: submission_sql.SubmissionRecord) -> Outcome:
+                  record: submission_sql.SubmissionRecord, changes: Changes,
+                  outlook: Outlook | None) -> Outcome:
     """Carry a reserved publish to its commit; the head decides conflict / unchanged / new."""
-    changes = await _changes(ctx, principal, request)
     for _attempt in range(3):  # the head may reach expected_revision between read and commit
-        collection = await _collection(ctx, principal, request.collection_id)
-        new_fp = None
-        if collection.current_revision == request.expected_revision:
-            parent = await _state(ctx, principal.space_id, collection.collection_id,
-                                  collection.current_revision)
-            state = _next(parent, request, changes, ctx)
-            new_fp = state_fingerprint(state.values())
-            if record.state == "reserved" and new_fp != state_fingerprint(parent.values()):
-                await _prepare(ctx, principal, request, record, changes, state)
+        if outlook is None:
+            outlook = await _outlook(ctx, principal, request, changes)
+        if record.state == "reserved" and outlook.manifest is not None and not outlook.unchanged:
+            await _prepare(ctx, principal, record, changes, outlook.manifest)
         plan = sql.commit_revision(principal, ctx.clock.now_ms(), sql.RevisionCommit(
-            record.submission_id, collection.collection_id, request.expected_revision,
-            request.mode, new_fp, EMPTY_FINGERPRINT, values.new_id("upl")))
+            record.submission_id, outlook.collection.collection_id, request.expected_revision,
+            request.mode, outlook.fingerprint, EMPTY_FINGERPRINT, values.new_id("upl")))
         (verdict, *_outcome), = await ctx.driver.run(plan)
-        if verdict == "NOT_READY" and new_fp is None:
+        if verdict == "NOT_READY" and outlook.fingerprint is None:
+            outlook = None
             continue
         break
     if verdict not in ("ok", sql.CONFLICT, sql.UNCHANGED, submission_sql.SETTLED):
@@ -180,19 +206,16 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
     if verdict == submission_sql.SETTLED:
         return await submissions.replay(ctx, OPERATION, found[0], None)
     outcome = await submissions.stable_result(ctx, OPERATION, found[0], None)
-    if outcome.status >= 400:
-        raise RevisionConflict("expected_revision is not the collection head",
-                               **outcome.body["error"]["details"])
+    if outcome.status >= 400:  # the recorded conflict, in the very words a replay will use
+        error = outcome.body["error"]
+        raise from_code(error["code"], error["message"], error["details"])
     return outcome
 
 
-async def _prepare(ctx: Context, principal: Principal, request: PublishMemory,
-                   record: submission_sql.SubmissionRecord, changes: Changes,
-                   state: dict[str, Entry]) -> None:
+async def _prepare(ctx: Context, principal: Principal, record: submission_sql.SubmissionRecord,
+                   changes: Changes, document: bytes) -> None:
     """Write the canonical manifest object, stage the inputs, mark the submission prepared."""
     assert record.object_ref is not None
-    document = manifest(request.collection_id, request.expected_revision + 1,
-                        request.expected_revision, state)
     _, facts = await ctx.blobs.create_only(record.object_ref, one_chunk(document))
     inputs = [sql.StagedInput(item.item_id, item.path, item.blob_id,
                               canonical_json(item.metadata or {}).decode())
