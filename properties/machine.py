@@ -373,7 +373,7 @@ class WaypostMachine(RuleBasedStateMachine):
         items = data.draw(st.lists(entry, max_size=4, **unique))  # type: ignore[arg-type]
         mode = data.draw(st.sampled_from(["delta", "snapshot"]))
         seen = sorted(int(item_id[1:]) for item_id in (target.states[-1] if target else {}))
-        deletes = [] if mode == "snapshot" and not wrong or not (seen or wrong) else data.draw(
+        deletes = [] if (mode == "snapshot" and not wrong) or not (seen or wrong) else data.draw(
             st.lists(st.sampled_from(seen) if seen and not wrong else st.integers(0, 6),
                      max_size=2, unique=True))
         if not wrong:

@@ -26,8 +26,9 @@ def _post(client: httpx.Client, path: str, body: dict[str, Any]) -> dict[str, An
 
 def provision(client: httpx.Client, space_id: str) -> dict[str, str | None]:
     """Create (or find again) the demo space: alice (default actor) and bob, an inbox consumer
-    and a token each, and alice's memory collection ``notes`` (bob may read it). Request ids are fixed, so a second run replays instead of duplicating;
-    replayed tokens come back as None because secrets are shown only once."""
+    and a token each, and alice's memory collection ``notes`` (bob may read it). Request ids
+    are fixed, so a second run replays instead of duplicating; replayed tokens come back as
+    None because secrets are shown only once."""
     key = f"bootstrap.{space_id}"
     _post(client, "/admin/v1/spaces", {
         "request_id": f"{key}.space", "space_id": space_id, "display_name": "Demo space",
