@@ -22,8 +22,11 @@ from waypost.properties.world import SPACE_ACTORS, World
 KINDS = ("info", "question", "result", "todo_suggestion", "memory_notice", "processing_result")
 STAGES = ("received", "processed")
 WEIGHTED = ("send",) * 5 + ("ack",) * 4 + ("read_feed",) * 3 + ("check_view",) * 4 + (
-    "read_message",) * 2 + ("resubmit",) * 3 + ("upload",) * 3 + ("memory",) * 9 + (
+    "read_message",) * 2 + ("resubmit",) * 3 + ("upload",) * 3 + ("memory",) * 6 + (
     "provision", "change_authority", "probe", "probe")
+#: Metadata that canonical JSON must get right: escapes, DEL, non-ASCII keys, numbers.
+METADATA = ({"note": "ü\x7f\n\"q\"", "x": 1.5}, {"list": [True, None, -0.0, 1e21, 2**53 - 1]},
+            {"\U0001f600": "e", "\ue000": "f", "a": {}})
 words = st.text(alphabet="abcdefghij klmnop", min_size=1, max_size=12)
 
 
@@ -200,7 +203,10 @@ class WaypostMachine(RuleBasedStateMachine):
         invisible, foreign or missing; with or without a checkpoint (P01, P09, P10)."""
         if not self.bound_items("A"):
             return self.send(data)
-        token = _sample(data, self.handles())
+        consumers = {(space, consumer) for space, consumer, _ in self.world.model.receipts}
+        acked_before = [t.handle for t in self.world.model.tokens.values()
+                        if (t.space, t.consumer_id) in consumers]
+        token = _sample(data, acked_before * 3 + self.handles())  # later ACKs meet earlier ones
         holder = self.world.token(token)
         visible = [[space, item.index] for space in SPACE_ACTORS
                    for item in self.world.model.items.get(self.world.space_ids[space], [])
@@ -256,9 +262,12 @@ class WaypostMachine(RuleBasedStateMachine):
         if not self.world.model.submissions:
             return self.send(data)
         mode = data.draw(st.sampled_from(["retry", "retry", "conflict", "lookup", "reuse"]))
+        sends = [n for n, sub in enumerate(self.world.model.submissions.values())
+                 if sub.operation == "message.send"]
         if mode == "reuse":
-            self.run("reuse_key", token=_sample(data, self.handles()), submission=data.draw(
-                st.integers(0, len(self.world.model.submissions) - 1)))
+            if sends:
+                self.run("reuse_key", token=_sample(data, self.handles()),
+                         submission=_sample(data, sends))
             return
         self.run(mode, submission=data.draw(st.integers(
             0, len(self.world.model.submissions) - 1)))
@@ -359,15 +368,15 @@ class WaypostMachine(RuleBasedStateMachine):
         # draw is deliberately wrong.
         entry = st.integers(0, 6).flatmap(lambda n: st.tuples(
             st.just(n), st.sampled_from([n, n, n, n + 7]) if not wrong else st.integers(0, 8),
-            st.sampled_from(pool), st.none() | st.fixed_dictionaries({"k": st.integers(0, 2)})))
+            st.sampled_from(pool), st.none() | st.fixed_dictionaries({"k": st.integers(0, 2)})
+            | st.sampled_from(METADATA)))
         if action == "race":
             fresh = list(range(7, 12))  # ids only a race adds
-            first, second = (data.draw(st.lists(st.sampled_from(fresh).flatmap(
+            change = data.draw(st.lists(st.sampled_from(fresh).flatmap(
                 lambda n: st.tuples(st.just(n), st.just(n + 20), st.sampled_from(blobs or pool),
                                     st.none())), min_size=1, max_size=2, unique_by=lambda e: e[0]))
-                for _ in range(2))
             self.run("race", token=token, collection=collection,
-                     first=[list(e) for e in first], second=[list(e) for e in second])
+                     items=[list(e) for e in change])
             return
         unique = {"unique_by": (lambda e: e[0], lambda e: e[1])} if not wrong else {}
         items = data.draw(st.lists(entry, max_size=4, **unique))  # type: ignore[arg-type]

@@ -57,11 +57,17 @@ def _collection(world: World, token: Token, cid: str) -> Collection | None:
     return world.model.collections.get((token.space, cid))
 
 
+#: Path shapes by path number: plain, non-ASCII, with DEL, deep (canonical JSON must get all
+#: of them right, in fingerprints and manifests alike).
+PATHS = ("docs/p{}.md", "notes/ü{}.md", "odd\x7fname{}", "deep/er/{}/x.txt")
+
+
 def _items(world: World, items: list[list[Any]]) -> list[dict[str, Any]]:
     """``[item number, path number, upload index, metadata or None]`` → publish input items."""
     found = []
     for number, path, upload, metadata in items:
-        item: dict[str, Any] = {"item_id": f"i{number}", "path": f"docs/p{path}.md",
+        item: dict[str, Any] = {"item_id": f"i{number}",
+                                "path": PATHS[path % len(PATHS)].format(path),
                                 "blob_id": world.model.uploads[upload].blob_id}
         if metadata is not None:
             item["metadata"] = metadata
@@ -192,18 +198,18 @@ def record(world: World, writer: Token, cid: str, body: dict[str, Any], answer: 
         "failed" if answer.status >= 400 else "committed")
 
 
-def race(world: World, token: str, collection: str, first: list[list[Any]],
-         second: list[list[Any]]) -> None:
-    """Two publishes at one head at the same time: exactly one wins, the other is
-    REVISION_CONFLICT (P11)."""
+def race(world: World, token: str, collection: str, items: list[list[Any]]) -> None:
+    """Two publishes of the same change at one head at the same time: exactly one wins, the
+    other is REVISION_CONFLICT (P11). The bodies differ only in request_id, so the state after
+    the race is the same whichever wins: what the kit draws next never depends on timing."""
     writer = world.token(token)
     target = _collection(world, writer, collection)
     if target is None or not world.model.live(writer):
         return
     bodies = [{"request_id": world.rid(), "expected_revision": target.head, "mode": "delta",
-               "items": _items(world, items)} for items in (first, second)]
-    if not all(_valid(world, writer, target, body) for body in bodies):
-        return  # only real changes race: each alone would publish
+               "items": _items(world, items)} for _ in range(2)]
+    if not _valid(world, writer, target, bodies[0]):
+        return  # only a real change races: alone it would publish
     with ThreadPoolExecutor(2) as pool:
         answers = list(pool.map(lambda b: world.as_(writer, "POST", path_of(collection), b),
                                 bodies))
@@ -213,12 +219,15 @@ def race(world: World, token: str, collection: str, first: list[list[Any]],
             "concurrent publishers at one head: exactly one must win",
             answers=[[a.status, a.json] for a in answers]):
         return
-    won = winners[0]
-    expect_publish(world, writer, collection, bodies[won], {"items": bodies[won]["items"]},
-                   answers[won])
-    lost = 1 - won
-    expect_publish(world, writer, collection, bodies[lost], {"items": bodies[lost]["items"]},
-                   answers[lost])
+    order = [winners[0], 1 - winners[0]]
+    for n in order:
+        expect_publish(world, writer, collection, bodies[n], {"items": bodies[n]["items"]},
+                       answers[n])
+    keys = [(writer.space, writer.actor_id, "memory.publish", body["request_id"])
+            for body in bodies]
+    for key in keys:  # recorded in body order, whichever won
+        if key in world.model.submissions:
+            world.model.submissions[key] = world.model.submissions.pop(key)
 
 
 def _valid(world: World, writer: Token, target: Collection, body: dict[str, Any]) -> bool:
@@ -266,11 +275,15 @@ def read_collection(world: World, token: str, collection: str) -> None:
         world.expect_like_missing(answer, reader, "/v1/collections/{}", collection,
                                   "P01" if foreign else "P08", "a collection without a grant")
         return
-    if not (reader.has("memory.read") or reader.has("memory.write")):
-        world.expect_refusal(answer, {"FORBIDDEN"}, "P02", "collection read without scope")
-        return
     expected = {"collection_id": collection, "source_actor_id": target.source_actor_id,
                 "scope": target.scope, "current_revision": target.head}
+    # The protocol does not say whether writing alone lets one read the head: a refusal or
+    # the right answer both do (docs/spec.md).
+    if not (reader.has("memory.read") and reader.may(collection, "read")) \
+            and answer.status >= 400:
+        world.expect_refusal(answer, {"FORBIDDEN", "NOT_FOUND"}, "P02",
+                             "collection read without memory.read and a read grant")
+        return
     check("P11", answer.status == 200 and _subset(answer.json, expected) == expected,
           "the collection must show its head", answer=answer.json, expected=expected)
 
@@ -287,7 +300,11 @@ def read_revision(world: World, token: str, collection: str, revision: int, size
         return
     target = _collection(world, reader, collection)
     if target is None or not (reader.may(collection, "read") or reader.may(collection, "write")):
-        world.expect_refusal(answer, {"NOT_FOUND"}, "P01", "a revision without a grant")
+        foreign = target is None and any(c.collection_id == collection
+                                         for c in world.model.collections.values())
+        world.expect_like_missing(answer, reader, f"/v1/collections/{{}}/revisions/{revision}",
+                                  collection, "P01" if foreign else "P16",
+                                  "a revision of a collection without a grant")
         return
     if not (reader.has("memory.read") and reader.may(collection, "read")):
         world.expect_refusal(answer, {"FORBIDDEN", "NOT_FOUND"}, "P02",
@@ -358,17 +375,25 @@ def _check_manifest(world: World, reader: Token, target: Collection, revision: i
           "the manifest object must be the canonical form of the revision's rows",
           status=content.status, shown=content.data[:2000].decode(errors="replace"),
           expected=wanted[:2000].decode())
+    outsider = next((t for t in world.model.tokens.values() if world.model.live(t)
+                     and not world.model.manifest_readable(target, t)
+                     and blob_id not in t.blob_references), None)
+    if outsider is not None and isinstance(blob_id, str):
+        probe = world.as_(outsider, "GET", f"/v1/blobs/{blob_id}")
+        world.expect_like_missing(probe, outsider, "/v1/blobs/{}", blob_id,
+                                  "P01" if outsider.space != target.space else "P16",
+                                  "a manifest blob to a token that may not read the revision")
 
 
 def cursor_elsewhere(world: World, token: str, collection: str, revision: int) -> None:
     """An item cursor of one revision used on another is refused (P13)."""
     reader = world.token(token)
     target = _collection(world, reader, collection)
-    if target is None or target.head < 1 or not world.model.live(reader) \
+    if target is None or target.head < 2 or not world.model.live(reader) \
             or not (reader.has("memory.read") and reader.may(collection, "read")):
-        return
-    revision = min(revision, target.head)
-    other = revision - 1 if revision > 0 else 1
+        return  # revision 0 may have no pages at all (docs/spec.md): two published ones
+    revision = min(max(revision, 1), target.head)
+    other = revision - 1 if revision > 1 else 2
     page = world.as_(reader, "GET", f"/v1/collections/{collection}/revisions/{revision}/items",
                      params={"limit": 1})
     if not check("P13", page.status == 200, "a revision item page", answer=page.json):

@@ -77,6 +77,7 @@ class Item:
     receipt: dict[str, Any] | None = None  # expected receipt fields (without server values)
     memory: dict[str, Any] | None = None  # expected memory_revision fields (manifest learnt)
     collection_id: str | None = None
+    about_collection: str | None = None  # a receipt about a revision: its collection
 
     @property
     def bound(self) -> bool:
@@ -247,6 +248,9 @@ class Model:
                 return False
             if consumer.view == "space_log" and not token.has("space.observe"):
                 return False
+            if item.about_collection is not None and not (
+                    token.has("memory.read") and token.may(item.about_collection, "read")):
+                return False  # a receipt names the collection of its revision (docs/spec.md)
         elif item.type == "memory_revision":
             assert item.collection_id is not None
             if not (token.has("memory.read") and token.may(item.collection_id, "read")):
@@ -409,6 +413,7 @@ class Model:
                 self.receipts[key] = (stage, version)
                 self.append(token.space, type="receipt", producer_id=token.actor_id,
                             recipient_ids=(item.producer_id,), thread_id=item.thread_id,
+                            about_collection=item.collection_id,
                             receipt={"receipt_version": version, "subject_item_id": item.item_id,
                                      "subject_resource_id": _resource_id(item),
                                      "consumer_id": token.consumer_id,

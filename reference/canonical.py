@@ -27,20 +27,31 @@ def digest(value: Any) -> bytes:
     return hashlib.sha256(canonical_json(value)).digest()
 
 
-_SAFE_INTEGER = 2**53
+_SAFE_INTEGER = 2**53 - 1
 
 
 def _plain(value: Any) -> bool:
-    """Whether ``json.dumps`` gives the JCS bytes: ASCII strings and keys (so escaping and key
-    order agree), integers within ±2^53, no floats."""
-    if isinstance(value, str):
-        return value.isascii()
-    if value is None or isinstance(value, bool):
-        return True
-    if isinstance(value, int):
-        return -_SAFE_INTEGER <= value <= _SAFE_INTEGER
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and k.isascii() and _plain(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_plain(v) for v in value)
-    return False
+    """Whether ``json.dumps`` gives the JCS bytes: strings and keys of printable ASCII or
+    control characters but not DEL (so escaping and key order agree), integers within
+    ±(2^53−1), no floats. Iterative, so deep nesting cannot exhaust the stack here."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() or "\x7f" in item:
+                return False
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if not -_SAFE_INTEGER <= item <= _SAFE_INTEGER:
+                return False
+        elif isinstance(item, dict):
+            for key, member in item.items():
+                if not isinstance(key, str) or not key.isascii() or "\x7f" in key:
+                    return False
+                stack.append(member)
+        elif isinstance(item, list):
+            stack.extend(item)
+        else:
+            return False
+    return True

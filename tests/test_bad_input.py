@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -79,3 +80,12 @@ def test_text_that_is_not_utf8_is_refused_as_bad_input(api: Api) -> None:
         assert response.status_code == 400, response.text
         assert _is_envelope(response)
         assert response.json()["error"]["details"] == {"field": "body"}
+
+
+@pytest.mark.parametrize("depth", [100, 500, 700])
+def test_deeply_nested_metadata_is_never_a_server_error(api: Api, depth: int) -> None:
+    deep: Any = {}
+    for _ in range(depth):
+        deep = {"a": deep}
+    answer = api.send("s1/alice", metadata=deep)
+    assert answer.status_code in (201, 400, 413), answer.text

@@ -222,29 +222,26 @@ def _rewrite(plan: CommitPlan, marker: str, old: str, new: str) -> CommitPlan:
     return CommitPlan(plan.name, plan.plan_id, writes, plan.outcome, plan.cleanup)
 
 
-def snapshot_drops_tombstones(mp: pytest.MonkeyPatch, client: TestClient) -> None:
-    """A snapshot forgets the tombstones of earlier revisions instead of carrying them."""
+def _break_snapshots(mp: pytest.MonkeyPatch, condition: str) -> None:
+    """Carry a parent's entry into a snapshot's revision only where ``condition`` holds."""
     original = memory_sql.commit_revision
 
     def commit_revision(principal: Any, now: int, commit: Any) -> CommitPlan:
         plan = original(principal, now, commit)
         if commit.mode != "snapshot":
             return plan
-        return _rewrite(plan, "AS gone", r"\) e\s+WHERE EXISTS",
-                        ") e WHERE e.entry_kind <> 'tombstone' AND EXISTS")
+        return _rewrite(plan, "AS gone", r"\) e\s+WHERE EXISTS", f") e WHERE {condition} AND EXISTS")
     mp.setattr(memory_sql, "commit_revision", commit_revision)
+
+
+def snapshot_drops_tombstones(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    """A snapshot forgets the tombstones of earlier revisions instead of carrying them."""
+    _break_snapshots(mp, "e.entry_kind <> 'tombstone'")
 
 
 def snapshot_deletes_instead_of_tombstoning(mp: pytest.MonkeyPatch, client: TestClient) -> None:
     """A snapshot removes unlisted entries outright instead of keeping them as tombstones."""
-    original = memory_sql.commit_revision
-
-    def commit_revision(principal: Any, now: int, commit: Any) -> CommitPlan:
-        plan = original(principal, now, commit)
-        if commit.mode != "snapshot":
-            return plan
-        return _rewrite(plan, "AS gone", r"\) e\s+WHERE EXISTS", ") e WHERE NOT e.gone AND EXISTS")
-    mp.setattr(memory_sql, "commit_revision", commit_revision)
+    _break_snapshots(mp, "NOT e.gone")
 
 
 def fixed_revision_follows_the_head(mp: pytest.MonkeyPatch, client: TestClient) -> None:

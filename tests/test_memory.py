@@ -261,3 +261,51 @@ def test_one_pass_fingerprint_and_manifest_equal_the_plain_definitions() -> None
         state_fingerprint(state.values()), manifest("notes", 5, 4, state))
     assert fingerprint_and_manifest("n", 1, 0, {}) == (state_fingerprint(()),
                                                        manifest("n", 1, 0, {}))
+
+
+def test_input_the_head_makes_invalid_after_reservation_is_recorded(
+        mem: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key reserved while the head was elsewhere, then resumed once the head reached its
+    expected revision on which its input is invalid, settles as that 400 (never stays pending)."""
+    from waypost.adapters.sql import memory as memory_sql
+
+    blob = sealed_blob(mem, "writer", b"x")
+    original = memory_sql.commit_revision
+    crashes = iter([True])
+
+    def crash_once(*args: Any) -> Any:
+        if next(crashes, False):
+            raise RuntimeError("the process died before its commit")
+        return original(*args)
+    monkeypatch.setattr(memory_sql, "commit_revision", crash_once)
+    key = rid("early")
+    body = {"delete_ids": ["never"], "items": []}
+    assert publish(mem, 1, request_id=key, **body).status_code == 500
+    assert publish(mem, 0, items=[item("a", blob)]).status_code == 201
+    first = publish(mem, 1, request_id=key, **body)
+    assert _error(first, 400, "INVALID_REQUEST")["details"]["field"] == "delete_ids"
+    again = publish(mem, 1, request_id=key, **body)
+    assert again.json() == first.json()
+    assert again.headers["Waypost-Replayed"] == "true"
+    lookup = mem.as_("writer", "GET", f"/v1/submissions/memory.publish/{key}").json()
+    assert (lookup["state"], lookup["result"]["status"]) == ("failed", 400)
+
+
+def test_receipts_about_a_revision_stay_with_its_readers(mem: Api) -> None:
+    """A receipt names the collection: observers without a read grant never see it."""
+    blob = sealed_blob(mem, "writer", b"x")
+    publish(mem, 0, items=[item("a", blob)])
+    revision_item = next(i for i in mem.all_items("reader") if i["type"] == "memory_revision")
+    acked = mem.as_("reader", "POST", "/v1/acks", {"request_id": rid("ack"), "items": [
+        {"item_id": revision_item["item_id"], "stage": "processed"}]})
+    assert acked.status_code == 200, acked.text
+    mem.consumer("s1", "carol", "carol-log", "space_log")
+    mem.token("s1", "carol", "carol-log", name="observer")
+    mem.token("s1", "carol", "carol-log", name="observer-reader", collections=[
+        {"collection_id": "notes", "actions": ["read"]}])
+    assert [i["type"] for i in mem.all_items("observer")] == []
+    seen = mem.all_items("observer-reader")
+    assert [i["type"] for i in seen] == ["memory_revision", "receipt"]
+    assert seen[1]["receipt"]["subject_resource_id"] == "notes"
+    writer_view = [i for i in mem.all_items("writer") if i["type"] == "receipt"]
+    assert [i["receipt"]["actor_id"] for i in writer_view] == ["bob"]

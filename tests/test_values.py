@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from waypost.reference import values
@@ -108,6 +108,12 @@ _json = st.recursive(
     max_leaves=12)
 
 
+@example({"a\x7fb": "c\x7f", "\x00": "\x1f\n"})
+@example([2**53 - 1, -(2**53 - 1)])
+@example([2**53])
+@example({"n": -(2**53)})
+@example(["é", {"\U0001f600": 1, "\ue000": 2}])
+@example([1.5, -0.0, 1e21, 5e-324])
 @given(_json)
 def test_canonical_json_is_rfc8785_byte_for_byte(value: Any) -> None:
     """The fast path for plain values gives exactly the bytes of the RFC 8785 library."""
@@ -122,3 +128,4 @@ def test_canonical_json_is_rfc8785_byte_for_byte(value: Any) -> None:
             canonical_json(value)
         return
     assert canonical_json(value) == expected
+

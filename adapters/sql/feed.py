@@ -3,7 +3,8 @@
 Visibility for a consumer of actor A through a token with grants G:
 message and receipt items need ``message.read`` and, in an inbox, A among the item's recipients,
 in a space log ``space.observe``; memory_revision items need ``memory.read`` and a read grant on
-the collection. Then every non-empty filter dimension must match.
+the collection, and so do receipts about them (they name the collection). Then every non-empty
+filter dimension must match.
 """
 
 from __future__ import annotations
@@ -34,7 +35,13 @@ _JOINS = """LEFT JOIN messages m ON f.item_type = 'message' AND m.space_id = f.s
 VISIBLE = """(
     (f.item_type IN ('message', 'receipt') AND (:all_messages = 1 OR (:inbox_messages = 1
         AND EXISTS (SELECT 1 FROM feed_recipients r WHERE r.space_id = f.space_id
-            AND r.item_id = f.item_id AND r.actor_id = :actor_id))))
+            AND r.item_id = f.item_id AND r.actor_id = :actor_id)))
+        AND (f.item_type = 'message' OR NOT EXISTS (SELECT 1 FROM feed_receipt_updates ru
+            JOIN feed_items s ON s.space_id = ru.space_id AND s.item_id = ru.subject_item_id
+            WHERE ru.space_id = f.space_id AND ru.item_id = f.item_id
+              AND s.item_type = 'memory_revision' AND NOT (:memory_read = 1 AND EXISTS (
+                SELECT 1 FROM token_collection_grants g WHERE g.token_id = :token_id
+                AND g.collection_id = s.collection_id AND g.action = 'read')))))
     OR (f.item_type = 'memory_revision' AND :memory_read = 1
         AND EXISTS (SELECT 1 FROM token_collection_grants g WHERE g.token_id = :token_id
             AND g.collection_id = f.collection_id AND g.action = 'read')))"""

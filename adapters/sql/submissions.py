@@ -10,6 +10,7 @@ from waypost.adapters.sql.control import json_list
 from waypost.adapters.sql.driver import Driver
 from waypost.adapters.sql.plan import (
     GUARD_OK,
+    CommitPlan,
     SqlValue,
     Statement,
     guard,
@@ -140,6 +141,25 @@ async def mark_prepared(driver: Driver, principal: Principal, now: int, submissi
     if verdict != "ok":
         return str(verdict)
     return str(state)
+
+
+def record_failure(principal: Principal, now: int, submission_id: str, status: int, code: str,
+                   detail: str) -> CommitPlan:
+    """Record a business failure decided after reservation as the key's stable result."""
+    plan_id = new_plan_id()
+    params: dict[str, SqlValue] = {**authority_params(principal, now, ""),
+                                   "submission_id": submission_id, "status": status,
+                                   "code": code, "detail": detail}
+    writes = [
+        guard(plan_id, [SETTLED_CASE, (NOT_LIVE, "UNAUTHENTICATED")], params),
+        guarded(plan_id, f"""
+            UPDATE submissions SET state = 'failed', result_status = :status,
+                error_code = :code, error_detail = :detail, committed_at = :now
+            WHERE submission_id = :submission_id AND {GUARD_OK}""", params),
+    ]
+    outcome = verdict_read(plan_id, "s.state",
+                           "JOIN submissions s ON s.submission_id = :submission_id", params)
+    return plan("record_failure", plan_id, writes, outcome)
 
 
 def lookup_statement(principal: Principal, operation: str, request_id: str) -> Statement:

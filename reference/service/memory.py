@@ -19,6 +19,7 @@ from waypost.reference.errors import (
     InvalidRequest,
     ReferenceInvalid,
     ResourceLimit,
+    WaypostError,
     from_code,
     not_found,
 )
@@ -106,9 +107,6 @@ async def _referenceable(ctx: Context, principal: Principal, blob_ids: list[str]
 
 def _next(parent: dict[str, Entry], request: PublishMemory, changes: Changes,
           ctx: Context) -> dict[str, Entry]:
-    if request.expected_revision >= values.MAX_REVISION:
-        raise ResourceLimit("the collection is at the largest revision", field="expected_revision",
-                            limit="revision", max=values.MAX_REVISION)
     state = next_state(parent, request.mode, changes.items, changes.delete_ids,
                        request.expected_revision + 1)
     high = ctx.limits.memory_entries_per_revision
@@ -145,7 +143,11 @@ async def _outlook(ctx: Context, principal: Principal, request: PublishMemory,
         (rows,) = await ctx.driver.read([sql.revision_statement(
             principal.space_id, collection.collection_id, head)])
         parent_fingerprint = bytes(rows[0][3])
-    return Outlook(collection, state, fingerprint, document, fingerprint == parent_fingerprint)
+    unchanged = fingerprint == parent_fingerprint
+    if not unchanged and head >= values.MAX_REVISION:
+        raise ResourceLimit("the collection is at the largest revision", field="expected_revision",
+                            limit="revision", max=values.MAX_REVISION)
+    return Outlook(collection, state, fingerprint, document, unchanged)
 
 
 async def publish(ctx: Context, principal: Principal, collection_id: str, raw: Any) -> Outcome:
@@ -186,7 +188,12 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
     """Carry a reserved publish to its commit; the head decides conflict / unchanged / new."""
     for _attempt in range(3):  # the head may reach expected_revision between read and commit
         if outlook is None:
-            outlook = await _outlook(ctx, principal, request, changes)
+            try:
+                outlook = await _outlook(ctx, principal, request, changes)
+            except (InvalidRequest, ResourceLimit) as error:
+                # The head reached expected_revision after the key was reserved and the input
+                # is invalid on it: that is this key's stable result from now on.
+                return await _fail(ctx, principal, request, record, error)
         if record.state == "reserved" and outlook.manifest is not None and not outlook.unchanged:
             await _prepare(ctx, principal, record, changes, outlook.manifest)
         plan = sql.commit_revision(principal, ctx.clock.now_ms(), sql.RevisionCommit(
@@ -207,9 +214,24 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
         return await submissions.replay(ctx, OPERATION, found[0], None)
     outcome = await submissions.stable_result(ctx, OPERATION, found[0], None)
     if outcome.status >= 400:  # the recorded conflict, in the very words a replay will use
-        error = outcome.body["error"]
-        raise from_code(error["code"], error["message"], error["details"])
+        recorded = outcome.body["error"]
+        raise from_code(recorded["code"], recorded["message"], recorded["details"])
     return outcome
+
+
+async def _fail(ctx: Context, principal: Principal, request: PublishMemory,
+                record: submission_sql.SubmissionRecord, error: WaypostError) -> Outcome:
+    plan = submission_sql.record_failure(principal, ctx.clock.now_ms(), record.submission_id,
+                                         error.status, error.code, json.dumps(error.details))
+    (verdict, _state), = await ctx.driver.run(plan)
+    if verdict not in ("ok", submission_sql.SETTLED):
+        raise submissions.refuse(str(verdict))
+    found = await submissions.find(ctx, principal, OPERATION, request.request_id)
+    assert found is not None
+    if verdict == submission_sql.SETTLED:
+        return await submissions.replay(ctx, OPERATION, found[0], None)
+    failed = (await submissions.stable_result(ctx, OPERATION, found[0], None)).body["error"]
+    raise from_code(failed["code"], failed["message"], failed["details"])
 
 
 async def _prepare(ctx: Context, principal: Principal, record: submission_sql.SubmissionRecord,
