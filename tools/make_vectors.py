@@ -94,6 +94,11 @@ STATE_CASES: list[tuple[str, list[dict[str, Any]], str, list[dict[str, Any]], li
      "delta", [{"item_id": "c", "path": "c.md", "blob_id": "blb_3", "metadata": {"v": 2}}],
      ["a"], 7),
     ("the empty state (revision 0)", [], "delta", [], [], 1),
+    ("canonical JSON edge cases: non-ASCII and DEL in paths, escapes, floats, key order",
+     [], "delta",
+     [{"item_id": "u", "path": "notes/ü\u007f.md", "blob_id": "blb_1",
+       "metadata": {"note": "tab\t\"q\"", "x": 1.5, "big": 1e21, "neg": -0.0,
+                    "\U0001f600": 1, "\ue000": 2}}], [], 1),
 ]
 
 GRANT_CASES: list[tuple[str, dict[str, Any]]] = [
