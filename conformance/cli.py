@@ -52,6 +52,42 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     replay.add_argument("--admin-token", default=None,
                         help="admin token of a URL target (default: $WAYPOST_ADMIN_TOKEN)")
     replay.set_defaults(run=_replay)
+    matrix = kit_commands.add_parser(
+        "crash-matrix", help="every fault point × every write with a real crash and restart",
+        description="Start the embedded reference with --test-hooks --crash-mode exit and, for "
+                    "every write operation and fault point, arm a crash there, perform the "
+                    "write (the process ends on the spot), restart the process on the same "
+                    "data, look the submission up and retry it: the retry must succeed, repeat "
+                    "on a second retry and the write must take effect exactly once. Prints the "
+                    "table of outcomes (not reached / committed / resumed / not committed); "
+                    "exit 1 if any cell fails. Only --target sqlite: a deployment has no "
+                    "fault points.")
+    matrix.add_argument("--target", default="sqlite", choices=["sqlite"],
+                        help="sqlite (the only target with fault points)")
+    matrix.add_argument("--operations", default=None,
+                        help="comma-separated subset, e.g. message.send,memory.publish")
+    matrix.add_argument("--json", type=Path, default=None, help="also write the cells as JSON")
+    matrix.set_defaults(run=_crash_matrix)
+
+
+def _crash_matrix(args: argparse.Namespace) -> int:
+    import json
+
+    from waypost.conformance.crash_matrix import OPERATIONS, crash_matrix
+
+    operations = tuple(OPERATIONS)
+    if args.operations:
+        operations = tuple(o.strip() for o in args.operations.split(",") if o.strip())
+        unknown = [o for o in operations if o not in OPERATIONS]
+        if unknown:
+            print(f"waypost conformance crash-matrix: unknown operations {unknown} (known: "
+                  f"{', '.join(OPERATIONS)})", file=sys.stderr)
+            return 2
+    matrix = crash_matrix(operations)
+    print(matrix.table())
+    if args.json is not None:
+        args.json.write_text(json.dumps(matrix.as_json(), indent=2) + "\n")
+    return 0 if matrix.green else 1
 
 
 def _admin_token(args: argparse.Namespace) -> str | None:

@@ -17,6 +17,7 @@ from waypost.adapters.blobs.files import FileBlobStore
 from waypost.adapters.sql.driver import StorageUnavailable
 from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.clock import SystemClock
+from waypost.reference.faults import Abandoned, Faults
 from waypost.reference.http.app import create_app
 from waypost.reference.service.auth import token_digest
 from waypost.reference.service.blobs import sweep
@@ -35,6 +36,7 @@ class Settings:
     test_hooks: bool = False
     sweep_seconds: float = 30.0  # how often expired uploads are cleaned; 0 turns it off
     synchronous: str = "FULL"  # SQLite's setting; NORMAL only for throwaway kit targets
+    exit_on_crash: bool = False  # a ``crash`` fault ends the process (``--crash-mode exit``)
 
 
 def cursor_key(data_dir: Path) -> bytes:
@@ -74,8 +76,8 @@ async def sweeping(ctx: Context, every: float) -> AsyncIterator[None]:
             await asyncio.sleep(every)
             try:
                 await sweep(ctx)
-            except StorageUnavailable:
-                continue  # the next round tries again
+            except (StorageUnavailable, Abandoned):
+                continue  # the next round tries again (a fault point may have ended this one)
 
     task = asyncio.create_task(loop()) if every > 0 else None
     try:
@@ -109,6 +111,7 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
             cursor_key=cursor_key(settings.data_dir),
             admin_digest=token_digest(settings.admin_token) if settings.admin_token else None,
             test_hooks=settings.test_hooks,
+            faults=Faults(exit_on_crash=settings.exit_on_crash),
         )
     finally:
         driver.close()

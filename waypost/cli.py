@@ -18,8 +18,12 @@ def _serve(args: argparse.Namespace) -> int:
     if admin_token is None:
         print("waypost: WAYPOST_ADMIN_TOKEN is not set; the control plane (/admin/v1) will "
               "refuse every request", file=sys.stderr)
+    if args.crash_mode == "exit" and not args.test_hooks:
+        print("waypost serve: --crash-mode exit needs --test-hooks", file=sys.stderr)
+        return 2
     app = build_app(Settings(Path(args.data_dir), admin_token, test_hooks=args.test_hooks,
-                             synchronous=args.synchronous.upper()))
+                             synchronous=args.synchronous.upper(),
+                             exit_on_crash=args.crash_mode == "exit"))
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
                 access_log=not args.no_access_log)
     return 0
@@ -108,6 +112,9 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8787, help="port to bind (default: 8787)")
     serve.add_argument("--test-hooks", action="store_true",
                        help="enable /_test/… hooks for conformance runs (never in production)")
+    serve.add_argument("--crash-mode", choices=["abandon", "exit"], default="abandon",
+                       help="what a 'crash' fault does: abandon the request (default) or end "
+                            "the process on the spot (os._exit), for real-crash runs")
     serve.add_argument("--log-level", default="info",
                        choices=["critical", "error", "warning", "info", "debug"],
                        help="uvicorn log level (default: info)")

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from waypost import __version__
-from waypost.reference import parsing, values
+from waypost.reference import faults, parsing, values
 from waypost.reference.errors import InvalidRequest, NotFound
 from waypost.reference.http import openapi
-from waypost.reference.http.endpoints import admin, context, data, error_response, read_json
+from waypost.reference.http.endpoints import (
+    CloseOnAbandon,
+    admin,
+    context,
+    data,
+    error_response,
+    read_json,
+)
 from waypost.reference.principal import Principal
 from waypost.reference.service import (
     acks,
@@ -142,6 +150,39 @@ async def clock(request: Request) -> Response:
     return await admin(work)(request)
 
 
+async def faults_hook(request: Request) -> Response:
+    """Test hook: arm a fault point (POST {point, action, times?}), list (GET) or clear (DELETE)
+    the armed ones (``--test-hooks`` only, admin token)."""
+    async def work(ctx: Context, request: Request) -> Outcome:
+        if not ctx.test_hooks:
+            raise NotFound("no such path")
+        if request.method == "POST":
+            body = parsing.fields(await read_json(request), "", ["point", "action"], ["times"])
+            point = parsing.one_of(body["point"], "point", faults.POINTS)
+            action = parsing.one_of(body["action"], "action", faults.ACTIONS)
+            times = values.integer(body.get("times", 1), "times", 1, 1000)
+            ctx.faults.arm(point, action, times)
+        elif request.method == "DELETE":
+            ctx.faults.clear()
+        return Outcome(200, {"armed": [{"point": point, "action": action, "times": times}
+                                       for point, (action, times) in ctx.faults.armed.items()],
+                             "points": list(faults.POINTS), "actions": list(faults.ACTIONS),
+                             "crash_mode": "exit" if ctx.faults.exit_on_crash else "abandon"})
+    return await admin(work)(request)
+
+
+async def restart_hook(request: Request) -> Response:
+    """Test hook: drop every in-memory state and reopen the stores, as a process restart would
+    (the test clock keeps its offset; armed faults are gone)."""
+    async def work(ctx: Context, request: Request) -> Outcome:
+        if not ctx.test_hooks:
+            raise NotFound("no such path")
+        parsing.fields(await read_json(request), "", [])
+        await request.app.state.restart()
+        return Outcome(200, {"restarted": True})
+    return await admin(work)(request)
+
+
 async def _submission(ctx: Context, principal: Principal, request: Request) -> Outcome:
     return await submissions.lookup(ctx, principal, request.path_params["operation"],
                                     request.path_params["request_id"])
@@ -182,6 +223,8 @@ ROUTES = [
     Route("/v1/collections/{collection_id}/revisions/{revision}/items", data(_revision_items),
           methods=["GET"]),
     Route("/_test/clock", clock, methods=["GET", "POST"]),
+    Route("/_test/faults", faults_hook, methods=["GET", "POST", "DELETE"]),
+    Route("/_test/restart", restart_hook, methods=["POST"]),
     Route("/admin/v1/spaces", _admin_body(control.create_space), methods=["POST"]),
     Route("/admin/v1/spaces", admin(_spaces), methods=["GET"]),
     Route("/admin/v1/spaces/{space_id}", admin(_space), methods=["GET"]),
@@ -220,9 +263,22 @@ def create_app(ctx_factory: Any) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with ctx_factory() as ctx:
-            app.state.context = ctx
-            yield
+        stack = AsyncExitStack()
+        app.state.context = await stack.enter_async_context(ctx_factory())
 
-    return Starlette(routes=ROUTES, lifespan=lifespan,
+        async def restart() -> None:
+            nonlocal stack
+            clock = app.state.context.clock
+            await stack.aclose()
+            stack = AsyncExitStack()
+            app.state.context = await stack.enter_async_context(ctx_factory())
+            app.state.context.clock = clock
+
+        app.state.restart = restart
+        try:
+            yield
+        finally:
+            await stack.aclose()
+
+    return Starlette(routes=ROUTES, lifespan=lifespan, middleware=[Middleware(CloseOnAbandon)],
                      exception_handlers={HTTPException: _http_error})

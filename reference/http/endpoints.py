@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from waypost.adapters.sql.driver import StorageUnavailable
+from waypost.reference import faults
 from waypost.reference.errors import InvalidRequest, ResourceLimit, Unavailable, WaypostError
 from waypost.reference.parsing import json_body
 from waypost.reference.principal import Principal
@@ -52,8 +53,25 @@ async def read_json(request: Request) -> Any:
     return json_body(b"".join(chunks))
 
 
-async def guarded(work: Callable[[], Awaitable[Outcome]]) -> Response:
-    """Run an operation; every failure becomes the §7 envelope, never a stack trace."""
+async def guarded(work: Callable[[], Awaitable[Outcome]],
+                  armed: faults.Faults | None = None) -> Response:
+    """Run an operation; every failure becomes the §7 envelope, never a stack trace. For the
+    data plane (``armed`` given), a fault at ``response.before`` or a ``lose_response`` that
+    fired drops the reply."""
+    faults.begin_request()
+    response = await _answer(work)
+    if armed is None:
+        return response
+    try:
+        armed.hit("response.before")
+    except StorageUnavailable:
+        return error_response(Unavailable("storage is temporarily unavailable; retry"))
+    if faults.reply_lost():
+        raise faults.Abandoned("lose_response")
+    return response
+
+
+async def _answer(work: Callable[[], Awaitable[Outcome]]) -> Response:
     try:
         return respond(await work())
     except WaypostError as error:
@@ -70,11 +88,12 @@ def data(operation: Callable[[Context, Principal, Request], Awaitable[Outcome]])
     """A data-plane endpoint: bearer token first, then the operation."""
 
     async def endpoint(request: Request) -> Response:
+        ctx = context(request)
+
         async def work() -> Outcome:
-            ctx = context(request)
             principal = await authenticate(ctx, request.headers.get("authorization"))
             return await operation(ctx, principal, request)
-        return await guarded(work)
+        return await guarded(work, ctx.faults)
 
     return endpoint
 
@@ -83,10 +102,37 @@ def admin(operation: Callable[[Context, Request], Awaitable[Outcome]]) -> Handle
     """A control-plane endpoint: the operator's admin token first."""
 
     async def endpoint(request: Request) -> Response:
+        ctx = context(request)
+
         async def work() -> Outcome:
-            ctx = context(request)
             check_admin(ctx, request.headers.get("authorization"))
             return await operation(ctx, request)
-        return await guarded(work)
+        return await guarded(work)  # the control plane and test hooks have no fault points
 
     return endpoint
+
+
+class CloseOnAbandon:
+    """ASGI middleware: a request abandoned at a fault point ends without an HTTP response. The
+    answer is started and never finished, so the server closes the connection (a client sees
+    the connection drop, as if the process had died)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        started = False
+
+        async def tracking(message: Any) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking)
+        except faults.Abandoned:
+            if scope["type"] != "http":
+                raise
+            if not started:
+                await send({"type": "http.response.start", "status": 500,
+                            "headers": [(b"content-length", b"1")]})

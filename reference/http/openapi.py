@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from waypost.reference import requests, values
+from waypost.reference import faults, requests, values
 from waypost.reference.errors import BY_CODE, ERROR_CLASSES
 from waypost.reference.grants import ACTIONS, SCOPES
 from waypost.reference.limits import Limits
@@ -226,6 +226,16 @@ def _blobs() -> dict[str, Schema]:
         "BlobSealed": obj(facts),
         "Blob": obj({**facts, "filename": nullable({"type": "string"}), "sealed_at": TIME}),
         "Clock": obj({"now": TIME}),
+        "ArmFaultRequest": obj({"point": enum(faults.POINTS), "action": enum(faults.ACTIONS)},
+                               {"times": {**integer(1, 1000), "default": 1}}),
+        "Faults": obj({"armed": array(obj({"point": enum(faults.POINTS),
+                                           "action": enum(faults.ACTIONS),
+                                           "times": integer(1, 1000)})),
+                       "points": array(enum(faults.POINTS)),
+                       "actions": array(enum(faults.ACTIONS)),
+                       "crash_mode": enum(["abandon", "exit"])}),
+        "EmptyRequest": obj({}),
+        "Restarted": obj({"restarted": const(True)}),
         "ClockAdvanceRequest": obj({"advance_ms": integer(0, MAX_ADVANCE_MS)}),
     }
 
@@ -519,6 +529,20 @@ def _paths() -> dict[str, dict[str, Schema]]:
                               "server clock.", ADMIN, 200, ref("Clock"),
                               ("INVALID_REQUEST", 401, 404, 413),
                               "ClockAdvanceRequest")},
+        "/_test/faults": {
+            "get": operation("readFaults", "Test hook (404 unless --test-hooks): the armed "
+                             "fault points.", ADMIN, 200, ref("Faults"), (401, 404)),
+            "post": operation("armFault", "Test hook (404 unless --test-hooks): arm a fault "
+                              "point with an action for the next `times` passes. crash and "
+                              "lose_response end the request without an HTTP response.",
+                              ADMIN, 200, ref("Faults"), ("INVALID_REQUEST", 401, 404, 413),
+                              "ArmFaultRequest"),
+            "delete": operation("clearFaults", "Test hook (404 unless --test-hooks): disarm "
+                                "every fault point.", ADMIN, 200, ref("Faults"), (401, 404))},
+        "/_test/restart": {"post": operation(
+            "restart", "Test hook (404 unless --test-hooks): drop in-memory state and reopen "
+            "the stores, as a process restart would.", ADMIN, 200, ref("Restarted"),
+            ("INVALID_REQUEST", 401, 404, 413), "EmptyRequest")},
         "/admin/v1/spaces": {
             "post": admin_write("createSpace", "A space and its default actor.", 201,
                                 "SpaceCreated", "CreateSpaceRequest"),

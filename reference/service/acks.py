@@ -57,6 +57,7 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         record, sequence = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
             fingerprint, values.new_id("sub"), principal.consumer.consumer_id)), None
+        ctx.faults.hit("reserve.after")
     else:
         record, sequence = found
         if record.pending and record.fingerprint == fingerprint:
@@ -68,7 +69,10 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any) -> Outcome:
                  for item in request.items]
         plan = sql.acknowledge(principal, ctx.clock.now_ms(), record.submission_id, lines,
                                checkpoint)
+        ctx.faults.hit("commit.before")
         (verdict, _state), = await ctx.driver.run(plan)
+        ctx.faults.hit("ack.after_commit")
+        ctx.faults.hit("commit.after")
         if verdict == "OTHER_CONSUMER":
             raise IdempotencyConflict("this ACK was started through another consumer",
                                       field="request_id")

@@ -70,6 +70,7 @@ async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         record = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), PREPARE, request_id, fingerprint,
             values.new_id("sub"), upload_id, object_ref=values.new_id("obj"), blob_id=blob_id))
+        ctx.faults.hit("reserve.after")
     else:
         record = found[0]
     submissions.check_fingerprint(record, fingerprint)
@@ -80,7 +81,9 @@ async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         slot = sql.Slot(record.submission_id, record.resource_id, record.blob_id,
                         record.object_ref, size, sha256, content_type, filename,
                         now + ctx.limits.upload_expiry_seconds * 1000)
+        ctx.faults.hit("commit.before")
         (verdict, _state), = await ctx.driver.run(sql.prepare(principal, now, slot))
+        ctx.faults.hit("commit.after")
         if verdict not in ("ok", submission_sql.SETTLED):
             raise submissions.refuse(str(verdict), "upload")
         outcome = await stable_prepare(ctx, record.submission_id)
@@ -122,6 +125,7 @@ async def put_content(ctx: Context, principal: Principal, upload_id: str,
     except FactsMismatch:
         raise ContentMismatch("the bytes differ from the declared size and sha256",
                               field="content") from None
+    ctx.faults.hit("upload.after_store")
     (verdict, state), = await ctx.driver.run(sql.mark_stored(principal.space_id,
                                                              upload.upload_id, now))
     if verdict != "ok":
@@ -144,12 +148,16 @@ async def commit(ctx: Context, principal: Principal, upload_id: str, raw: Any) -
         record = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), COMMIT, request_id, fingerprint,
             values.new_id("sub"), uid))
+        ctx.faults.hit("reserve.after")
     else:
         record = found[0]
     submissions.check_fingerprint(record, fingerprint)
     if record.pending:
         plan = sql.seal(principal, ctx.clock.now_ms(), record.submission_id, uid)
+        ctx.faults.hit("seal.before_commit")
+        ctx.faults.hit("commit.before")
         (verdict, _state), = await ctx.driver.run(plan)
+        ctx.faults.hit("commit.after")
         if verdict == "NOT_READY":
             raise NotReady("the upload has no verified content yet", field="upload_id")
         if verdict not in ("ok", "UPLOAD_EXPIRED", submission_sql.SETTLED):
@@ -212,6 +220,7 @@ async def sweep(ctx: Context) -> list[str]:
     """Clean expired unsealed uploads: claim (the race with sealing is decided here), remove
     the object, mark cleaned. Returns the upload ids cleaned."""
     (claimed,), = await ctx.driver.run(sql.claim_expired(ctx.clock.now_ms()))
+    ctx.faults.hit("cleanup.after_claim")
     cleaned = []
     for space_id, upload_id, object_ref in json.loads(claimed):
         await ctx.blobs.remove(object_ref)

@@ -9,6 +9,7 @@ from typing import Any
 from waypost.adapters.blobs.store import BlobStore
 from waypost.adapters.sql.driver import Driver
 from waypost.reference.clock import SystemClock
+from waypost.reference.faults import Faults
 from waypost.reference.limits import Limits
 
 
@@ -48,3 +49,4 @@ class Context:
     limits: Limits = field(default_factory=Limits)
     signal: FeedSignal = field(default_factory=FeedSignal)
     test_hooks: bool = False
+    faults: Faults = field(default_factory=Faults)

@@ -172,6 +172,7 @@ async def publish(ctx: Context, principal: Principal, collection_id: str, raw: A
             fingerprint, values.new_id("sub"), collection.collection_id,
             feed_item_id=values.new_id("fi"), object_ref=values.new_id("obj"),
             blob_id=values.new_id("blb")))
+        ctx.faults.hit("reserve.after")
     else:
         record = found[0]
     submissions.check_fingerprint(record, fingerprint)
@@ -199,7 +200,9 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
         plan = sql.commit_revision(principal, ctx.clock.now_ms(), sql.RevisionCommit(
             record.submission_id, outlook.collection.collection_id, request.expected_revision,
             request.mode, outlook.fingerprint, EMPTY_FINGERPRINT, values.new_id("upl")))
+        ctx.faults.hit("commit.before")
         (verdict, *_outcome), = await ctx.driver.run(plan)
+        ctx.faults.hit("commit.after")
         if verdict == "NOT_READY" and outlook.fingerprint is None:
             outlook = None
             continue
@@ -239,6 +242,7 @@ async def _prepare(ctx: Context, principal: Principal, record: submission_sql.Su
     """Write the canonical manifest object, stage the inputs, mark the submission prepared."""
     assert record.object_ref is not None
     _, facts = await ctx.blobs.create_only(record.object_ref, one_chunk(document))
+    ctx.faults.hit("object.after_write")
     inputs = [sql.StagedInput(item.item_id, item.path, item.blob_id,
                               canonical_json(item.metadata or {}).decode())
               for item in changes.items] + [sql.StagedInput(item_id)
@@ -247,6 +251,7 @@ async def _prepare(ctx: Context, principal: Principal, record: submission_sql.Su
         principal, ctx.clock.now_ms(), record.submission_id, inputs, facts.sha256, facts.size))
     if verdict not in ("ok", "NOT_RESERVED"):
         raise submissions.refuse(str(verdict))
+    ctx.faults.hit("prepare.after")
 
 
 def stable_publish(record: submission_sql.SubmissionRecord) -> dict[str, Any]:

@@ -88,6 +88,7 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
             thread_id=values.new_id("thr") if request.new_thread else request.thread_id,
             feed_item_id=values.new_id("fi"), object_ref=values.new_id("obj"),
             recipient_ids=recipients)), None
+        ctx.faults.hit("reserve.after")
     else:
         record, sequence = found
     submissions.check_fingerprint(record, fingerprint)
@@ -104,8 +105,10 @@ async def _resume(ctx: Context, principal: Principal, request: SendMessage,
     assert record.feed_item_id is not None
     body = canonical_json(request.body_document())
     _, facts = await ctx.blobs.create_only(record.object_ref, one_chunk(body))
+    ctx.faults.hit("object.after_write")
     state = await submission_sql.mark_prepared(ctx.driver, principal, ctx.clock.now_ms(),
                                                record.submission_id, facts.sha256, facts.size)
+    ctx.faults.hit("prepare.after")
     if state not in ("prepared", "committed", "failed"):
         raise submissions.refuse(state)
     now = ctx.clock.now_ms()
@@ -113,7 +116,9 @@ async def _resume(ctx: Context, principal: Principal, request: SendMessage,
         record.submission_id, record.resource_id, record.thread_id, request.new_thread,
         record.feed_item_id, request.in_reply_to, request.kind, request.subject,
         request.attachment_ids, request.metadata))
+    ctx.faults.hit("commit.before")
     (verdict, _state, committed_at, sequence), = await ctx.driver.run(plan)
+    ctx.faults.hit("commit.after")
     if verdict == submission_sql.SETTLED:
         found = await submissions.find(ctx, principal, OPERATION, request.request_id)
         assert found is not None

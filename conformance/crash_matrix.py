@@ -1,0 +1,306 @@
+"""``waypost conformance crash-matrix``: every fault point × every write, with a real crash.
+
+The embedded reference runs with ``--test-hooks --crash-mode exit``: a ``crash`` armed at a point
+ends the process there (``os._exit``, no cleanup — what SIGKILL does). For each cell the matrix
+arms the point, performs the write, restarts the process on the same data directory if it died,
+reads the submission's state through the lookup, retries the very same request, and checks
+(P03, P18): the retry succeeds; its answer repeats on a second retry; the write took effect
+exactly once (one message, one revision, one receipt version, one upload, one blob).
+
+Outcomes: ``not reached`` (the write never passes that point: it answered normally),
+``committed`` (the crash came after the commit: the lookup already shows the result, the retry
+replays it), ``resumed`` (a reservation survived: the retry finished it with its reserved ids),
+``not committed`` (nothing durable: the retry ran as a first attempt).
+
+Only the kit's HTTP vocabulary is used here (no import of the reference).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from waypost.conformance.targets import ServerProcess
+
+POINTS = ("reserve.after", "object.after_write", "prepare.after", "commit.before",
+          "commit.after", "seal.before_commit", "upload.after_store", "ack.after_commit",
+          "response.before")
+OPERATIONS = ("message.send", "receipt.ack", "blob.prepare", "blob.put", "blob.commit",
+              "memory.publish")
+CRASH_EXIT = 86
+SPACE = "crash"
+
+
+@dataclass
+class Cell:
+    operation: str
+    point: str
+    outcome: str = ""
+    ok: bool = False
+    note: str = ""
+
+
+@dataclass
+class Matrix:
+    cells: list[Cell] = field(default_factory=list)
+
+    @property
+    def green(self) -> bool:
+        return all(cell.ok for cell in self.cells)
+
+    def table(self) -> str:
+        """Operations down, fault points across; each cell its outcome (``FAIL …`` if wrong)."""
+        points = [p for p in POINTS if any(c.point == p for c in self.cells)]
+        operations = [o for o in OPERATIONS if any(c.operation == o for c in self.cells)]
+        width = max(len(p) for p in POINTS) + 2
+        lines = [" " * 16 + "".join(p.ljust(width) for p in points)]
+        for operation in operations:
+            row = operation.ljust(16)
+            for point in points:
+                cell = next(c for c in self.cells if (c.operation, c.point) == (operation, point))
+                row += (cell.outcome if cell.ok else f"FAIL {cell.outcome}").ljust(width)
+            lines.append(row)
+        failures = [f"  {c.operation} × {c.point}: {c.note}" for c in self.cells if not c.ok]
+        return "\n".join(lines + (["failures:", *failures] if failures else []))
+
+    def as_json(self) -> dict[str, Any]:
+        return {"green": self.green, "points": list(POINTS), "operations": list(OPERATIONS),
+                "cells": [c.__dict__ for c in self.cells]}
+
+
+class Reference:
+    """The reference server on one data directory, restarted whenever a crash ends it."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.admin_token = secrets.token_urlsafe(16)
+        self.process = self._start()
+        self.tokens: dict[str, str] = {}
+
+    def _start(self) -> ServerProcess:
+        return ServerProcess(self.data_dir, self.admin_token, "--test-hooks", "--crash-mode",
+                             "exit", "--no-access-log", "--synchronous", "normal")
+
+    @property
+    def url(self) -> str:
+        return self.process.url
+
+    def restart_after_crash(self) -> None:
+        """The connection dropped: the process must be ending with the crash status; start a
+        new one on the same data directory."""
+        try:
+            code = self.process.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError("the connection dropped but the server did not end") from None
+        if code != CRASH_EXIT:
+            raise RuntimeError(f"the server ended with status {code}:\n"
+                               + "".join(self.process.log[-20:]))
+        self.process = self._start()
+
+    def admin(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        return httpx.request(method, self.url + path, json=body, timeout=30,
+                             headers={"Authorization": f"Bearer {self.admin_token}"})
+
+    def call(self, who: str, method: str, path: str, body: Any = None,
+             content: bytes | None = None) -> httpx.Response | None:
+        """A data-plane request; ``None`` when the connection dropped (a crash)."""
+        headers = {"Authorization": f"Bearer {self.tokens[who]}"}
+        try:
+            return httpx.request(method, self.url + path, json=body, content=content,
+                                 headers=headers, timeout=30)
+        except httpx.TransportError:
+            return None
+
+    def must(self, who: str, method: str, path: str, body: Any = None,
+             content: bytes | None = None) -> dict[str, Any]:
+        answer = self.call(who, method, path, body, content)
+        if answer is None or answer.status_code >= 300:
+            raise RuntimeError(f"{method} {path}: {None if answer is None else answer.text}")
+        data: dict[str, Any] = answer.json()
+        return data
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
+def provision(ref: Reference) -> None:
+    """A space with alice (writer of collection notes) and bob, an inbox and a token each."""
+    def ok(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        answer = ref.admin("POST", path, body)
+        if answer.status_code not in (200, 201):
+            raise RuntimeError(f"provisioning {path}: {answer.text}")
+        data: dict[str, Any] = answer.json()
+        return data
+
+    ok("/admin/v1/spaces", {"request_id": "s", "space_id": SPACE, "display_name": SPACE,
+                            "source_uri": "waypost-crash://space",
+                            "default_actor": {"actor_id": "alice", "kind": "agent",
+                                              "display_name": "alice"}})
+    ok(f"/admin/v1/spaces/{SPACE}/actors", {"request_id": "b", "actor_id": "bob",
+                                            "kind": "agent", "display_name": "bob"})
+    ok(f"/admin/v1/spaces/{SPACE}/collections", {"request_id": "c", "collection_id": "notes",
+                                                 "source_actor_id": "alice", "scope": "notes"})
+    for actor in ("alice", "bob"):
+        ok(f"/admin/v1/spaces/{SPACE}/consumers", {"request_id": f"c-{actor}",
+                                                   "consumer_id": f"{actor}-in",
+                                                   "actor_id": actor, "view": "inbox"})
+        issued = ok(f"/admin/v1/spaces/{SPACE}/tokens", {
+            "request_id": f"t-{actor}", "actor_id": actor, "consumer_id": f"{actor}-in",
+            "scopes": ["message.send", "message.read", "receipt.write", "blob.write",
+                       "memory.write", "memory.read"],
+            "recipients": {"mode": "any"}, "blob_references": [],
+            "collections": [{"collection_id": "notes", "actions": ["read", "write"]}]})
+        ref.tokens[actor] = issued["token"]
+
+
+@dataclass
+class Write:
+    """One write of one cell: how to send it, how to look it up, how many effects it made."""
+
+    who: str
+    method: str
+    path: str
+    body: Any = None
+    content: bytes | None = None
+    lookup: str | None = None  # submission lookup path; None for the raw PUT
+    effects: Callable[[], int] = lambda: 1
+
+
+def _upload(ref: Reference, content: bytes, request_id: str) -> dict[str, Any]:
+    return ref.must("alice", "POST", "/v1/blobs", {
+        "request_id": request_id, "size": len(content),
+        "sha256": hashlib.sha256(content).hexdigest(), "content_type": "text/plain"})
+
+
+def prepare_write(ref: Reference, operation: str, n: int) -> Write:
+    """Whatever the write needs first (done before arming), then the write itself."""
+    rid = f"{operation}-{n}"
+    if operation == "message.send":
+        subject = f"crash {n}"
+
+        def messages() -> int:
+            page = ref.must("bob", "GET", "/v1/feed?limit=100")
+            return sum(1 for i in page["items"] if i["type"] == "message"
+                       and i["message"]["subject"] == subject)
+        return Write("alice", "POST", "/v1/messages", {
+            "request_id": rid, "recipient_ids": ["bob"], "thread": {"new": True},
+            "kind": "info", "subject": subject, "body": {"text": "x"}},
+            lookup=f"/v1/submissions/message.send/{rid}", effects=messages)
+    if operation == "receipt.ack":
+        sent = ref.must("alice", "POST", "/v1/messages", {
+            "request_id": f"pre-{rid}", "recipient_ids": ["bob"], "thread": {"new": True},
+            "kind": "info", "subject": f"to ack {n}", "body": {"text": "x"}})
+        item_id = sent["feed_item_id"]
+
+        def receipts() -> int:
+            page = ref.must("alice", "GET", "/v1/feed?limit=100")
+            return sum(1 for i in page["items"] if i["type"] == "receipt"
+                       and i["receipt"]["subject_item_id"] == item_id)
+        return Write("bob", "POST", "/v1/acks", {
+            "request_id": rid, "items": [{"item_id": item_id, "stage": "processed"}]},
+            lookup=f"/v1/submissions/receipt.ack/{rid}", effects=receipts)
+    content = f"blob {n}".encode()
+    if operation == "blob.prepare":
+        return Write("alice", "POST", "/v1/blobs", {
+            "request_id": rid, "size": len(content),
+            "sha256": hashlib.sha256(content).hexdigest(), "content_type": "text/plain"},
+            lookup=f"/v1/submissions/blob.prepare/{rid}")
+    slot = _upload(ref, content, f"pre-{rid}")
+    if operation == "blob.put":
+        return Write("alice", "PUT", f"/v1/uploads/{slot['upload_id']}/content",
+                     content=content)
+    ref.must("alice", "PUT", f"/v1/uploads/{slot['upload_id']}/content", content=content)
+    if operation == "blob.commit":
+        return Write("alice", "POST", f"/v1/uploads/{slot['upload_id']}/commit",
+                     {"request_id": rid}, lookup=f"/v1/submissions/blob.commit/{rid}")
+    ref.must("alice", "POST", f"/v1/uploads/{slot['upload_id']}/commit",
+             {"request_id": f"seal-{rid}"})
+    head = ref.must("alice", "GET", "/v1/collections/notes")["current_revision"]
+
+    def revisions() -> int:  # one publish moves the head by exactly one revision
+        now = ref.must("alice", "GET", "/v1/collections/notes")["current_revision"]
+        return int(now) - int(head)
+    return Write("alice", "POST", "/v1/collections/notes/revisions", {
+        "request_id": rid, "expected_revision": head, "mode": "delta",
+        "items": [{"item_id": f"i{n}", "path": f"p{n}.md", "blob_id": slot["blob_id"]}]},
+        lookup=f"/v1/submissions/memory.publish/{rid}", effects=revisions)
+
+
+def run_cell(ref: Reference, operation: str, point: str, n: int) -> Cell:
+    cell = Cell(operation, point)
+    write = prepare_write(ref, operation, n)
+    armed = ref.admin("POST", "/_test/faults", {"point": point, "action": "crash"})
+    if armed.status_code != 200:
+        raise RuntimeError(f"arming {point}: {armed.text}")
+    first = ref.call(write.who, write.method, write.path, write.body, write.content)
+    if first is None:
+        ref.restart_after_crash()  # a new process: nothing stays armed
+    else:
+        ref.admin("DELETE", "/_test/faults")  # the write never passed the point
+    if first is not None:
+        cell.outcome = "not reached"
+        cell.ok = first.status_code < 300 and write.effects() == 1
+        cell.note = f"answered {first.status_code} without crashing"
+        return cell
+    state = "absent"
+    if write.lookup is not None:
+        found = ref.call(write.who, "GET", write.lookup)
+        if found is not None and found.status_code == 200:
+            state = found.json()["state"]
+    retry = ref.call(write.who, write.method, write.path, write.body, write.content)
+    again = ref.call(write.who, write.method, write.path, write.body, write.content)
+    if retry is None or again is None:
+        cell.note = "a retry got no answer"
+        return cell
+    replayed = retry.headers.get("waypost-replayed") == "true"
+    cell.outcome = {"committed": "committed", "pending": "resumed"}.get(state, "not committed")
+    if write.lookup is None:  # a raw PUT has no submission: stored or not, the retry stores
+        cell.outcome = "stored" if retry.status_code < 300 else "not stored"
+    problems = []
+    if retry.status_code >= 300:
+        problems.append(f"retry answered {retry.status_code} {retry.text[:200]}")
+    if (again.status_code, again.json()) != (retry.status_code, retry.json()):
+        problems.append("a second retry answered differently")
+    if state == "committed" and not replayed:
+        problems.append("the retry of a committed submission was not a replay")
+    effects = write.effects()
+    if effects != 1:
+        problems.append(f"the write took effect {effects} times")
+    cell.ok = not problems
+    cell.note = "; ".join(problems)
+    return cell
+
+
+@contextmanager
+def reference(data_dir: Path | None = None) -> Iterator[Reference]:
+    with tempfile.TemporaryDirectory(prefix="waypost-crash-") as scratch:
+        ref = Reference(data_dir or Path(scratch) / "data")
+        try:
+            provision(ref)
+            yield ref
+        finally:
+            ref.stop()
+
+
+def crash_matrix(operations: tuple[str, ...] = OPERATIONS, points: tuple[str, ...] = POINTS,
+                 progress: bool = True) -> Matrix:
+    """Run every (operation, point) cell against one restarted-as-needed reference."""
+    matrix = Matrix()
+    with reference() as ref:
+        for n, (operation, point) in enumerate((o, p) for o in operations for p in points):
+            cell = run_cell(ref, operation, point, n)
+            matrix.cells.append(cell)
+            if progress:
+                print(f"  {operation} × {point}: {cell.outcome}{'' if cell.ok else ' FAIL'}",
+                      file=sys.stderr)
+    return matrix
