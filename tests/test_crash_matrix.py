@@ -36,7 +36,8 @@ def test_the_cli_prints_the_table_and_json(tmp_path: Path) -> None:
          "--operations", "blob.prepare", "--json", str(tmp_path / "m.json")],
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "blob.prepare" in result.stdout and "committed" in result.stdout
+    assert "blob.prepare" in result.stdout
+    assert "committed" in result.stdout
     cells = json.loads((tmp_path / "m.json").read_text())["cells"]
     assert {c["operation"] for c in cells} == {"blob.prepare"}
     assert all(c["ok"] for c in cells)
