@@ -58,14 +58,18 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "every write operation and fault point, arm a crash there, perform the "
                     "write (the process ends on the spot), restart the process on the same "
                     "data, look the submission up and retry it: the retry must succeed, repeat "
-                    "on a second retry and the write must take effect exactly once. Prints the "
-                    "table of outcomes (not reached / committed / resumed / not committed); "
+                    "on a second retry and the write must take effect exactly once; with the "
+                    "action unavailable the point answers 503 and must never leave a final "
+                    "failure. Prints the table of outcomes (not reached / committed / resumed "
+                    "/ not committed); "
                     "exit 1 if any cell fails. Only --target sqlite: a deployment has no "
                     "fault points.")
     matrix.add_argument("--target", default="sqlite", choices=["sqlite"],
                         help="sqlite (the only target with fault points)")
     matrix.add_argument("--operations", default=None,
                         help="comma-separated subset, e.g. message.send,memory.publish")
+    matrix.add_argument("--actions", default="crash,unavailable",
+                        help="fault actions to try at each point (default: crash,unavailable)")
     matrix.add_argument("--json", type=Path, default=None, help="also write the cells as JSON")
     matrix.set_defaults(run=_crash_matrix)
 
@@ -83,7 +87,12 @@ def _crash_matrix(args: argparse.Namespace) -> int:
             print(f"waypost conformance crash-matrix: unknown operations {unknown} (known: "
                   f"{', '.join(OPERATIONS)})", file=sys.stderr)
             return 2
-    matrix = crash_matrix(operations)
+    actions = tuple(a.strip() for a in args.actions.split(",") if a.strip())
+    if not actions or any(a not in ("crash", "unavailable") for a in actions):
+        print("waypost conformance crash-matrix: --actions takes crash and/or unavailable",
+              file=sys.stderr)
+        return 2
+    matrix = crash_matrix(operations, actions=actions)
     print(matrix.table())
     if args.json is not None:
         args.json.write_text(json.dumps(matrix.as_json(), indent=2) + "\n")

@@ -7,6 +7,10 @@ reads the submission's state through the lookup, retries the very same request, 
 (P03, P18): the retry succeeds; its answer repeats on a second retry; the write took effect
 exactly once (one message, one revision, one receipt version, one upload, one blob).
 
+With the action ``unavailable`` the point answers ``503`` instead: the lookup must not show a
+final failure, and the retry must succeed once. Against a running server with test hooks
+(``url``), ``crash`` abandons the request and ``/_test/restart`` stands in for the restart.
+
 Outcomes: ``not reached`` (the write never passes that point: it answered normally),
 ``committed`` (the crash came after the commit: the lookup already shows the result, the retry
 replays it), ``resumed`` (a reservation survived: the retry finished it with its reserved ids),
@@ -45,6 +49,7 @@ SPACE = "crash"
 class Cell:
     operation: str
     point: str
+    action: str = "crash"
     outcome: str = ""
     ok: bool = False
     note: str = ""
@@ -59,18 +64,23 @@ class Matrix:
         return all(cell.ok for cell in self.cells)
 
     def table(self) -> str:
-        """Operations down, fault points across; each cell its outcome (``FAIL …`` if wrong)."""
+        """Per action, operations down and fault points across; each cell its outcome
+        (``FAIL …`` if wrong), the failures' reasons below."""
         points = [p for p in POINTS if any(c.point == p for c in self.cells)]
         operations = [o for o in OPERATIONS if any(c.operation == o for c in self.cells)]
         width = max(len(p) for p in POINTS) + 2
-        lines = [" " * 16 + "".join(p.ljust(width) for p in points)]
-        for operation in operations:
-            row = operation.ljust(16)
-            for point in points:
-                cell = next(c for c in self.cells if (c.operation, c.point) == (operation, point))
-                row += (cell.outcome if cell.ok else f"FAIL {cell.outcome}").ljust(width)
-            lines.append(row)
-        failures = [f"  {c.operation} × {c.point}: {c.note}" for c in self.cells if not c.ok]
+        lines: list[str] = []
+        for action in dict.fromkeys(c.action for c in self.cells):
+            lines.append(f"{action}:".ljust(16) + "".join(p.ljust(width) for p in points))
+            for operation in operations:
+                row = operation.ljust(16)
+                for point in points:
+                    cell = next(c for c in self.cells
+                                if (c.operation, c.point, c.action) == (operation, point, action))
+                    row += (cell.outcome if cell.ok else f"FAIL {cell.outcome}").ljust(width)
+                lines.append(row)
+        failures = [f"  {c.action} {c.operation} × {c.point}: {c.note}"
+                    for c in self.cells if not c.ok]
         return "\n".join(lines + (["failures:", *failures] if failures else []))
 
     def as_json(self) -> dict[str, Any]:
@@ -79,12 +89,15 @@ class Matrix:
 
 
 class Reference:
-    """The reference server on one data directory, restarted whenever a crash ends it."""
+    """A server with test hooks: by default the reference on one data directory, started here
+    with ``--crash-mode exit`` and restarted whenever a crash ends it; or (``url`` given) a
+    running server in ``abandon`` mode, restarted through ``/_test/restart``."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, url: str | None = None, admin_token: str = "") -> None:
         self.data_dir = data_dir
-        self.admin_token = secrets.token_urlsafe(16)
-        self.process = self._start()
+        self.admin_token = admin_token or secrets.token_urlsafe(16)
+        self.fixed_url = url
+        self.process = None if url else self._start()
         self.tokens: dict[str, str] = {}
 
     def _start(self) -> ServerProcess:
@@ -93,11 +106,24 @@ class Reference:
 
     @property
     def url(self) -> str:
+        if self.process is None:
+            assert self.fixed_url is not None
+            return self.fixed_url
         return self.process.url
+
+    def recover(self) -> None:
+        """After a dropped connection: restart (a real process, or through the hook)."""
+        if self.process is None:
+            answer = self.admin("POST", "/_test/restart", {})
+            if answer.status_code != 200:
+                raise RuntimeError(f"restart: {answer.status_code} {answer.text}")
+            return
+        self.restart_after_crash()
 
     def restart_after_crash(self) -> None:
         """The connection dropped: the process must be ending with the crash status; start a
         new one on the same data directory."""
+        assert self.process is not None
         try:
             code = self.process.process.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -130,7 +156,8 @@ class Reference:
         return data
 
     def stop(self) -> None:
-        self.process.stop()
+        if self.process is not None:
+            self.process.stop()
 
 
 def provision(ref: Reference) -> None:
@@ -236,22 +263,28 @@ def prepare_write(ref: Reference, operation: str, n: int) -> Write:
         lookup=f"/v1/submissions/memory.publish/{rid}", effects=revisions)
 
 
-def run_cell(ref: Reference, operation: str, point: str, n: int) -> Cell:
-    cell = Cell(operation, point)
+def run_cell(ref: Reference, operation: str, point: str, n: int, action: str = "crash") -> Cell:
+    """One cell: arm ``point`` with ``action``, write, recover, look up, retry twice, count."""
+    cell = Cell(operation, point, action=action)
     write = prepare_write(ref, operation, n)
-    armed = ref.admin("POST", "/_test/faults", {"point": point, "action": "crash"})
+    armed = ref.admin("POST", "/_test/faults", {"point": point, "action": action})
     if armed.status_code != 200:
         raise RuntimeError(f"arming {point}: {armed.text}")
     first = ref.call(write.who, write.method, write.path, write.body, write.content)
     if first is None:
-        ref.restart_after_crash()  # a new process: nothing stays armed
+        ref.recover()  # a new process (or a restarted one): nothing stays armed
     else:
-        ref.admin("DELETE", "/_test/faults")  # the write never passed the point
-    if first is not None:
-        cell.outcome = "not reached"
-        cell.ok = first.status_code < 300 and write.effects() == 1
-        cell.note = f"answered {first.status_code} without crashing"
-        return cell
+        fired = not any(a["point"] == point for a in ref.admin("GET", "/_test/faults").json()[
+            "armed"])
+        ref.admin("DELETE", "/_test/faults")
+        if not fired:
+            cell.outcome = "not reached"
+            cell.ok = first.status_code < 300 and write.effects() == 1
+            cell.note = f"answered {first.status_code}: {first.text[:200]}"
+            return cell
+        if action != "unavailable" or first.status_code != 503:
+            cell.note = f"the fault fired but the write answered {first.status_code}"
+            return cell
     state = "absent"
     if write.lookup is not None:
         found = ref.call(write.who, "GET", write.lookup)
@@ -263,10 +296,14 @@ def run_cell(ref: Reference, operation: str, point: str, n: int) -> Cell:
         cell.note = "a retry got no answer"
         return cell
     replayed = retry.headers.get("waypost-replayed") == "true"
-    cell.outcome = {"committed": "committed", "pending": "resumed"}.get(state, "not committed")
+    cell.outcome = {"committed": "committed", "pending": "resumed",
+                    "failed": "failed"}.get(state, "not committed")
     if write.lookup is None:  # a raw PUT has no submission: stored or not, the retry stores
         cell.outcome = "stored" if retry.status_code < 300 else "not stored"
     problems = []
+    if state == "failed":
+        problems.append("the fault left a final failure (a temporary error must never be "
+                        "recorded as final)")
     if retry.status_code >= 300:
         problems.append(f"retry answered {retry.status_code} {retry.text[:200]}")
     if (again.status_code, again.json()) != (retry.status_code, retry.json()):
@@ -282,9 +319,9 @@ def run_cell(ref: Reference, operation: str, point: str, n: int) -> Cell:
 
 
 @contextmanager
-def reference(data_dir: Path | None = None) -> Iterator[Reference]:
+def reference(url: str | None = None, admin_token: str = "") -> Iterator[Reference]:
     with tempfile.TemporaryDirectory(prefix="waypost-crash-") as scratch:
-        ref = Reference(data_dir or Path(scratch) / "data")
+        ref = Reference(Path(scratch) / "data", url, admin_token)
         try:
             provision(ref)
             yield ref
@@ -293,14 +330,17 @@ def reference(data_dir: Path | None = None) -> Iterator[Reference]:
 
 
 def crash_matrix(operations: tuple[str, ...] = OPERATIONS, points: tuple[str, ...] = POINTS,
-                 progress: bool = True) -> Matrix:
-    """Run every (operation, point) cell against one restarted-as-needed reference."""
+                 actions: tuple[str, ...] = ("crash",), progress: bool = True,
+                 url: str | None = None, admin_token: str = "") -> Matrix:
+    """Run every (operation, point, action) cell against one reference (restarted as needed);
+    with ``url``, against a running server with test hooks (restarted through the hook)."""
     matrix = Matrix()
-    with reference() as ref:
-        for n, (operation, point) in enumerate((o, p) for o in operations for p in points):
-            cell = run_cell(ref, operation, point, n)
+    with reference(url, admin_token) as ref:
+        cells = [(o, p, a) for a in actions for o in operations for p in points]
+        for n, (operation, point, action) in enumerate(cells):
+            cell = run_cell(ref, operation, point, n, action)
             matrix.cells.append(cell)
             if progress:
-                print(f"  {operation} × {point}: {cell.outcome}{'' if cell.ok else ' FAIL'}",
-                      file=sys.stderr)
+                print(f"  {action} {operation} × {point}: {cell.outcome}"
+                      f"{'' if cell.ok else ' FAIL ' + cell.note}", file=sys.stderr)
     return matrix

@@ -99,7 +99,8 @@ CATALOGUE: tuple[Property, ...] = (
              "the reference consumer (waypost consumer) is not built yet"),
     Property("P18", "Crash-safe lifecycle", "A crash at any fault point leaves one stable "
              "result after retry or lookup.", (), False,
-             "fault points and the crash matrix are not built yet (issue: faults)"),
+             "checked by `waypost conformance crash-matrix` (targets with fault points), not "
+             "yet by this run's state machine (issue: faults)"),
 )
 
 BY_ID: dict[str, Property] = {prop.pid: prop for prop in CATALOGUE}

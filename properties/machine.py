@@ -241,7 +241,8 @@ class WaypostMachine(RuleBasedStateMachine):
             cursor = "tampered"
         if not lines and cursor is None:
             return
-        self.run("ack", token=token, lines=lines, cursor=cursor)
+        self.run("ack", token=token, lines=lines, cursor=cursor,
+                 recheck=data.draw(st.sampled_from([True, False, False])))
 
     def stages_for(self, holder: Any, ref: Any) -> tuple[str, ...]:
         """Stages to try: for an item already processed mostly a lower one (a regression a

@@ -516,8 +516,11 @@ class World:
         item: Item = self.model.items[self.space_ids[space]][index]
         return item
 
-    def do_ack(self, token: str, lines: list[list[Any]], cursor: Any) -> None:
-        """An ACK of 0–20 distinct items and an optional checkpoint: all or nothing (P09, P10)."""
+    def do_ack(self, token: str, lines: list[list[Any]], cursor: Any,
+               recheck: bool = False) -> None:
+        """An ACK of 0–20 distinct items and an optional checkpoint: all or nothing (P09, P10).
+        With ``recheck``, the items it left processed are then acknowledged ``received`` and
+        ``processed`` again: both must change nothing (the stage never goes back)."""
         acker = self.token(token)
         items = [self.item_ref(ref) for ref, _ in lines]
         body: dict[str, Any] = {"request_id": self.rid(), "items": [
@@ -552,6 +555,11 @@ class World:
                                 body["request_id"])] = Recorded(
             "receipt.ack", acker.space, acker.actor_id, acker.handle, body,
             fingerprints.ack_fingerprint(body, position), 200, expected)
+        done = [ref for (ref, _), result in zip(lines, expected["items"], strict=False)
+                if result["stage"] == "processed"]
+        if recheck and done:
+            self.do_ack(token, [[ref, "received"] for ref in done], None)
+            self.do_ack(token, [[ref, "processed"] for ref in done], None)
 
     # ----- submissions -----------------------------------------------------------------------
 

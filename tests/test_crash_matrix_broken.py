@@ -1,0 +1,141 @@
+"""The crash matrix must fail on servers that get recovery wrong. Each variant is the reference
+with one defect, patched in this test process and served by uvicorn in a thread (crashes are
+abandoned requests and ``/_test/restart`` stands in for a new process)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from starlette.routing import request_response
+
+from waypost.adapters.sql import submissions as submission_sql
+from waypost.adapters.sql.driver import StorageUnavailable
+from waypost.conformance.crash_matrix import crash_matrix
+from waypost.conformance.targets import free_port
+from waypost.reference import values
+from waypost.reference.http import app as http_app
+from waypost.reference.server import Settings, build_app
+from waypost.reference.service import messages
+
+ADMIN = "matrix-admin"
+Patch = Callable[[pytest.MonkeyPatch, Any], None]
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.up = threading.Event()
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        self.up.set()
+
+
+@contextmanager
+def serving(data_dir: Path, patch: Patch, mp: pytest.MonkeyPatch) -> Iterator[str]:
+    app = build_app(Settings(data_dir, ADMIN, test_hooks=True, sweep_seconds=0))
+    patch(mp, app)
+    port = free_port()
+    server = _Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    assert server.up.wait(timeout=30), "the server did not start"
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def temporary_error_recorded_as_final(mp: pytest.MonkeyPatch, app: Any) -> None:
+    original = messages._resume
+
+    async def resume(ctx: Any, principal: Any, request: Any, record: Any) -> Any:
+        try:
+            return await original(ctx, principal, request, record)
+        except StorageUnavailable:
+            await ctx.driver.run(submission_sql.record_failure(
+                principal, ctx.clock.now_ms(), record.submission_id, 503, "UNAVAILABLE", "{}"))
+            raise
+    mp.setattr(messages, "_resume", resume)
+
+
+_fresh: ContextVar[bool] = ContextVar("fresh", default=False)
+
+
+def resumed_submission_allocates_new_ids(mp: pytest.MonkeyPatch, app: Any) -> None:
+    reserve, original = submission_sql.reserve, messages._resume
+
+    async def reserving(*args: Any, **kwargs: Any) -> Any:
+        _fresh.set(True)
+        return await reserve(*args, **kwargs)
+
+    async def resume(ctx: Any, principal: Any, request: Any, record: Any) -> Any:
+        if not _fresh.get():  # an earlier attempt's reservation: the defect ignores its ids
+            record = dataclasses.replace(record, resource_id=values.new_id("msg"))
+        return await original(ctx, principal, request, record)
+    mp.setattr(submission_sql, "reserve", reserving)
+    mp.setattr(messages, "_resume", resume)
+
+
+def replays_forgotten_after_a_restart(mp: pytest.MonkeyPatch, app: Any) -> None:
+    """Deduplication kept in memory only: after a restart a committed key sends again."""
+    remembered: set[str] = set()
+    original = messages.send
+
+    async def send(ctx: Any, principal: Any, raw: Any) -> Any:
+        key = raw.get("request_id") if isinstance(raw, dict) else None
+        found = await messages.submissions.find(ctx, principal, "message.send", str(key))
+        if found is not None and not found[0].pending and key not in remembered:
+            raw = {**raw, "request_id": f"{key}.again"}
+        outcome = await original(ctx, principal, raw)
+        remembered.add(str(key))
+        return outcome
+    mp.setattr(messages, "send", send)
+    hook = http_app.restart_hook
+
+    async def restart_hook(request: Any) -> Any:
+        remembered.clear()  # what a new process would forget
+        return await hook(request)
+    route = next(r for r in app.routes if getattr(r, "path", "") == "/_test/restart")
+    mp.setattr(route, "app", request_response(restart_hook))
+
+
+VARIANTS: dict[str, tuple[Patch, tuple[str, ...], str]] = {
+    "a temporary error is recorded as a final failure": (
+        temporary_error_recorded_as_final, ("unavailable",), "final failure"),
+    "a resumed submission allocates new ids": (
+        resumed_submission_allocates_new_ids, ("crash",), "a second retry answered differently"),
+    "a crash after commit re-commits on retry": (
+        replays_forgotten_after_a_restart, ("crash",), "took effect 2 times"),
+}
+
+
+def test_the_unbroken_reference_passes_the_same_matrix(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    with serving(tmp_path / "data", lambda mp, app: None, monkeypatch) as url:
+        matrix = crash_matrix(("message.send", "memory.publish"),
+                              actions=("crash", "unavailable"), progress=False, url=url,
+                              admin_token=ADMIN)
+    assert [(c.action, c.operation, c.point, c.note) for c in matrix.cells if not c.ok] == []
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_the_crash_matrix_catches_a_broken_recovery(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    name: str) -> None:
+    patch, actions, reason = VARIANTS[name]
+    with serving(tmp_path / "data", patch, monkeypatch) as url:
+        matrix = crash_matrix(("message.send",), actions=actions, progress=False, url=url,
+                              admin_token=ADMIN)
+    failures = [c for c in matrix.cells if not c.ok]
+    assert failures, f"{name}: the matrix passed a broken server"
+    assert any(reason in c.note for c in failures), [c.note for c in failures]
