@@ -97,10 +97,10 @@ CATALOGUE: tuple[Property, ...] = (
     Property("P17", "Reference consumer reliability", "The reference consumer loses nothing "
              "across crashes.", (), False,
              "the reference consumer (waypost consumer) is not built yet"),
-    Property("P18", "Crash-safe lifecycle", "A crash at any fault point leaves one stable "
-             "result after retry or lookup.", (), False,
-             "checked by `waypost conformance crash-matrix` (targets with fault points), not "
-             "yet by this run's state machine (issue: faults)"),
+    Property("P18", "Crash-safe lifecycle",
+             "A crash, a lost response or a temporary error at any fault point leaves one "
+             "stable result that a lookup and a retry find; temporary errors are never final.",
+             ("command fault_send", "command fault_publish"), True),
 )
 
 BY_ID: dict[str, Property] = {prop.pid: prop for prop in CATALOGUE}

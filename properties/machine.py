@@ -13,6 +13,8 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from waypost.properties.faults import ACTIONS as FAULT_ACTIONS
+from waypost.properties.faults import POINTS as FAULT_POINTS
 from waypost.properties.http import Session
 from waypost.properties.memory import COLLECTIONS
 from waypost.properties.model import ALL_SCOPES
@@ -23,6 +25,7 @@ KINDS = ("info", "question", "result", "todo_suggestion", "memory_notice", "proc
 STAGES = ("received", "processed")
 WEIGHTED = ("send",) * 5 + ("ack",) * 4 + ("read_feed",) * 3 + ("check_view",) * 4 + (
     "read_message",) * 2 + ("resubmit",) * 3 + ("upload",) * 3 + ("memory",) * 6 + (
+    "fault",) * 2 + (
     "provision", "change_authority", "probe", "probe")
 #: Metadata that canonical JSON must get right: escapes, DEL, non-ASCII keys, numbers.
 METADATA = ({"note": "ü\x7f\n\"q\"", "x": 1.5}, {"list": [True, None, -0.0, 1e21, 2**53 - 1]},
@@ -409,6 +412,41 @@ class WaypostMachine(RuleBasedStateMachine):
                 self.run("put", token=token, upload=len(model.uploads) - 1, right=True)
                 self.run("seal", token=token, upload=len(model.uploads) - 1)
         return owned()
+
+    # ----- faults ----------------------------------------------------------------------------
+
+    def fault(self, data: st.DataObject) -> None:
+        """A write with a fault point armed on its way (crash, lost response, temporary error),
+        sometimes a restart, then lookup and retry: exactly one result (P03, P18). Only where
+        the target offers the fault hooks."""
+        model = self.world.model
+        if not model.hooks:
+            return self.send(data)
+        point = data.draw(st.sampled_from(FAULT_POINTS))
+        action = data.draw(st.sampled_from(FAULT_ACTIONS))
+        restart: bool = data.draw(st.booleans())
+        writers = [t.handle for t in model.tokens.values()
+                   if any("write" in granted for granted in t.collections.values())]
+        memory_write: bool = data.draw(st.booleans())
+        if writers and memory_write:
+            token = _sample(data, writers)
+            holder = model.tokens[token]
+            collection = next(c for c, a in holder.collections.items() if "write" in a)
+            blobs = self.owned_blobs(data, token)
+            if blobs:
+                items = data.draw(st.lists(st.integers(0, 6).flatmap(lambda n: st.tuples(
+                    st.just(n), st.just(n), st.sampled_from(blobs), st.none())),
+                    min_size=1, max_size=3, unique_by=lambda e: e[0]))
+                self.run("fault_publish", token=token, point=point, action=action,
+                         restart=restart, publish={
+                             "collection": collection, "items": [list(e) for e in items],
+                             "mode": data.draw(st.sampled_from(["delta", "snapshot"]))})
+                return
+        token = _sample(data, self.handles())
+        self.run("fault_send", token=token, point=point, action=action, restart=restart,
+                 send={"recipients": None, "thread": "new", "reply": None,
+                       "kind": data.draw(st.sampled_from(KINDS)), "subject": data.draw(words),
+                       "text": data.draw(words), "options": None})
 
     # ----- the one rule ---------------------------------------------------------------------
 

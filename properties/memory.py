@@ -62,7 +62,7 @@ def _collection(world: World, token: Token, cid: str) -> Collection | None:
 PATHS = ("docs/p{}.md", "notes/ü{}.md", "odd\x7fname{}", "deep/er/{}/x.txt")
 
 
-def _items(world: World, items: list[list[Any]]) -> list[dict[str, Any]]:
+def item_inputs(world: World, items: list[list[Any]]) -> list[dict[str, Any]]:
     """``[item number, path number, upload index, metadata or None]`` → publish input items."""
     found = []
     for number, path, upload, metadata in items:
@@ -101,7 +101,7 @@ def publish(world: World, token: str, collection: str, offset: int, mode: str,
     writer = world.token(token)
     target = _collection(world, writer, collection)
     head = target.head if target is not None else 0
-    changes: dict[str, Any] = {"items": _items(world, items)}
+    changes: dict[str, Any] = {"items": item_inputs(world, items)}
     if deletes:
         changes["delete_ids"] = [f"i{n}" for n in deletes]
     body: dict[str, Any] = {"request_id": world.rid(), "expected_revision": max(head + offset, 0),
@@ -207,8 +207,8 @@ def race(world: World, token: str, collection: str, items: list[list[Any]]) -> N
     if target is None or not world.model.live(writer):
         return
     bodies = [{"request_id": world.rid(), "expected_revision": target.head, "mode": "delta",
-               "items": _items(world, items)} for _ in range(2)]
-    if not _valid(world, writer, target, bodies[0]):
+               "items": item_inputs(world, items)} for _ in range(2)]
+    if not real_change(world, writer, target, bodies[0]):
         return  # only a real change races: alone it would publish
     with ThreadPoolExecutor(2) as pool:
         answers = list(pool.map(lambda b: world.as_(writer, "POST", path_of(collection), b),
@@ -230,14 +230,15 @@ def race(world: World, token: str, collection: str, items: list[list[Any]]) -> N
             world.model.submissions[key] = world.model.submissions.pop(key)
 
 
-def _valid(world: World, writer: Token, target: Collection, body: dict[str, Any]) -> bool:
-    """A real change any correct server must accept on the current head."""
+def real_change(world: World, writer: Token, target: Collection, body: dict[str, Any]) -> bool:
+    """A publish any correct server must accept on the current head, and that changes it."""
+    mode, items = body["mode"], body["items"]
     if not (writer.has("memory.write") and writer.may(target.collection_id, "write")
             and target.source_actor_id == writer.actor_id
-            and not input_errors("delta", body["items"], [])
-            and all(world.model.referenceable(i["blob_id"], writer) for i in body["items"])):
+            and not input_errors(mode, items, [])
+            and all(world.model.referenceable(i["blob_id"], writer) for i in items)):
         return False
-    state = next_state(target.states[-1], "delta", body["items"], [], target.head + 1)
+    state = next_state(target.states[-1], mode, items, [], target.head + 1)
     return not isinstance(state, str) and fingerprints.state_fingerprint(state) != \
         fingerprints.state_fingerprint(target.states[-1])
 

@@ -11,7 +11,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from waypost.properties import fingerprints, memory
+from waypost.properties import faults, fingerprints, memory
 from waypost.properties.history import analyse
 from waypost.properties.http import Answer, Session
 from waypost.properties.model import (
@@ -764,6 +764,16 @@ class World:
         answer = self.session.admin("POST", "/_test/clock", {"advance_ms": ms})
         if answer.status == 200:
             self.model.now_ms = _ms(answer.json["now"])
+
+    # ----- faults (properties/faults.py) ------------------------------------------------------
+
+    def do_fault_send(self, token: str, point: str, action: str, restart: bool,
+                      send: dict[str, Any]) -> None:
+        faults.send(self, token, point, action, restart, send)
+
+    def do_fault_publish(self, token: str, point: str, action: str, restart: bool,
+                         publish: dict[str, Any]) -> None:
+        faults.publish(self, token, point, action, restart, publish)
 
     # ----- memory (properties/memory.py) ------------------------------------------------------
 

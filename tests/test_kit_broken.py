@@ -8,6 +8,7 @@ the variant through the ASGI app (the defects are about logic, not transport).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -309,3 +310,36 @@ def test_the_kit_catches_and_names_a_broken_server(tmp_path: Path, monkeypatch: 
     recorded = json.loads(Path(replays[0]).read_text())
     assert recorded["commands"]
     assert recorded["exchanges"]
+
+
+def test_the_kit_catches_a_temporary_error_recorded_as_final(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the fault hooks on, a server that records a 503 as the key's final result fails
+    P18 (the key must stay retryable)."""
+    from waypost.adapters.sql import submissions as submission_sql
+    from waypost.adapters.sql.driver import StorageUnavailable
+
+    original = messages._resume
+
+    async def resume(ctx: Context, principal: Any, request: Any, record: Any) -> Outcome:
+        try:
+            return await original(ctx, principal, request, record)
+        except StorageUnavailable:
+            await ctx.driver.run(submission_sql.record_failure(
+                principal, ctx.clock.now_ms(), record.submission_id, 503, "UNAVAILABLE", "{}"))
+            raise
+    with TestClient(build_app(Settings(tmp_path / "data", ADMIN, test_hooks=True))) as client:
+        monkeypatch.setattr(messages, "_resume", resume)
+        report = runner.run("broken", client, ADMIN, profile="ci", seed=20261130,
+                            replay_dir=tmp_path / "replays", shrink_seconds=5)
+    failed = {o.prop.pid for o in report.outcomes if o.result == "fail"}
+    assert "P18" in failed, [(o.prop.pid, o.message) for o in report.outcomes if o.message]
+    replay = next(o.replay for o in report.outcomes if o.prop.pid == "P18")
+    assert replay is not None
+    commands = json.loads(Path(replay).read_text())["commands"]
+    assert any(c["command"] == "fault_send" for c in commands)  # the replay carries the fault
+    for attempt in ("again", "once more"):  # and reruns it the same way each time
+        with TestClient(build_app(Settings(tmp_path / attempt, ADMIN, test_hooks=True))) as client:
+            violation = runner.replay_file(Path(replay), client, ADMIN, out=io.StringIO())
+        assert violation is not None
+        assert violation.pid == "P18"

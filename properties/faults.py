@@ -1,0 +1,140 @@
+"""Fault commands of the kit (P03, P18), for targets that offer the test hooks: arm a fault point
+with an action, perform a write, maybe restart the server, then resolve the write.
+
+A write whose connection dropped, or that answered ``503``, is indeterminate (Jepsen's
+``:info``): it may or may not have committed. The command resolves it at once, the way a client
+must: it looks the key up (a temporary error must never be a recorded failure), then retries with
+the same request. The retry must publish — replaying the lookup's result if that was committed —
+and afterwards the model holds exactly one outcome, so every later read checks that nothing was
+lost or doubled. Arguments are concrete, so a replay file reruns the same faults.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from waypost.properties import fingerprints
+from waypost.properties.http import DROPPED, Answer
+from waypost.properties.model import Recorded, Token
+from waypost.properties.violations import check
+
+if TYPE_CHECKING:
+    from waypost.properties.world import World
+
+POINTS = ("reserve.after", "object.after_write", "prepare.after", "commit.before",
+          "commit.after", "response.before")
+ACTIONS = ("crash", "lose_response", "unavailable")
+
+
+def arm(world: World, point: str, action: str) -> bool:
+    """Arm the point on the target; False where the target has no fault points."""
+    if not world.model.hooks:
+        return False
+    answer = world.session.admin("POST", "/_test/faults", {"point": point, "action": action})
+    return answer.status == 200
+
+
+def disarm(world: World, restart: bool) -> None:
+    world.session.admin("DELETE", "/_test/faults")  # a point the write never passed
+    if restart:
+        world.session.admin("POST", "/_test/restart", {})
+
+
+def send(world: World, token: str, point: str, action: str, restart: bool,
+         body_args: dict[str, Any]) -> None:
+    """``message.send`` with a fault on its way (P03, P18)."""
+    sender = world.token(token)
+    body = world.send_body(sender, **body_args)
+    if not world.model.live(sender) or world.model.send_errors(sender, body) \
+            or not arm(world, point, action):
+        world.submit_send(sender, body)  # no fault where nothing would be written
+        return
+    answer = world.session.call("POST", "/v1/messages", bearer=sender.secret, who=sender.handle,
+                                body=body, may_drop=True)
+    disarm(world, restart)
+    if answer.status == 201:  # the fault point was not on this write's path, or lost nothing
+        check("P03", not answer.replayed, "a first answer must not say Waypost-Replayed")
+        _record(world, sender, body, answer.json)
+        return
+    if not check("P18", answer.status in (DROPPED, 503),
+                 "a fault must end the write without an answer, or with 503 UNAVAILABLE",
+                 status=answer.status, answer=answer.json, point=point, action=action):
+        return
+    result = resolve(world, sender, "message.send", "/v1/messages", body, 201)
+    if result is not None:
+        _record(world, sender, body, result)
+
+
+def resolve(world: World, writer: Token, operation: str, path: str, body: dict[str, Any],
+            status: int) -> dict[str, Any] | None:
+    """Look an indeterminate write up, then retry it: the one stable result, or None."""
+    lookup = world.as_(writer, "GET", f"/v1/submissions/{operation}/{body['request_id']}")
+    state = lookup.json.get("state") if lookup.status == 200 and isinstance(
+        lookup.json, dict) else "absent"
+    check("P18", state in ("absent", "pending", "committed"),
+          "after a crash or a temporary error the key must be absent, pending or committed — "
+          "never a recorded failure", lookup=lookup.json, status=lookup.status)
+    retry = world.as_(writer, "POST", path, body)
+    if not check("P18", retry.status == status,
+                 f"the retry of an interrupted write must succeed with {status}",
+                 status=retry.status, answer=retry.json, state=state):
+        return None
+    if state == "committed":
+        committed = lookup.json.get("result") or {}
+        check("P18", retry.replayed and (retry.status, retry.json) == (
+            committed.get("status"), committed.get("body")),
+              "the retry of a committed write must replay the recorded result",
+              retry=retry.json, recorded=committed, replayed=retry.replayed)
+    again = world.as_(writer, "POST", path, body)
+    check("P03", (again.status, again.json) == (retry.status, retry.json) and again.replayed,
+          "a second retry must replay the first one's result", first=retry.json,
+          again=again.json)
+    result: dict[str, Any] = retry.json
+    return result
+
+
+def _record(world: World, sender: Token, body: dict[str, Any], result: Any) -> None:
+    if not check("P05", isinstance(result, dict) and {
+            "message_id", "thread_id", "feed_item_id", "sequence", "committed_at"} <= set(result),
+            "send answer shape", answer=result):
+        return
+    world.record_message(sender, body, result)
+    world.model.submissions[(sender.space, sender.actor_id, "message.send",
+                             body["request_id"])] = Recorded(
+        "message.send", sender.space, sender.actor_id, sender.handle, body,
+        fingerprints.send_fingerprint(body), 201, result)
+
+
+def publish(world: World, token: str, point: str, action: str, restart: bool,
+            publish_args: dict[str, Any]) -> None:
+    """``memory.publish`` at the head with a fault on its way (P11, P18): exactly one revision
+    results, whatever the crash left."""
+    from waypost.properties import memory
+
+    writer = world.token(token)
+    target = world.model.collections.get((writer.space, publish_args["collection"]))
+    items = memory.item_inputs(world, publish_args["items"])
+    body: dict[str, Any] = {"request_id": world.rid(), "expected_revision": target.head
+                            if target else 0, "mode": publish_args["mode"], "items": items}
+    valid = target is not None and world.model.live(writer) and memory.real_change(
+        world, writer, target, body)
+    if not valid or not arm(world, point, action):
+        answer = world.as_(writer, "POST", memory.path_of(publish_args["collection"]), body)
+        memory.expect_publish(world, writer, publish_args["collection"], body,
+                              {"items": items}, answer)
+        return
+    assert target is not None
+    path = memory.path_of(target.collection_id)
+    answer = world.session.call("POST", path, bearer=writer.secret, who=writer.handle,
+                                body=body, may_drop=True)
+    disarm(world, restart)
+    if answer.status != 201:
+        if not check("P18", answer.status in (DROPPED, 503),
+                     "a fault must end the write without an answer, or with 503 UNAVAILABLE",
+                     status=answer.status, answer=answer.json, point=point, action=action):
+            return
+        result = resolve(world, writer, "memory.publish", path, body, 201)
+        if result is None:
+            return
+        answer = Answer(201, result, False)
+    memory.expect_publish(world, writer, target.collection_id, body, {"items": items}, answer)
