@@ -382,7 +382,7 @@ def _summary(result: dict[str, Any]) -> None:
     lines += [f"  {row['entries']:>6} entries: median {row['median_ms']} ms, p90 "
               f"{row['p90_ms']} ms ({row['repeats']} publishes)" for row in result["publish"]]
     growth = result["growth"]
-    if growth:
+    if growth and growth["ms_per_1000_entries"] is not None:
         lines.append(f"  growth: {growth['from_entries']} → {growth['to_entries']} entries "
                      f"×{growth['median_ratio']} median; {growth['ms_per_1000_entries']} ms "
                      "per 1,000 entries")

@@ -36,7 +36,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     kit.add_argument("--only", default=None, help="only these properties, e.g. P03,P06")
     kit.add_argument("--expected-failures", type=Path, default=None,
                      help="JSON list of {property, reason} known to fail on this target "
-                          "(default: conformance/expected_failures/<target>.json if present)")
+                          "(default for --target sqlite: conformance/expected_failures/"
+                          "sqlite.json; none for a URL)")
     kit.add_argument("--report-json", type=Path, default=None, help="write a JSON report")
     kit.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report")
     kit.add_argument("--replay-dir", type=Path, default=Path("waypost-replays"),

@@ -167,10 +167,10 @@ async def commit(ctx: Context, principal: Principal, upload_id: str, raw: Any) -
         if verdict == "ok":
             return await stable_blob(ctx, found[0])
         if verdict == "UPLOAD_EXPIRED":
-            raise UploadExpired("the upload expired", field="upload_id")
+            raise UploadExpired(submissions.RECORDED_MESSAGES["UPLOAD_EXPIRED"])
     record = found[0] if found else record
     if record.state == "failed":
-        error = UploadExpired("recorded result of this request")
+        error = UploadExpired(submissions.RECORDED_MESSAGES["UPLOAD_EXPIRED"])
         error.replayed = True
         raise error
     outcome = await stable_blob(ctx, record)

@@ -17,6 +17,13 @@ from waypost.reference.errors import (
 from waypost.reference.principal import Principal
 from waypost.reference.service.context import Context, Outcome
 
+#: How a recorded failure reads, in its first answer and in every replay alike.
+RECORDED_MESSAGES = {
+    "REVISION_CONFLICT": "expected_revision is not the collection's head",
+    "UPLOAD_EXPIRED": "the upload expired before it was sealed",
+    "INVALID_REQUEST": "the input is invalid on the collection's head",
+}
+
 OPERATIONS = ("message.send", "receipt.ack", "blob.prepare", "blob.commit", "memory.publish")
 
 
@@ -51,7 +58,8 @@ async def stable_result(ctx: Context, operation: str, record: sql.SubmissionReco
     if record.state == "failed":
         assert record.error_code is not None
         assert record.result_status is not None
-        error = from_code(record.error_code, "recorded result of this request",
+        error = from_code(record.error_code, RECORDED_MESSAGES.get(
+            record.error_code, "the recorded result of this request"),
                           json.loads(record.error_detail or "{}"))
         return Outcome(record.result_status, error.envelope())
     assert record.result_status is not None
