@@ -33,7 +33,8 @@ CATALOGUE: tuple[Property, ...] = (
     Property("P03", "Idempotent submissions",
              "One key fixes fingerprint, ids and defaults; retries return the identical stable "
              "result; a different fingerprint gets IDEMPOTENCY_CONFLICT and changes nothing.",
-             ("command retry", "command conflict", "command lookup", "command reuse_key"),
+             ("command retry", "command conflict", "command lookup", "command reuse_key",
+              "command parallel_retries", "command fault_send"),
              True),
     Property("P04", "Canonical fingerprint",
              "Fingerprints are SHA-256 over RFC 8785 of the normalised request; vectors "
@@ -42,7 +43,8 @@ CATALOGUE: tuple[Property, ...] = (
     Property("P05", "Atomic publication",
              "A message, an ACK (receipts, receipt items, checkpoint) becomes visible entirely or "
              "not at all.",
-             ("command send", "command read_message", "command ack", "command check_view"),
+             ("command send", "command read_message", "command ack", "command check_view",
+              "command concurrent_sends"),
              True),
     Property("P06", "Feed order and completeness",
              "Sequences strictly increase in commit order and are never reused; any page sizes "

@@ -1,5 +1,7 @@
-"""Fault commands of the kit (P03, P18), for targets that offer the test hooks: arm a fault point
-with an action, perform a write, maybe restart the server, then resolve the write.
+"""Fault and concurrency commands of the kit (P03, P05, P06, P18). Faults need targets that
+offer the test hooks: arm a fault point with an action, perform a write, maybe restart the
+server, then resolve the write. Concurrency needs nothing: parallel identical retries of one key,
+several senders at once.
 
 A write whose connection dropped, or that answered ``503``, is indeterminate (Jepsen's
 ``:info``): it may or may not have committed. The command resolves it at once, the way a client
@@ -11,6 +13,7 @@ lost or doubled. Arguments are concrete, so a replay file reruns the same faults
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from waypost.properties import fingerprints
@@ -138,3 +141,56 @@ def publish(world: World, token: str, point: str, action: str, restart: bool,
             return
         answer = Answer(201, result, False)
     memory.expect_publish(world, writer, target.collection_id, body, {"items": items}, answer)
+
+
+def parallel_retries(world: World, token: str, copies: int, body_args: dict[str, Any]) -> None:
+    """The same ``message.send`` from ``copies`` clients at once: one stable result for all —
+    every answer 201 with identical ids (or SUBMISSION_PENDING, resolved by a later retry), at
+    most one not marked replayed, exactly one message (P03)."""
+    sender = world.token(token)
+    body = world.send_body(sender, **body_args)
+    if not world.model.live(sender) or world.model.send_errors(sender, body):
+        world.submit_send(sender, body)
+        return
+    with ThreadPoolExecutor(copies) as pool:
+        answers = list(pool.map(lambda _: world.as_(sender, "POST", "/v1/messages", body),
+                                range(copies)))
+    pending = [a for a in answers if a.code == "SUBMISSION_PENDING"]
+    done = [a for a in answers if a.status == 201]
+    if not check("P03", len(done) + len(pending) == copies,
+                 "parallel retries of one key must all succeed (or say SUBMISSION_PENDING)",
+                 answers=[[a.status, a.json] for a in answers]):
+        return
+    if not done:
+        done = [world.as_(sender, "POST", "/v1/messages", body)]
+    check("P03", all(a.json == done[0].json for a in done)
+          and sum(not a.replayed for a in done) <= 1,
+          "parallel retries of one key must give one result, replayed to all but one",
+          answers=[[a.status, a.replayed, a.json] for a in done])
+    _record(world, sender, body, done[0].json)
+
+
+def concurrent_sends(world: World, token: str, subjects: list[str]) -> None:
+    """Distinct messages from several clients at once: all published, with distinct sequences;
+    every view then shows each exactly once, in sequence order (P05, P06)."""
+    sender = world.token(token)
+    bodies = [world.send_body(sender, None, "new", None, "info", subject, "at once", None)
+              for subject in subjects]
+    if not world.model.live(sender) or any(world.model.send_errors(sender, b) for b in bodies):
+        for body in bodies:
+            world.submit_send(sender, body)
+        return
+    with ThreadPoolExecutor(len(bodies)) as pool:
+        answers = list(pool.map(lambda b: world.as_(sender, "POST", "/v1/messages", b), bodies))
+    if not check("P05", all(a.status == 201 for a in answers),
+                 "concurrent sends must all publish",
+                 answers=[[a.status, a.json] for a in answers]):
+        return
+    sequences = [int(a.json["sequence"]) for a in answers]
+    if not check("P06", len(set(sequences)) == len(sequences),
+                 "concurrent sends got the same sequence", sequences=sequences):
+        return
+    # The model learns them in commit order, which the sequences tell.
+    for body, answer in sorted(zip(bodies, answers, strict=True),
+                               key=lambda pair: int(pair[1].json["sequence"])):
+        _record(world, sender, body, answer.json)

@@ -417,11 +417,19 @@ class WaypostMachine(RuleBasedStateMachine):
 
     def fault(self, data: st.DataObject) -> None:
         """A write with a fault point armed on its way (crash, lost response, temporary error),
-        sometimes a restart, then lookup and retry: exactly one result (P03, P18). Only where
-        the target offers the fault hooks."""
+        sometimes a restart, then lookup and retry: exactly one result (P03, P18), where the
+        target offers the fault hooks; or writes at the same time: parallel identical retries
+        of one key, several senders at once (P03, P05, P06)."""
         model = self.world.model
-        if not model.hooks:
-            return self.send(data)
+        together = data.draw(st.sampled_from(["fault", "fault", "retries", "senders"]))
+        if together == "retries" or (together == "fault" and not model.hooks):
+            self.run("parallel_retries", token=_sample(data, self.handles()),
+                     copies=data.draw(st.integers(2, 4)), send=self.plain_send(data))
+            return
+        if together == "senders":
+            self.run("concurrent_sends", token=_sample(data, self.handles()),
+                     subjects=data.draw(st.lists(words, min_size=2, max_size=4)))
+            return
         point = data.draw(st.sampled_from(FAULT_POINTS))
         action = data.draw(st.sampled_from(FAULT_ACTIONS))
         restart: bool = data.draw(st.booleans())
@@ -444,9 +452,13 @@ class WaypostMachine(RuleBasedStateMachine):
                 return
         token = _sample(data, self.handles())
         self.run("fault_send", token=token, point=point, action=action, restart=restart,
-                 send={"recipients": None, "thread": "new", "reply": None,
-                       "kind": data.draw(st.sampled_from(KINDS)), "subject": data.draw(words),
-                       "text": data.draw(words), "options": None})
+                 send=self.plain_send(data))
+
+    def plain_send(self, data: st.DataObject) -> dict[str, Any]:
+        """Arguments of a send any live token with message.send may make."""
+        return {"recipients": None, "thread": "new", "reply": None,
+                "kind": data.draw(st.sampled_from(KINDS)), "subject": data.draw(words),
+                "text": data.draw(words), "options": None}
 
     # ----- the one rule ---------------------------------------------------------------------
 

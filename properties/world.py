@@ -775,6 +775,12 @@ class World:
                          publish: dict[str, Any]) -> None:
         faults.publish(self, token, point, action, restart, publish)
 
+    def do_parallel_retries(self, token: str, copies: int, send: dict[str, Any]) -> None:
+        faults.parallel_retries(self, token, copies, send)
+
+    def do_concurrent_sends(self, token: str, subjects: list[str]) -> None:
+        faults.concurrent_sends(self, token, subjects)
+
     # ----- memory (properties/memory.py) ------------------------------------------------------
 
     def do_publish(self, token: str, collection: str, offset: int, mode: str,
