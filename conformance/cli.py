@@ -13,6 +13,7 @@ from waypost.conformance import report as reports
 from waypost.conformance import runner
 from waypost.conformance.targets import open_target
 from waypost.properties.catalogue import select
+from waypost.properties.proxy import FaultProxy
 
 EXPECTED_DIR = Path(__file__).resolve().parent / "expected_failures"
 
@@ -117,15 +118,17 @@ def _conformance(args: argparse.Namespace) -> int:
     expected = runner.load_expected(expected_path)
     profile = runner.PROFILES[args.profile]
     try:
+        proxy = FaultProxy(httpx.HTTPTransport())
         with open_target(args.target, _admin_token(args)) as target, \
-                httpx.Client(base_url=target.url, timeout=60) as client:
+                httpx.Client(base_url=target.url, timeout=60, transport=proxy) as client:
             print(f"waypost conformance: target {args.target} at {target.url}, profile "
                   f"{args.profile}", file=sys.stderr)
             result = runner.run(target.name if target.name != "url" else target.url, client,
                                 target.admin_token, profile=args.profile, seed=args.seed,
                                 selected=selected, expected=expected,
                                 replay_dir=args.replay_dir,
-                                progress=runner.Progress(sys.stderr, profile.examples))
+                                progress=runner.Progress(sys.stderr, profile.examples),
+                                proxy=proxy)
     except (ValueError, RuntimeError) as exc:
         print(f"waypost conformance: {exc}", file=sys.stderr)
         return 2
@@ -146,9 +149,10 @@ def _conformance(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     try:
+        proxy = FaultProxy(httpx.HTTPTransport())
         with open_target(args.target, _admin_token(args)) as target, \
-                httpx.Client(base_url=target.url, timeout=60) as client:
-            violation = runner.replay_file(args.file, client, target.admin_token)
+                httpx.Client(base_url=target.url, timeout=60, transport=proxy) as client:
+            violation = runner.replay_file(args.file, client, target.admin_token, proxy=proxy)
     except (ValueError, RuntimeError, OSError) as exc:
         print(f"waypost conformance replay: {exc}", file=sys.stderr)
         return 2

@@ -28,6 +28,7 @@ def table(report: Report) -> str:
     lines.append(f"target {report.target}, profile {report.profile}, seed {report.seed}: "
                  f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
                  f"({rate:.0f} steps/s)")
+    lines.append("faults injected by: " + (", ".join(report.fault_sources) or "none"))
     return "\n".join(lines)
 
 
@@ -36,6 +37,7 @@ def as_json(report: Report) -> dict[str, Any]:
         "target": report.target, "profile": report.profile, "seed": report.seed,
         "run_id": report.run_id, "examples": report.examples, "steps": report.steps,
         "seconds": round(report.seconds, 3), "failed": report.failed,
+        "fault_sources": report.fault_sources,
         "properties": [{"id": o.prop.pid, "name": o.prop.name, "result": o.result,
                         "checks": o.checks, "message": o.message, "evidence": o.evidence,
                         "replay": o.replay, "expected_failure_reason": o.expected_reason or None}

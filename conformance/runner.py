@@ -22,6 +22,7 @@ from hypothesis.stateful import get_state_machine_test
 from waypost.properties.catalogue import CATALOGUE, Property
 from waypost.properties.http import Session
 from waypost.properties.machine import Run, WaypostMachine
+from waypost.properties.proxy import FaultProxy
 from waypost.properties.violations import LEDGER, PropertyViolation
 from waypost.properties.world import World
 
@@ -66,6 +67,7 @@ class Report:
     steps: int = 0
     seconds: float = 0.0
     outcomes: list[Outcome] = field(default_factory=list)
+    fault_sources: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -127,15 +129,17 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
         seed: int | None = None, selected: list[Property] | None = None,
         expected: dict[str, str] | None = None, replay_dir: Path = Path("waypost-replays"),
         progress: Callable[[int, int], None] | None = None,
-        shrink_seconds: float | None = None) -> Report:
-    """Run the command model; every property ends as pass, fail, xfail, xpass or not covered."""
+        shrink_seconds: float | None = None, proxy: FaultProxy | None = None) -> Report:
+    """Run the command model; every property ends as pass, fail, xfail, xpass or not covered.
+    ``proxy`` (the transport of ``client``) injects network faults where the target has no
+    fault points."""
     chosen = PROFILES[profile]
     seed = random.randrange(2**32) if seed is None else seed
     report = Report(target_name, profile, seed, f"run{secrets.token_hex(4)}")
     expected = expected or {}
     wanted = {p.pid for p in (selected or CATALOGUE)}
     LEDGER.reset(enforced=wanted - set(expected))
-    Run.session = Session(client, admin_token)
+    Run.session = Session(client, admin_token, proxy=proxy)
     Run.prefix = report.run_id
     counts = {"examples": 0, "steps": 0}
 
@@ -171,6 +175,9 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
         engine.MAX_SHRINKING_SECONDS = budget
     report.seconds = time.monotonic() - started
     report.examples, report.steps = counts["examples"], counts["steps"]
+    report.fault_sources = sorted(
+        ({"test hooks"} if Run.session.hook_faults else set())
+        | ({f"fault proxy ({', '.join(sorted(proxy.used))})"} if proxy and proxy.used else set()))
     for prop in CATALOGUE:
         outcome = Outcome(prop, "pass", LEDGER.checks.get(prop.pid, 0),
                           expected_reason=expected.get(prop.pid, ""))
@@ -200,11 +207,12 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
 
 
 def replay_file(path: Path, client: httpx.Client, admin_token: str,
-                out: TextIO = sys.stdout) -> PropertyViolation | None:
+                out: TextIO = sys.stdout, proxy: FaultProxy | None = None
+                ) -> PropertyViolation | None:
     """Rerun a replay file's commands against a target; return the violation it still shows."""
     recorded = json.loads(path.read_text())
     LEDGER.reset()
-    world = World(Session(client, admin_token), f"rp{secrets.token_hex(3)}-")
+    world = World(Session(client, admin_token, proxy=proxy), f"rp{secrets.token_hex(3)}-")
     try:
         for step in recorded["commands"]:
             world.run(step["command"], step["args"])

@@ -26,18 +26,31 @@ if TYPE_CHECKING:
 
 POINTS = ("reserve.after", "object.after_write", "prepare.after", "commit.before",
           "commit.after", "response.before")
+#: The "point" of a fault the proxy injects (its actions: proxy.ACTIONS).
+PROXY = "proxy"
 ACTIONS = ("crash", "lose_response", "unavailable")
 
 
 def arm(world: World, point: str, action: str) -> bool:
-    """Arm the point on the target; False where the target has no fault points."""
+    """Arm the fault: a point on the target (its hooks), or ``point == "proxy"`` the fault proxy
+    in front of it. False where the target has neither."""
+    if point == PROXY:
+        if world.session.proxy is None:
+            return False
+        world.session.proxy.arm(action)
+        return True
     if not world.model.hooks:
         return False
     answer = world.session.admin("POST", "/_test/faults", {"point": point, "action": action})
+    world.session.hook_faults += answer.status == 200
     return answer.status == 200
 
 
-def disarm(world: World, restart: bool) -> None:
+def disarm(world: World, point: str, restart: bool) -> None:
+    if point == PROXY:
+        assert world.session.proxy is not None
+        world.session.proxy.disarm()
+        return
     world.session.admin("DELETE", "/_test/faults")  # a point the write never passed
     if restart:
         world.session.admin("POST", "/_test/restart", {})
@@ -54,9 +67,13 @@ def send(world: World, token: str, point: str, action: str, restart: bool,
         return
     answer = world.session.call("POST", "/v1/messages", bearer=sender.secret, who=sender.handle,
                                 body=body, may_drop=True)
-    disarm(world, restart)
+    disarm(world, point, restart)
     if answer.status == 201:  # the fault point was not on this write's path, or lost nothing
-        check("P03", not answer.replayed, "a first answer must not say Waypost-Replayed")
+        if action == "duplicate":  # the network delivered it twice: the second is a replay
+            check("P03", answer.replayed, "a request delivered twice must be replayed the "
+                  "second time", answer=answer.json)
+        else:
+            check("P03", not answer.replayed, "a first answer must not say Waypost-Replayed")
         _record(world, sender, body, answer.json)
         return
     if not check("P18", answer.status in (DROPPED, 503),
@@ -130,7 +147,7 @@ def publish(world: World, token: str, point: str, action: str, restart: bool,
     path = memory.path_of(target.collection_id)
     answer = world.session.call("POST", path, bearer=writer.secret, who=writer.handle,
                                 body=body, may_drop=True)
-    disarm(world, restart)
+    disarm(world, point, restart)
     if answer.status != 201:
         if not check("P18", answer.status in (DROPPED, 503),
                      "a fault must end the write without an answer, or with 503 UNAVAILABLE",
@@ -140,6 +157,10 @@ def publish(world: World, token: str, point: str, action: str, restart: bool,
         if result is None:
             return
         answer = Answer(201, result, False)
+    elif action == "duplicate":  # delivered twice: its replay answered; the model saw one
+        answer = Answer(201, answer.json, not check(
+            "P03", answer.replayed, "a request delivered twice must be replayed the second time",
+            answer=answer.json))
     memory.expect_publish(world, writer, target.collection_id, body, {"items": items}, answer)
 
 

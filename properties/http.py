@@ -7,6 +7,8 @@ from typing import Any
 
 import httpx
 
+from waypost.properties.proxy import FaultProxy
+
 #: The status of an exchange whose connection closed without an HTTP answer.
 DROPPED = 0
 
@@ -60,6 +62,8 @@ class Session:
     admin_token: str
     trace: list[Exchange] = field(default_factory=list)
     record: bool = True
+    proxy: FaultProxy | None = None  # network faults for targets without fault points
+    hook_faults: int = 0  # faults armed through /_test/faults
 
     def call(self, method: str, path: str, *, bearer: str, who: str, body: Any = None,
              params: dict[str, Any] | None = None, may_drop: bool = False) -> Answer:

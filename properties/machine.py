@@ -15,9 +15,11 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from waypost.properties.faults import ACTIONS as FAULT_ACTIONS
 from waypost.properties.faults import POINTS as FAULT_POINTS
+from waypost.properties.faults import PROXY
 from waypost.properties.http import Session
 from waypost.properties.memory import COLLECTIONS
 from waypost.properties.model import ALL_SCOPES
+from waypost.properties.proxy import ACTIONS as PROXY_ACTIONS
 from waypost.properties.violations import check
 from waypost.properties.world import SPACE_ACTORS, World
 
@@ -421,8 +423,9 @@ class WaypostMachine(RuleBasedStateMachine):
         target offers the fault hooks; or writes at the same time: parallel identical retries
         of one key, several senders at once (P03, P05, P06)."""
         model = self.world.model
+        proxy = Run.session is not None and Run.session.proxy is not None
         together = data.draw(st.sampled_from(["fault", "fault", "retries", "senders"]))
-        if together == "retries" or (together == "fault" and not model.hooks):
+        if together == "retries" or (together == "fault" and not (model.hooks or proxy)):
             self.run("parallel_retries", token=_sample(data, self.handles()),
                      copies=data.draw(st.integers(2, 4)), send=self.plain_send(data))
             return
@@ -430,8 +433,11 @@ class WaypostMachine(RuleBasedStateMachine):
             self.run("concurrent_sends", token=_sample(data, self.handles()),
                      subjects=data.draw(st.lists(words, min_size=2, max_size=4)))
             return
-        point = data.draw(st.sampled_from(FAULT_POINTS))
-        action = data.draw(st.sampled_from(FAULT_ACTIONS))
+        if model.hooks:
+            point = data.draw(st.sampled_from(FAULT_POINTS))
+            action = data.draw(st.sampled_from(FAULT_ACTIONS))
+        else:  # a deployment without fault points: the proxy in front of it
+            point, action = PROXY, data.draw(st.sampled_from(PROXY_ACTIONS))
         restart: bool = data.draw(st.booleans())
         writers = [t.handle for t in model.tokens.values()
                    if any("write" in granted for granted in t.collections.values())]
