@@ -235,3 +235,29 @@ def test_content_is_served_with_its_stored_type(api: Api) -> None:
     put(api, "s1/alice", slot["upload_id"], b"x")
     blob_id = seal(api, "s1/alice", slot["upload_id"]).json()["blob_id"]
     assert content_of(api, "s1/alice", blob_id).headers["Content-Type"] == "text/plain"
+
+
+def test_a_cleanup_crashed_after_its_claim_is_finished_by_the_next_sweep(hooked: Api) -> None:
+    """``cleanup.after_claim``: the claim is durable, so the next sweep removes the object."""
+    from waypost.reference.faults import Abandoned
+
+    api = hooked
+    ctx: Context = api.client.app.state.context  # type: ignore[attr-defined]
+    data = b"left behind"
+    slot = prepare(api, "s1/alice", data)
+    assert put(api, "s1/alice", slot["upload_id"], data).status_code == 200
+    api.admin("POST", "/_test/clock", {"advance_ms": 3600 * 1000 + 1})
+    assert api.admin("POST", "/_test/faults", {"point": "cleanup.after_claim",
+                                               "action": "crash"}).status_code == 200
+    async def sweep_that_may_crash(ctx: Context) -> str:
+        try:
+            await sweep(ctx)
+        except Abandoned as point:  # a BaseException: it would end the test's event loop
+            return f"crashed at {point}"
+        return "finished"
+
+    assert api.client.portal is not None
+    assert api.client.portal.call(sweep_that_may_crash, ctx) == "crashed at cleanup.after_claim"
+    _error(seal(api, "s1/alice", slot["upload_id"]), 410, "UPLOAD_EXPIRED")  # claimed already
+    assert api.client.portal.call(sweep, ctx) == [slot["upload_id"]]
+    assert api.client.portal.call(sweep, ctx) == []
