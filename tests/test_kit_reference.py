@@ -23,7 +23,8 @@ REGRESSIONS = Path(__file__).resolve().parent.parent / "conformance" / "regressi
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_reference_passes_the_ci_profile(tmp_path: Path, seed: int) -> None:
-    with serving(tmp_path) as client:
+    """With the test hooks on, as the sqlite target serves: the clock and the fault points."""
+    with TestClient(build_app(Settings(tmp_path / "data", ADMIN, test_hooks=True))) as client:
         report = runner.run("sqlite", client, ADMIN, profile="ci", seed=seed,
                             replay_dir=tmp_path / "replays")
     results = {o.prop.pid: o.result for o in report.outcomes}
