@@ -316,20 +316,10 @@ def test_the_kit_catches_a_temporary_error_recorded_as_final(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With the fault hooks on, a server that records a 503 as the key's final result fails
     P18 (the key must stay retryable)."""
-    from waypost.adapters.sql import submissions as submission_sql
-    from waypost.adapters.sql.driver import StorageUnavailable
+    from tests.test_crash_matrix_broken import temporary_error_recorded_as_final
 
-    original = messages._resume
-
-    async def resume(ctx: Context, principal: Any, request: Any, record: Any) -> Outcome:
-        try:
-            return await original(ctx, principal, request, record)
-        except StorageUnavailable:
-            await ctx.driver.run(submission_sql.record_failure(
-                principal, ctx.clock.now_ms(), record.submission_id, 503, "UNAVAILABLE", "{}"))
-            raise
     with TestClient(build_app(Settings(tmp_path / "data", ADMIN, test_hooks=True))) as client:
-        monkeypatch.setattr(messages, "_resume", resume)
+        temporary_error_recorded_as_final(monkeypatch, client.app)
         report = runner.run("broken", client, ADMIN, profile="ci", seed=20261130,
                             replay_dir=tmp_path / "replays", shrink_seconds=5)
     failed = {o.prop.pid for o in report.outcomes if o.result == "fail"}
