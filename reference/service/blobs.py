@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Sequence
 from typing import Any
 
 from waypost.adapters.blobs.store import FactsMismatch, ObjectFacts
+from waypost.adapters.sql import messages as message_sql
 from waypost.adapters.sql import submissions as submission_sql
 from waypost.adapters.sql import uploads as sql
 from waypost.reference import parsing, values
@@ -17,6 +18,7 @@ from waypost.reference.errors import (
     Forbidden,
     InvalidRequest,
     NotReady,
+    ReferenceInvalid,
     UploadExpired,
     not_found,
 )
@@ -94,6 +96,21 @@ async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     outcome = await stable_prepare(ctx, record.submission_id)
     outcome.replayed = True
     return outcome
+
+
+async def check_referenceable(ctx: Context, principal: Principal, blob_ids: Sequence[str],
+                              field: str, rule: str) -> None:
+    """P16: every blob named must be a sealed blob of the space that the producer owns or holds
+    a ``blob.reference`` grant for; the first other one is ``REFERENCE_INVALID`` (``rule`` says
+    what must name such blobs, e.g. "attachments must be")."""
+    if not blob_ids:
+        return
+    (rows,) = await ctx.driver.read([message_sql.referenceable_statement(principal, blob_ids)])
+    allowed = {row[0] for row in rows}
+    for blob_id in blob_ids:
+        if blob_id not in allowed:
+            raise ReferenceInvalid(f"{rule} sealed blobs of this space that the producer owns "
+                                   "or may reference", field=field, blob_id=blob_id)
 
 
 async def stable_prepare(ctx: Context, submission_id: str) -> Outcome:

@@ -9,7 +9,6 @@ from typing import Any
 
 from waypost.adapters.blobs.store import one_chunk
 from waypost.adapters.sql import memory as sql
-from waypost.adapters.sql import messages as message_sql
 from waypost.adapters.sql import submissions as submission_sql
 from waypost.reference import cursor, values
 from waypost.reference.canonical import canonical_json, digest
@@ -17,7 +16,6 @@ from waypost.reference.errors import (
     CursorInvalid,
     Forbidden,
     InvalidRequest,
-    ReferenceInvalid,
     ResourceLimit,
     WaypostError,
     from_code,
@@ -84,25 +82,14 @@ async def _changes(ctx: Context, principal: Principal, request: PublishMemory) -
         changes = request.inline
     else:
         assert request.manifest_blob_id is not None
-        await _referenceable(ctx, principal, [request.manifest_blob_id], "manifest_blob_id")
+        await blobs.check_referenceable(ctx, principal, [request.manifest_blob_id],
+                                        "manifest_blob_id", "entries must name")
         raw, _type, _etag = await blobs.read_content(ctx, principal, request.manifest_blob_id)
         changes = parse_manifest_input(raw, request.mode, ctx.limits)
-    await _referenceable(ctx, principal, sorted({item.blob_id for item in changes.items}),
-                         "items")
+    await blobs.check_referenceable(ctx, principal,
+                                    sorted({item.blob_id for item in changes.items}), "items",
+                                    "entries must name")
     return changes
-
-
-async def _referenceable(ctx: Context, principal: Principal, blob_ids: list[str],
-                         field: str) -> None:
-    if not blob_ids:
-        return
-    (rows,) = await ctx.driver.read([message_sql.referenceable_statement(principal, blob_ids)])
-    allowed = {row[0] for row in rows}
-    for blob_id in blob_ids:
-        if blob_id not in allowed:
-            raise ReferenceInvalid("entries must name sealed blobs of this space that the "
-                                   "producer owns or may reference", field=field,
-                                   blob_id=blob_id)
 
 
 def _next(parent: dict[str, Entry], request: PublishMemory, changes: Changes,

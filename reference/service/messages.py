@@ -11,10 +11,10 @@ from waypost.adapters.sql import messages as sql
 from waypost.adapters.sql import submissions as submission_sql
 from waypost.reference import values
 from waypost.reference.canonical import canonical_json, digest
-from waypost.reference.errors import Forbidden, NotFound, ReferenceInvalid, not_found
+from waypost.reference.errors import Forbidden, NotFound, not_found
 from waypost.reference.principal import Principal
 from waypost.reference.requests import SendMessage, parse_send
-from waypost.reference.service import submissions
+from waypost.reference.service import blobs, submissions
 from waypost.reference.service.context import Context, Outcome
 
 OPERATION = "message.send"
@@ -73,15 +73,8 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     if found is None:
         recipients = await _recipients(ctx, principal, request)
         await _check_thread(ctx, principal, request, recipients)
-        if request.attachment_ids:
-            (rows,) = await ctx.driver.read([sql.referenceable_statement(
-                principal, request.attachment_ids)])
-            allowed = {row[0] for row in rows}
-            for blob_id in request.attachment_ids:
-                if blob_id not in allowed:
-                    raise ReferenceInvalid("attachments must be sealed blobs of this space that "
-                                           "the producer owns or may reference",
-                                           field="attachment_ids", blob_id=blob_id)
+        await blobs.check_referenceable(ctx, principal, request.attachment_ids,
+                                        "attachment_ids", "attachments must be")
         record, sequence = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
             fingerprint, values.new_id("sub"), values.new_id("msg"),
