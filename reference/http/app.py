@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -19,6 +19,7 @@ from waypost.reference.errors import InvalidRequest, NotFound
 from waypost.reference.http import openapi
 from waypost.reference.http.endpoints import (
     CloseOnAbandon,
+    Handler,
     admin,
     context,
     data,
@@ -138,49 +139,49 @@ async def _revision_items(ctx: Context, principal: Principal, request: Request) 
                                    request.path_params["revision"], query)
 
 
-async def clock(request: Request) -> Response:
-    """Test hook: read or advance the server clock (``--test-hooks`` only, admin token)."""
+def test_hook(operation: Callable[[Context, Request], Awaitable[Outcome]]) -> Handler:
+    """A test hook endpoint: the admin token, and only with ``--test-hooks`` (otherwise it
+    answers exactly like an unknown path)."""
     async def work(ctx: Context, request: Request) -> Outcome:
         if not ctx.test_hooks:
             raise NotFound("no such path")
-        if request.method == "POST":
-            body = parsing.fields(await read_json(request), "", ["advance_ms"])
-            ctx.clock.advance(values.integer(body["advance_ms"], "advance_ms", 0, 10**12))
-        return Outcome(200, {"now": values.format_timestamp(ctx.clock.now_ms())})
-    return await admin(work)(request)
+        return await operation(ctx, request)
+    return admin(work)
 
 
-async def faults_hook(request: Request) -> Response:
-    """Test hook: arm a fault point (POST {point, action, times?}), list (GET) or clear (DELETE)
-    the armed ones (``--test-hooks`` only, admin token)."""
-    async def work(ctx: Context, request: Request) -> Outcome:
-        if not ctx.test_hooks:
-            raise NotFound("no such path")
-        if request.method == "POST":
-            body = parsing.fields(await read_json(request), "", ["point", "action"], ["times"])
-            point = parsing.one_of(body["point"], "point", faults.POINTS)
-            action = parsing.one_of(body["action"], "action", faults.ACTIONS)
-            times = values.integer(body.get("times", 1), "times", 1, 1000)
-            ctx.faults.arm(point, action, times)
-        elif request.method == "DELETE":
-            ctx.faults.clear()
-        return Outcome(200, {"armed": [{"point": point, "action": action, "times": times}
-                                       for point, (action, times) in ctx.faults.armed.items()],
-                             "points": list(faults.POINTS), "actions": list(faults.ACTIONS),
-                             "crash_mode": "exit" if ctx.faults.exit_on_crash else "abandon"})
-    return await admin(work)(request)
+async def _clock(ctx: Context, request: Request) -> Outcome:
+    """Read or advance the server clock."""
+    if request.method == "POST":
+        body = parsing.fields(await read_json(request), "", ["advance_ms"])
+        ctx.clock.advance(values.integer(body["advance_ms"], "advance_ms", 0, 10**12))
+    return Outcome(200, {"now": values.format_timestamp(ctx.clock.now_ms())})
 
 
-async def restart_hook(request: Request) -> Response:
-    """Test hook: drop every in-memory state and reopen the stores, as a process restart would
-    (the test clock keeps its offset; armed faults are gone)."""
-    async def work(ctx: Context, request: Request) -> Outcome:
-        if not ctx.test_hooks:
-            raise NotFound("no such path")
-        parsing.fields(await read_json(request), "", [])
-        await request.app.state.restart()
-        return Outcome(200, {"restarted": True})
-    return await admin(work)(request)
+async def _faults(ctx: Context, request: Request) -> Outcome:
+    """Arm a fault point (POST {point, action, times?}), list (GET) or clear (DELETE) them."""
+    if request.method == "POST":
+        body = parsing.fields(await read_json(request), "", ["point", "action"], ["times"])
+        point = parsing.one_of(body["point"], "point", faults.POINTS)
+        action = parsing.one_of(body["action"], "action", faults.ACTIONS)
+        times = values.integer(body.get("times", 1), "times", 1, 1000)
+        ctx.faults.arm(point, action, times)
+    elif request.method == "DELETE":
+        ctx.faults.clear()
+    return Outcome(200, {"armed": [{"point": point, "action": action, "times": times}
+                                   for point, (action, times) in ctx.faults.armed.items()],
+                         "points": list(faults.POINTS), "actions": list(faults.ACTIONS),
+                         "crash_mode": "exit" if ctx.faults.exit_on_crash else "abandon"})
+
+
+async def _restart(ctx: Context, request: Request) -> Outcome:
+    """Drop every in-memory state and reopen the stores, as a process restart would (the test
+    clock keeps its offset; armed faults are gone)."""
+    parsing.fields(await read_json(request), "", [])
+    await request.app.state.restart()
+    return Outcome(200, {"restarted": True})
+
+
+clock, faults_hook, restart_hook = test_hook(_clock), test_hook(_faults), test_hook(_restart)
 
 
 async def _submission(ctx: Context, principal: Principal, request: Request) -> Outcome:
