@@ -76,18 +76,20 @@ def send(world: World, token: str, point: str, action: str, restart: bool,
             check("P03", not answer.replayed, "a first answer must not say Waypost-Replayed")
         _record(world, sender, body, answer.json)
         return
-    if not check("P18", answer.status in (DROPPED, 503),
-                 "a fault must end the write without an answer, or with 503 UNAVAILABLE",
-                 status=answer.status, answer=answer.json, point=point, action=action):
-        return
-    result = resolve(world, sender, "message.send", "/v1/messages", body, 201)
+    result = resolve(world, sender, "message.send", "/v1/messages", body, 201, answer,
+                     f"{action} at {point}")
     if result is not None:
         _record(world, sender, body, result)
 
 
 def resolve(world: World, writer: Token, operation: str, path: str, body: dict[str, Any],
-            status: int) -> dict[str, Any] | None:
-    """Look an indeterminate write up, then retry it: the one stable result, or None."""
+            status: int, interrupted: Answer, fault: str) -> dict[str, Any] | None:
+    """A write the fault interrupted (no answer, or 503) is indeterminate: look it up, then
+    retry it. Returns the one stable result, or None."""
+    if not check("P18", interrupted.status in (DROPPED, 503),
+                 "a fault must end the write without an answer, or with 503 UNAVAILABLE",
+                 status=interrupted.status, answer=interrupted.json, fault=fault):
+        return None
     lookup = world.as_(writer, "GET", f"/v1/submissions/{operation}/{body['request_id']}")
     state = lookup.json.get("state") if lookup.status == 200 and isinstance(
         lookup.json, dict) else "absent"
@@ -149,11 +151,8 @@ def publish(world: World, token: str, point: str, action: str, restart: bool,
                                 body=body, may_drop=True)
     disarm(world, point, restart)
     if answer.status != 201:
-        if not check("P18", answer.status in (DROPPED, 503),
-                     "a fault must end the write without an answer, or with 503 UNAVAILABLE",
-                     status=answer.status, answer=answer.json, point=point, action=action):
-            return
-        result = resolve(world, writer, "memory.publish", path, body, 201)
+        result = resolve(world, writer, "memory.publish", path, body, 201, answer,
+                         f"{action} at {point}")
         if result is None:
             return
         answer = Answer(201, result, False)
