@@ -115,9 +115,11 @@ class Outlook:
 
 
 async def _outlook(ctx: Context, principal: Principal, request: PublishMemory,
-                   changes: Changes) -> Outlook:
-    """Read the head; on the expected revision, derive the next state (invalid input raises)."""
-    collection = await _collection(ctx, principal, request.collection_id)
+                   changes: Changes, collection: Collection | None = None) -> Outlook:
+    """Read the head (unless ``collection`` was just read); on the expected revision, derive
+    the next state (invalid input raises)."""
+    if collection is None:
+        collection = await _collection(ctx, principal, request.collection_id)
     head = collection.current_revision
     if head != request.expected_revision:
         return Outlook(collection)
@@ -153,7 +155,8 @@ async def publish(ctx: Context, principal: Principal, collection_id: str, raw: A
     outlook = None
     if found is None:
         changes = await _changes(ctx, principal, request)
-        outlook = await _outlook(ctx, principal, request, changes)  # invalid input fails here
+        # invalid input fails here, before the key is reserved
+        outlook = await _outlook(ctx, principal, request, changes, collection)
         record = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
             fingerprint, values.new_id("sub"), collection.collection_id,
