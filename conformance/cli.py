@@ -24,11 +24,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "conformance", help="run the conformance kit (P01–P18) against a target",
         description="Run the conformance kit: a stateful model of Waypost/1 drives the target "
                     "over HTTP and checks every answer. Target 'sqlite' starts the embedded "
-                    "reference in a temporary directory; a URL targets any deployment (its "
+                    "reference in a temporary directory; 'd1' starts the D1/R2 gateway Worker "
+                    "on local workerd (npm ci on first use; needs Node.js 20+) and the "
+                    "reference on it; a URL targets any deployment (its "
                     "admin token provisions fresh spaces prefixed by the run id). Ends with the "
                     "P01–P18 table; exit status 1 on any failure. Failures are shrunk and "
                     "written as replay files.")
-    kit.add_argument("--target", default="sqlite", help="sqlite (default) or a base URL")
+    kit.add_argument("--target", default="sqlite", help="sqlite (default), d1 or a base URL")
     kit.add_argument("--admin-token", default=None,
                      help="admin token of a URL target (default: $WAYPOST_ADMIN_TOKEN)")
     kit.add_argument("--profile", choices=sorted(runner.PROFILES), default="ci",
@@ -37,8 +39,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     kit.add_argument("--only", default=None, help="only these properties, e.g. P03,P06")
     kit.add_argument("--expected-failures", type=Path, default=None,
                      help="JSON list of {property, reason} known to fail on this target "
-                          "(default for --target sqlite: conformance/expected_failures/"
-                          "sqlite.json; none for a URL)")
+                          "(default for --target sqlite or d1: conformance/expected_failures/"
+                          "TARGET.json; none for a URL)")
     kit.add_argument("--report-json", type=Path, default=None, help="write a JSON report")
     kit.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report")
     kit.add_argument("--replay-dir", type=Path, default=Path("waypost-replays"),
@@ -50,7 +52,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Rerun the commands of a replay file against a target; exit 1 if the "
                     "recorded violation (or another) still happens.")
     replay.add_argument("file", type=Path, help="a replay file written by a failing run")
-    replay.add_argument("--target", default="sqlite", help="sqlite (default) or a base URL")
+    replay.add_argument("--target", default="sqlite", help="sqlite (default), d1 or a base URL")
     replay.add_argument("--admin-token", default=None,
                         help="admin token of a URL target (default: $WAYPOST_ADMIN_TOKEN)")
     replay.set_defaults(run=_replay)
@@ -113,8 +115,8 @@ def _conformance(args: argparse.Namespace) -> int:
         print(f"waypost conformance: {exc}", file=sys.stderr)
         return 2
     expected_path = args.expected_failures
-    if expected_path is None and args.target == "sqlite":
-        expected_path = EXPECTED_DIR / "sqlite.json"
+    if expected_path is None and args.target in ("sqlite", "d1"):
+        expected_path = EXPECTED_DIR / f"{args.target}.json"
     expected = runner.load_expected(expected_path)
     profile = runner.PROFILES[args.profile]
     try:

@@ -6,6 +6,7 @@ control plane and touches nothing else.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
@@ -38,7 +39,8 @@ class ServerProcess:
     """``waypost serve`` as a child process on loopback. Its log is drained by a thread, which
     also tells when uvicorn says it is listening (no polling, no sleeps)."""
 
-    def __init__(self, data_dir: Path, admin_token: str, *extra: str) -> None:
+    def __init__(self, data_dir: Path, admin_token: str, *extra: str,
+                 env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log: list[str] = []
@@ -46,7 +48,8 @@ class ServerProcess:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "waypost.cli", "serve", "--data-dir", str(data_dir),
              "--port", str(self.port), "--log-level", "info", *extra],
-            env={**os.environ, "WAYPOST_ADMIN_TOKEN": admin_token}, stdout=subprocess.PIPE,
+            env={**os.environ, **(env or {}), "WAYPOST_ADMIN_TOKEN": admin_token},
+            stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True)
         threading.Thread(target=self._drain, daemon=True).start()
         if not self.ready.wait(timeout=60) or self.process.poll() is not None:
@@ -80,15 +83,66 @@ def sqlite_target() -> Iterator[Target]:
             server.stop()
 
 
+class GatewayProcess:
+    """``waypost gateway`` (the D1/R2 gateway Worker on local workerd) as a child process; its
+    first line of output is ``{"url": …}``."""
+
+    def __init__(self, state_dir: Path, secret: str) -> None:
+        self.log: list[str] = []
+        self.url = ""
+        self.ready = threading.Event()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "waypost.cli", "gateway", "--state", str(state_dir)],
+            env={**os.environ, "WAYPOST_GATEWAY_SECRET": secret}, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        threading.Thread(target=self._drain, daemon=True).start()
+        # The first start runs npm ci (a minute at most on a fresh machine).
+        if not self.ready.wait(timeout=600) or not self.url:
+            self.stop()
+            raise RuntimeError("the D1 gateway did not start:\n" + "".join(self.log))
+
+    def _drain(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.log.append(line)
+            if not self.url and line.startswith("{"):
+                self.url = str(json.loads(line)["url"])
+                self.ready.set()
+        self.ready.set()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+
+@contextmanager
+def d1_target() -> Iterator[Target]:
+    """The reference on D1 and R2: the gateway Worker on local workerd, then the server."""
+    admin_token, secret = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    with tempfile.TemporaryDirectory(prefix="waypost-kit-d1-") as work:
+        gateway = GatewayProcess(Path(work) / "d1", secret)
+        try:
+            server = ServerProcess(Path(work) / "data", admin_token, "--no-access-log",
+                                   "--test-hooks", "--storage", "d1", "--gateway", gateway.url,
+                                   env={"WAYPOST_GATEWAY_SECRET": secret})
+            try:
+                yield Target("d1", server.url, admin_token)
+            finally:
+                server.stop()
+        finally:
+            gateway.stop()
+
+
 @contextmanager
 def open_target(name: str, admin_token: str | None) -> Iterator[Target]:
-    """``sqlite`` or a base URL (``http://…``) of any deployment."""
-    if name == "sqlite":
-        with sqlite_target() as target:
+    """``sqlite``, ``d1`` or a base URL (``http://…``) of any deployment."""
+    if name in ("sqlite", "d1"):
+        with (sqlite_target() if name == "sqlite" else d1_target()) as target:
             yield target
         return
     if not name.startswith(("http://", "https://")):
-        raise ValueError(f"unknown target {name!r}: use sqlite or a URL such as "
+        raise ValueError(f"unknown target {name!r}: use sqlite, d1 or a URL such as "
                          "http://127.0.0.1:8787")
     if not admin_token:
         raise ValueError("a URL target needs --admin-token (or WAYPOST_ADMIN_TOKEN) to "

@@ -14,11 +14,15 @@ from pathlib import Path
 from starlette.applications import Starlette
 
 from waypost.adapters.blobs.files import FileBlobStore
-from waypost.adapters.sql.driver import StorageUnavailable
+from waypost.adapters.blobs.r2 import R2BlobStore
+from waypost.adapters.blobs.store import BlobStore
+from waypost.adapters.d1.driver import D1Driver, gateway_client
+from waypost.adapters.sql.driver import Driver, StorageUnavailable
 from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.clock import SystemClock
 from waypost.reference.faults import Abandoned, Faults
 from waypost.reference.http.app import create_app
+from waypost.reference.limits import D1_LIMITS, Limits
 from waypost.reference.service.auth import token_digest
 from waypost.reference.service.blobs import sweep
 from waypost.reference.service.context import Context
@@ -36,6 +40,10 @@ class Settings:
     test_hooks: bool = False
     sweep_seconds: float = 30.0  # how often expired uploads are cleaned; 0 turns it off
     synchronous: str = "FULL"  # SQLite's setting; NORMAL only for throwaway kit targets
+    #: ``sqlite`` (embedded) or ``d1`` (D1 and R2 through the gateway at ``gateway_url``)
+    storage: str = "sqlite"
+    gateway_url: str | None = None
+    gateway_secret: str | None = None
     exit_on_crash: bool = False  # a ``crash`` fault ends the process (``--crash-mode exit``)
 
 
@@ -100,13 +108,24 @@ async def serving(settings: Settings) -> AsyncIterator[Context]:
 async def open_context(settings: Settings) -> AsyncIterator[Context]:
     """Open (or create) the data directory and yield the context requests share."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    driver = SqliteDriver(settings.data_dir / DATABASE, synchronous=settings.synchronous)
+    driver: Driver
+    blobs: BlobStore
+    limits = Limits()
+    if settings.storage == "d1":
+        if not (settings.gateway_url and settings.gateway_secret):
+            raise ValueError("D1 storage needs the gateway's URL and secret")
+        driver = D1Driver(settings.gateway_url, settings.gateway_secret)
+        blobs = R2BlobStore(gateway_client(settings.gateway_url, settings.gateway_secret))
+        limits = D1_LIMITS
+    else:
+        driver = SqliteDriver(settings.data_dir / DATABASE, synchronous=settings.synchronous)
+        blobs = FileBlobStore(settings.data_dir / "objects", durable=settings.synchronous == "FULL")
     try:
         await driver.migrate()
         yield Context(
             driver=driver,
-            blobs=FileBlobStore(settings.data_dir / "objects",
-                                durable=settings.synchronous == "FULL"),
+            blobs=blobs,
+            limits=limits,
             clock=SystemClock(),
             cursor_key=cursor_key(settings.data_dir),
             admin_digest=token_digest(settings.admin_token) if settings.admin_token else None,
@@ -114,7 +133,9 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
             faults=Faults(exit_on_crash=settings.exit_on_crash),
         )
     finally:
-        driver.close()
+        await driver.aclose()
+        if isinstance(blobs, R2BlobStore):
+            await blobs.client.aclose()
 
 
 def build_app(settings: Settings) -> Starlette:

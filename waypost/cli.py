@@ -21,12 +21,37 @@ def _serve(args: argparse.Namespace) -> int:
     if args.crash_mode == "exit" and not args.test_hooks:
         print("waypost serve: --crash-mode exit needs --test-hooks", file=sys.stderr)
         return 2
+    secret = os.environ.get("WAYPOST_GATEWAY_SECRET") or None
+    if args.storage == "d1" and not (args.gateway and secret):
+        print("waypost serve: --storage d1 needs --gateway URL and WAYPOST_GATEWAY_SECRET",
+              file=sys.stderr)
+        return 2
     app = build_app(Settings(Path(args.data_dir), admin_token, test_hooks=args.test_hooks,
                              synchronous=args.synchronous.upper(),
-                             exit_on_crash=args.crash_mode == "exit"))
+                             exit_on_crash=args.crash_mode == "exit", storage=args.storage,
+                             gateway_url=args.gateway, gateway_secret=secret))
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
                 access_log=not args.no_access_log)
     return 0
+
+
+def _gateway(args: argparse.Namespace) -> int:
+    from waypost.adapters.d1.local import GatewayError, command, install
+
+    secret = os.environ.get("WAYPOST_GATEWAY_SECRET")
+    if not secret:
+        print("waypost gateway: set WAYPOST_GATEWAY_SECRET (the secret the server will send)",
+              file=sys.stderr)
+        return 2
+    try:
+        home = install()
+    except GatewayError as error:
+        print(f"waypost gateway: {error}", file=sys.stderr)
+        return 1
+    Path(args.state).mkdir(parents=True, exist_ok=True)
+    argv = command(home, Path(args.state), args.port)
+    os.chdir(home)  # workerd refuses a script path that climbs out of its working directory
+    os.execvpe(argv[0], argv, {**os.environ, "GATEWAY_SECRET": secret})  # node takes over
 
 
 def _gc(args: argparse.Namespace) -> int:
@@ -102,12 +127,20 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser(
-        "serve", help="serve the embedded reference (SQLite + files in --data-dir)",
+        "serve", help="serve the reference (SQLite + files in --data-dir, or D1 + R2)",
         description="Serve the reference server. The data directory (SQLite database, objects, "
                     "cursor key) is created on first start. The control plane needs "
-                    "WAYPOST_ADMIN_TOKEN in the environment.")
+                    "WAYPOST_ADMIN_TOKEN in the environment. With --storage d1, metadata and "
+                    "blobs live in D1 and R2 behind the gateway Worker at --gateway (its secret "
+                    "in WAYPOST_GATEWAY_SECRET); only the cursor key stays in --data-dir.")
     serve.add_argument("--data-dir", default="./waypost-data",
                        help="where the database and objects live (default: ./waypost-data)")
+    serve.add_argument("--storage", choices=["sqlite", "d1"], default="sqlite",
+                       help="sqlite: the embedded SQLite file and local objects (default); d1: "
+                            "D1 and R2 through the gateway Worker")
+    serve.add_argument("--gateway", default=None, metavar="URL",
+                       help="the gateway Worker's base URL (with --storage d1), e.g. one "
+                            "started by 'waypost gateway' or deployed to Cloudflare")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8787, help="port to bind (default: 8787)")
     serve.add_argument("--test-hooks", action="store_true",
@@ -124,6 +157,19 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-access-log", action="store_true",
                        help="do not log every request (the conformance kit's default)")
     serve.set_defaults(run=_serve)
+
+    gateway = commands.add_parser(
+        "gateway", help="run the D1/R2 gateway Worker locally on workerd (miniflare)",
+        description="Install (npm ci, once per lockfile, in ~/.cache/waypost) and run the gateway "
+                    "Worker on workerd through miniflare, on loopback, with D1 and R2 state "
+                    "persisted in --state. Prints one JSON line {\"url\": …} once it listens; "
+                    "stops on Ctrl-C or SIGTERM. Needs Node.js 20+ and npm, and the shared "
+                    "secret in WAYPOST_GATEWAY_SECRET.")
+    gateway.add_argument("--state", default="./waypost-d1",
+                         help="where D1 and R2 keep their data (default: ./waypost-d1)")
+    gateway.add_argument("--port", type=int, default=0,
+                         help="port on 127.0.0.1 (default: 0, any free port)")
+    gateway.set_defaults(run=_gateway)
 
     gc = commands.add_parser(
         "gc", help="clean expired, unsealed uploads in a data directory",

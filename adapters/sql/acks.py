@@ -105,7 +105,8 @@ def acknowledge(principal: Principal, now: int, submission_id: str, lines: list[
                 updated_at = excluded.updated_at""",
         f"""INSERT INTO consumer_checkpoints (space_id, consumer_id, view_revision,
                 grant_fingerprint, sequence, updated_at)
-            SELECT :space_id, :consumer_id, :view_revision, :grant_fingerprint, :checkpoint, :now
+            SELECT :space_id, :consumer_id, :view_revision, :grant_fingerprint,
+                CAST(:checkpoint AS INTEGER), :now
             WHERE :checkpoint IS NOT NULL AND {GUARD_OK}
             ON CONFLICT (space_id, consumer_id, view_revision, grant_fingerprint) DO UPDATE
             SET sequence = excluded.sequence, updated_at = excluded.updated_at

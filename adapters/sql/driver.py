@@ -29,6 +29,6 @@ class Driver(Protocol):
         """Apply pending migrations, each with its ``schema_migrations`` row; return versions applied."""
         ...
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
         """Release the connection."""
         ...

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 from waypost.adapters.sql.authority import NOT_LIVE, authority_params
 from waypost.adapters.sql.control import json_list
-from waypost.adapters.sql.plan import SqlValue, Statement, stmt
+from waypost.adapters.sql.plan import SEQUENCE, SqlValue, Statement, stmt
 from waypost.reference.principal import Principal
 
-FEED_COLUMNS = """f.sequence, f.item_id, f.item_type, f.producer_id, f.thread_id,
+FEED_COLUMNS = f"""{SEQUENCE}, f.item_id, f.item_type, f.producer_id, f.thread_id,
     f.resource_id, f.collection_id, f.committed_at,
     (SELECT json_group_array(actor_id) FROM (SELECT r.actor_id FROM feed_recipients r
         WHERE r.space_id = f.space_id AND r.item_id = f.item_id ORDER BY r.actor_id)),
@@ -84,7 +84,7 @@ def page_statement(principal: Principal, after: int, limit: int) -> Statement:
         SELECT {FEED_COLUMNS}
         FROM feed_items f
         {_JOINS}
-        WHERE f.space_id = :space_id AND f.sequence > :after
+        WHERE f.space_id = :space_id AND f.sequence > CAST(:after AS INTEGER)
           AND {VISIBLE}
           AND {FILTERED}
         ORDER BY f.sequence
@@ -103,7 +103,7 @@ def visible_items_statement(principal: Principal, item_ids: Sequence[str]) -> St
 
 def checkpoint_statement(principal: Principal) -> Statement:
     """The saved checkpoint for (consumer, view revision, grant fingerprint); none means 0."""
-    return stmt("""SELECT sequence FROM consumer_checkpoints WHERE space_id = :space_id
+    return stmt("""SELECT CAST(sequence AS TEXT) FROM consumer_checkpoints WHERE space_id = :space_id
                    AND consumer_id = :consumer_id AND view_revision = :view_revision
                    AND grant_fingerprint = :grant_fingerprint""",
                 {"space_id": principal.space_id, "consumer_id": principal.consumer.consumer_id,

@@ -15,6 +15,7 @@ from waypost.adapters.sql.authority import NOT_LIVE, authority_cases, authority_
 from waypost.adapters.sql.messages import sequence_exhausted
 from waypost.adapters.sql.plan import (
     GUARD_OK,
+    SEQUENCE,
     CommitPlan,
     SqlValue,
     Statement,
@@ -29,8 +30,10 @@ from waypost.adapters.sql.submissions import SETTLED_CASE
 from waypost.reference.principal import Principal
 from waypost.reference.values import MAX_REVISION
 
-#: Staged inputs per INSERT statement: one JSON parameter each, far below statement size limits.
+#: Staged inputs per INSERT statement, one JSON parameter each: at most this many inputs and
+#: this many bytes of JSON (D1 takes values up to 2 MB), so any publish is a few statements.
 STAGE_CHUNK = 500
+STAGE_CHUNK_BYTES = 1_000_000
 
 #: Verdicts the commit records as the key's stable result (not refusals).
 CONFLICT, UNCHANGED = "REVISION_CONFLICT", "UNCHANGED"
@@ -56,8 +59,8 @@ def collection_statement(space_id: str, collection_id: str) -> Statement:
 
 def revision_statement(space_id: str, collection_id: str, revision: int) -> Statement:
     """A published revision's metadata with the sequence of its feed item."""
-    return stmt("""SELECT r.revision, r.parent_revision, r.manifest_blob_id, r.state_fingerprint,
-                       r.committed_at, r.feed_item_id, f.sequence
+    return stmt(f"""SELECT r.revision, r.parent_revision, r.manifest_blob_id, r.state_fingerprint,
+                       r.committed_at, r.feed_item_id, {SEQUENCE}
                    FROM memory_revisions r JOIN feed_items f ON f.item_id = r.feed_item_id
                    WHERE r.space_id = :space_id AND r.collection_id = :cid
                      AND r.revision = :revision""",
@@ -95,9 +98,7 @@ def stage(principal: Principal, now: int, submission_id: str, inputs: Sequence[S
         ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
          " AND state = 'reserved')", "NOT_RESERVED"),
     ], p)]
-    for start in range(0, len(inputs), STAGE_CHUNK):
-        chunk = json.dumps([[i.item_id, i.path, i.blob_id, i.metadata_json]
-                            for i in inputs[start:start + STAGE_CHUNK]])
+    for chunk in stage_chunks(inputs):
         writes.append(guarded(plan_id, f"""
             INSERT INTO memory_publish_inputs (submission_id, item_id, action, path, blob_id,
                 metadata_json)
@@ -112,6 +113,25 @@ def stage(principal: Principal, now: int, submission_id: str, inputs: Sequence[S
     outcome = verdict_read(plan_id, "s.state",
                            "JOIN submissions s ON s.submission_id = :submission_id", p)
     return plan("stage_publish", plan_id, writes, outcome)
+
+
+def stage_chunks(inputs: Sequence[StagedInput]) -> list[str]:
+    """The inputs as JSON arrays of at most :data:`STAGE_CHUNK` items and about
+    :data:`STAGE_CHUNK_BYTES` bytes each (an input is never split)."""
+    chunks: list[str] = []
+    pending: list[str] = []
+    size = 0
+    for i in inputs:
+        encoded = json.dumps([i.item_id, i.path, i.blob_id, i.metadata_json], ensure_ascii=False)
+        length = len(encoded.encode()) + 1
+        if pending and (len(pending) == STAGE_CHUNK or size + length > STAGE_CHUNK_BYTES):
+            chunks.append("[" + ",".join(pending) + "]")
+            pending, size = [], 0
+        pending.append(encoded)
+        size += length
+    if pending:
+        chunks.append("[" + ",".join(pending) + "]")
+    return chunks
 
 
 @dataclass(frozen=True)
@@ -237,7 +257,7 @@ def commit_revision(principal: Principal, now: int, commit: RevisionCommit) -> C
                 AND EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id
                     AND state IN ('committed', 'failed'))""", p),
     ]
-    outcome = verdict_read(plan_id, "s.state, s.result_status, s.revision, f.sequence",
+    outcome = verdict_read(plan_id, f"s.state, s.result_status, s.revision, {SEQUENCE}",
                            """JOIN submissions s ON s.submission_id = :submission_id
                               LEFT JOIN feed_items f ON f.item_id = s.feed_item_id""", p)
     return plan("commit_revision", plan_id, writes, outcome)

@@ -12,6 +12,7 @@ from waypost.adapters.sql.authority import authority_cases, authority_params
 from waypost.adapters.sql.control import json_list
 from waypost.adapters.sql.plan import (
     GUARD_OK,
+    SEQUENCE,
     CommitPlan,
     SqlValue,
     Statement,
@@ -124,7 +125,7 @@ def commit_message(principal: Principal, now: int, message: MessageCommit) -> Co
         f"""UPDATE submissions SET state = 'committed', result_status = 201, committed_at = :now
             WHERE submission_id = :submission_id AND {GUARD_OK}""",
     )]
-    outcome = verdict_read(plan_id, "s.state, s.committed_at, f.sequence",
+    outcome = verdict_read(plan_id, f"s.state, s.committed_at, {SEQUENCE}",
                            """JOIN submissions s ON s.submission_id = :submission_id
                               LEFT JOIN feed_items f ON f.item_id = s.feed_item_id""", p)
     return plan("commit_message", plan_id, writes, outcome)
@@ -134,9 +135,9 @@ def message_statements(space_id: str, message_id: str) -> list[Statement]:
     """The message row (with its feed item), its recipients, its attachments in order."""
     p: dict[str, SqlValue] = {"space_id": space_id, "message_id": message_id}
     return [
-        stmt("""SELECT m.message_id, m.thread_id, m.in_reply_to, m.producer_id, m.kind,
+        stmt(f"""SELECT m.message_id, m.thread_id, m.in_reply_to, m.producer_id, m.kind,
                     m.subject, m.body_ref, m.body_sha256, m.body_size, m.metadata_json,
-                    m.committed_at, f.item_id, f.sequence
+                    m.committed_at, f.item_id, {SEQUENCE}
                 FROM messages m
                 JOIN feed_items f ON f.space_id = m.space_id AND f.item_type = 'message'
                     AND f.resource_id = m.message_id

@@ -25,6 +25,10 @@ Row = tuple[Any, ...]  # decoded where it is read: SQL values are dynamically ty
 
 _NAME = re.compile(r"(?<![:\w]):([A-Za-z_][A-Za-z0-9_]*)")
 
+#: The feed sequence of ``feed_items f`` as decimal text. Sequences may pass 2^53, so they never
+#: cross a JavaScript number (D1): read as text, decoded with ``int``; bound via ``CAST(… AS INTEGER)``.
+SEQUENCE = "CAST(f.sequence AS TEXT) AS sequence"
+
 #: Condition that a plan's guard said yes; use inside a write's WHERE clause.
 GUARD_OK = "EXISTS (SELECT 1 FROM commit_guards WHERE plan_id = :plan AND verdict = 'ok')"
 

@@ -10,6 +10,7 @@ from waypost.adapters.sql.control import json_list
 from waypost.adapters.sql.driver import Driver
 from waypost.adapters.sql.plan import (
     GUARD_OK,
+    SEQUENCE,
     CommitPlan,
     SqlValue,
     Statement,
@@ -30,7 +31,8 @@ SETTLED_CASE = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :su
 
 SUBMISSION_COLUMNS = """s.submission_id, s.fingerprint, s.state, s.resource_id, s.thread_id,
     s.feed_item_id, s.object_ref, s.object_sha256, s.object_size, s.result_status,
-    s.committed_at, s.checkpoint_sequence, s.error_code, s.error_detail, s.blob_id, s.revision"""
+    s.committed_at, CAST(s.checkpoint_sequence AS TEXT) AS checkpoint_sequence, s.error_code,
+    s.error_detail, s.blob_id, s.revision"""
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,10 @@ class SubmissionRecord:
 
 
 def record_from(row: Sequence[SqlValue]) -> SubmissionRecord:
-    """Decode :data:`SUBMISSION_COLUMNS`."""
-    return SubmissionRecord(*row)  # type: ignore[arg-type]
+    """Decode :data:`SUBMISSION_COLUMNS` (the checkpoint arrives as decimal text)."""
+    fields = list(row)
+    fields[11] = None if fields[11] is None else int(fields[11])
+    return SubmissionRecord(*fields)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,8 @@ class Reservation:
     verdict: str
     record: SubmissionRecord | None
     created: bool
+    #: the feed sequence of the row's item, if an earlier attempt already committed it
+    sequence: int | None = None
 
 
 def key_params(principal: Principal, operation: str, request_id: str) -> dict[str, SqlValue]:
@@ -113,11 +119,13 @@ async def reserve(driver: Driver, principal: Principal, now: int, operation: str
             WHERE {GUARD_OK} AND EXISTS (SELECT 1 FROM submissions
                 WHERE submission_id = :submission_id)""", params),
     ]
-    outcome = verdict_read(plan_id, SUBMISSION_COLUMNS, _BY_KEY, params)
-    (verdict, *row), = await driver.run(plan("reserve", plan_id, writes, outcome))
+    outcome = verdict_read(plan_id, f"{SUBMISSION_COLUMNS}, {SEQUENCE}",
+                           f"{_BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id", params)
+    (verdict, *row, sequence), = await driver.run(plan("reserve", plan_id, writes, outcome))
     assert isinstance(verdict, str)
     record = record_from(row) if row[0] is not None else None
-    return Reservation(verdict, record, record is not None and record.submission_id == submission_id)
+    return Reservation(verdict, record, record is not None and record.submission_id == submission_id,
+                       None if sequence is None else int(sequence))
 
 
 async def mark_prepared(driver: Driver, principal: Principal, now: int, submission_id: str,
@@ -165,7 +173,7 @@ def record_failure(principal: Principal, now: int, submission_id: str, status: i
 def lookup_statement(principal: Principal, operation: str, request_id: str) -> Statement:
     """The submission of one key, with the feed sequence of its item if any."""
     return stmt(f"""
-        SELECT {SUBMISSION_COLUMNS}, f.sequence
+        SELECT {SUBMISSION_COLUMNS}, {SEQUENCE}
         FROM submissions s LEFT JOIN feed_items f ON f.item_id = s.feed_item_id
         WHERE s.space_id = :space_id AND s.producer_id = :producer_id
           AND s.operation = :operation AND s.request_id = :request_id""",

@@ -28,7 +28,8 @@ async def load_token(driver: Driver, token_id: str) -> TokenState | None:
     (rows,) = await driver.read([stmt("""
         SELECT t.token_digest, t.revoked_at, t.expires_at, t.space_id, t.actor_id,
             t.consumer_id, t.recipients_mode, t.grant_fingerprint,
-            a.disabled, a.authority_version, c.disabled, c.view, c.view_revision,
+            a.disabled AS actor_disabled, a.authority_version, c.disabled AS consumer_disabled, c.view,
+            c.view_revision,
             (SELECT json_group_array(scope) FROM token_scopes WHERE token_id = t.token_id),
             (SELECT json_group_array(recipient_actor_id) FROM token_recipient_grants
                 WHERE token_id = t.token_id),

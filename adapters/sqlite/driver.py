@@ -11,7 +11,7 @@ from pathlib import Path
 import apsw
 
 from waypost.adapters.sql.driver import StorageUnavailable
-from waypost.adapters.sql.migrations import all_migrations
+from waypost.adapters.sql.migrations import LEDGER, RECORD, all_migrations
 from waypost.adapters.sql.plan import CommitPlan, Row, Statement
 
 # Plans guard the feed counter themselves (RESOURCE_LIMIT), so FULL here means the disk.
@@ -56,10 +56,7 @@ class SqliteDriver:
         return self._in_transaction("BEGIN", statements)
 
     async def migrate(self) -> list[int]:
-        self.connection.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations ("
-            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
-        )
+        self.connection.execute(LEDGER)
         done = {row[0] for row in self.connection.execute("SELECT version FROM schema_migrations")}
         applied = []
         for migration in all_migrations():
@@ -67,11 +64,7 @@ class SqliteDriver:
                 continue
             with self.connection:  # one savepoint-transaction per migration, with its record
                 self.connection.execute(migration.sql)
-                self.connection.execute(
-                    "INSERT INTO schema_migrations (version, name, applied_at)"
-                    " VALUES (?, ?, CAST(unixepoch('subsec') * 1000 AS INTEGER))",
-                    (migration.version, migration.name),
-                )
+                self.connection.execute(RECORD, (migration.version, migration.name))
             applied.append(migration.version)
         return applied
 
@@ -82,3 +75,6 @@ class SqliteDriver:
 
     def close(self) -> None:
         self.connection.close()
+
+    async def aclose(self) -> None:
+        self.close()

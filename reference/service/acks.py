@@ -56,7 +56,7 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         await _check_new(ctx, principal, request, decoded)
         record, sequence = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
-            fingerprint, values.new_id("sub"), principal.consumer.consumer_id)), None
+            fingerprint, values.new_id("sub"), principal.consumer.consumer_id))
         ctx.faults.hit("reserve.after")
     else:
         record, sequence = found

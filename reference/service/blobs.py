@@ -69,7 +69,7 @@ async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     found = await submissions.find(ctx, principal, PREPARE, request_id)
     if found is None:
         upload_id, blob_id = values.new_id("upl"), values.new_id("blb")
-        record = submissions.reserved(await submission_sql.reserve(
+        record, _ = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), PREPARE, request_id, fingerprint,
             values.new_id("sub"), upload_id, object_ref=values.new_id("obj"), blob_id=blob_id))
         ctx.faults.hit("reserve.after")
@@ -162,7 +162,7 @@ async def commit(ctx: Context, principal: Principal, upload_id: str, raw: Any) -
     found = await submissions.find(ctx, principal, COMMIT, request_id)
     if found is None:
         await _mine(ctx, principal, uid)
-        record = submissions.reserved(await submission_sql.reserve(
+        record, _ = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), COMMIT, request_id, fingerprint,
             values.new_id("sub"), uid))
         ctx.faults.hit("reserve.after")

@@ -62,7 +62,7 @@ def item_json(row: tuple[Any, ...]) -> dict[str, Any]:
     (sequence, item_id, item_type, producer_id, thread_id, resource_id, collection_id,
      committed_at, recipients, subject, kind, *receipt, revision, parent, manifest_blob_id) = row
     item: dict[str, Any] = {
-        "item_id": item_id, "sequence": values.sequence_text(sequence), "type": item_type,
+        "item_id": item_id, "sequence": values.sequence_text(int(sequence)), "type": item_type,
         "producer_id": producer_id, "recipient_ids": json.loads(recipients or "[]"),
         "thread_id": thread_id, "committed_at": values.format_timestamp(committed_at)}
     if item_type == "message":

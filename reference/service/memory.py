@@ -157,7 +157,7 @@ async def publish(ctx: Context, principal: Principal, collection_id: str, raw: A
         changes = await _changes(ctx, principal, request)
         # invalid input fails here, before the key is reserved
         outlook = await _outlook(ctx, principal, request, changes, collection)
-        record = submissions.reserved(await submission_sql.reserve(
+        record, _ = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
             fingerprint, values.new_id("sub"), collection.collection_id,
             feed_item_id=values.new_id("fi"), object_ref=values.new_id("obj"),

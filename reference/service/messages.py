@@ -80,7 +80,7 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
             fingerprint, values.new_id("sub"), values.new_id("msg"),
             thread_id=values.new_id("thr") if request.new_thread else request.thread_id,
             feed_item_id=values.new_id("fi"), object_ref=values.new_id("obj"),
-            recipient_ids=recipients)), None
+            recipient_ids=recipients))
         ctx.faults.hit("reserve.after")
     else:
         record, sequence = found
@@ -120,10 +120,9 @@ async def _resume(ctx: Context, principal: Principal, request: SendMessage,
         raise submissions.refuse(str(verdict), "message")
     ctx.signal.committed(principal.space_id)
     assert isinstance(committed_at, int)
-    assert isinstance(sequence, int)
     return Outcome(201, {"message_id": record.resource_id, "thread_id": record.thread_id,
                          "feed_item_id": record.feed_item_id,
-                         "sequence": values.sequence_text(sequence),
+                         "sequence": values.sequence_text(int(sequence)),
                          "committed_at": values.format_timestamp(committed_at)})
 
 

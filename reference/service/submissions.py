@@ -34,15 +34,16 @@ async def find(ctx: Context, principal: Principal, operation: str,
     if not rows:
         return None
     *columns, sequence = rows[0]
-    return sql.record_from(columns), sequence if isinstance(sequence, int) else None
+    return sql.record_from(columns), None if sequence is None else int(sequence)
 
 
-def reserved(reservation: sql.Reservation) -> sql.SubmissionRecord:
-    """The submission a reservation found or made; a refused reservation raises its error."""
+def reserved(reservation: sql.Reservation) -> tuple[sql.SubmissionRecord, int | None]:
+    """The submission a reservation found or made (a concurrent attempt may have committed it
+    meanwhile), with its feed sequence; a refused reservation raises its error."""
     if reservation.verdict != "ok":
         raise refuse(reservation.verdict)
     assert reservation.record is not None
-    return reservation.record
+    return reservation.record, reservation.sequence
 
 
 def check_fingerprint(record: sql.SubmissionRecord, fingerprint: bytes) -> None:

@@ -5,6 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 
+#: The ledger of applied migrations, created by each driver before anything else.
+LEDGER = ("CREATE TABLE IF NOT EXISTS schema_migrations ("
+          " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
+
+#: The ledger row a migration writes with itself (``?1`` version, ``?2`` name).
+RECORD = ("INSERT INTO schema_migrations (version, name, applied_at)"
+          " VALUES (?1, ?2, CAST(unixepoch('subsec') * 1000 AS INTEGER))")
+
 
 @dataclass(frozen=True)
 class Migration:

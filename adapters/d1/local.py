@@ -1,0 +1,106 @@
+"""The gateway Worker on local workerd: installed with ``npm ci`` from its lockfile, started with
+``node serve.mjs`` on loopback, its D1 and R2 state persisted in a directory.
+
+The installation lives in a cache directory named after the lockfile's digest (the package
+itself may be read-only), so ``npm ci`` runs once per lockfile and machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import threading
+from importlib import resources
+from pathlib import Path
+
+SOURCES = ("worker.mjs", "serve.mjs", "package.json", "package-lock.json")
+
+
+class GatewayError(RuntimeError):
+    """The gateway could not be installed or started; the message says what node/npm printed."""
+
+
+def _source_dir() -> Path:
+    return Path(str(resources.files("waypost.adapters.d1") / "gateway"))
+
+
+def cache_root() -> Path:
+    """Where installs go: ``$WAYPOST_CACHE``, else ``$XDG_CACHE_HOME/waypost``, else ``~/.cache``."""
+    if os.environ.get("WAYPOST_CACHE"):
+        return Path(os.environ["WAYPOST_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "waypost"
+
+
+def install() -> Path:
+    """The gateway with its ``node_modules``, installed by ``npm ci`` if not yet there."""
+    source = _source_dir()
+    lock = (source / "package-lock.json").read_bytes()
+    digest = hashlib.sha256(lock + (source / "worker.mjs").read_bytes()
+                            + (source / "serve.mjs").read_bytes()).hexdigest()[:16]
+    home = cache_root() / f"d1-gateway-{digest}"
+    if (home / "node_modules" / ".package-lock.json").exists():
+        return home
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        raise GatewayError("the D1 gateway needs Node.js 20+ and npm on PATH")
+    staging = home.with_name(f"{home.name}.{secrets.token_hex(4)}")
+    staging.mkdir(parents=True)
+    for name in SOURCES:
+        shutil.copyfile(source / name, staging / name)
+    done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                          cwd=staging, capture_output=True, text=True)
+    if done.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise GatewayError(f"npm ci failed:\n{done.stdout}{done.stderr}")
+    try:
+        staging.rename(home)  # another process may have finished first: keep its install
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+    return home
+
+
+def command(home: Path, state_dir: Path, port: int = 0) -> list[str]:
+    """The command line that runs the installed gateway (``GATEWAY_SECRET`` in its environment)."""
+    return ["node", str(home / "serve.mjs"), "--state", str(state_dir.resolve()),
+            "--port", str(port)]
+
+
+class LocalGateway:
+    """``node serve.mjs`` as a child process; :attr:`url` once it listens. Its output is drained
+    by a thread, which also reads the ready line (no polling)."""
+
+    def __init__(self, state_dir: Path, secret: str, *, port: int = 0) -> None:
+        home = install()
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self.log: list[str] = []
+        self.url = ""
+        self._ready = threading.Event()
+        self.process = subprocess.Popen(
+            command(home, state_dir, port), cwd=home, env={**os.environ, "GATEWAY_SECRET": secret},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        threading.Thread(target=self._drain, daemon=True).start()
+        if not self._ready.wait(timeout=120) or not self.url:
+            self.stop()
+            raise GatewayError("the D1 gateway did not start:\n" + "".join(self.log))
+
+    def _drain(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.log.append(line)
+            if not self.url and line.startswith("{"):
+                self.url = str(json.loads(line).get("url", ""))
+                self._ready.set()
+        self._ready.set()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
