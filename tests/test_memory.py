@@ -20,6 +20,10 @@ NOTES = "/v1/collections/notes"
 
 @pytest.fixture
 def mem(api: Api) -> Api:
+    return with_notes(api)
+
+
+def with_notes(api: Api) -> Api:
     """Space s1: collection ``notes`` of alice; ``writer`` (alice) may write and read it,
     ``reader`` (bob) may read it, ``bob`` (no grant) may not; s2 is another space."""
     api.tokens["bob"] = api.tokens["s1/bob"]

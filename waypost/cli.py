@@ -98,6 +98,18 @@ def _bench_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_d1(args: argparse.Namespace) -> int:
+    from waypost.adapters.d1.bench import bench_d1
+    from waypost.adapters.d1.local import GatewayError
+
+    try:
+        bench_d1(args.repeats, args.json)
+    except (GatewayError, RuntimeError) as error:
+        print(f"waypost bench d1: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _sizes(text: str) -> list[int]:
     """``100,1000,10000`` → positive entry counts."""
     try:
@@ -217,6 +229,20 @@ def parser() -> argparse.ArgumentParser:
     kit.add_argument("--seed", type=int, default=1, help="seed (default: 1)")
     kit.add_argument("--json", type=Path, default=None, help="also write the JSON here")
     kit.set_defaults(run=_bench_kit)
+
+    d1 = benches.add_parser(
+        "d1", help="D1 round trips and time per operation, beside the SQLite adapter",
+        description="Start the gateway Worker on local workerd (npm ci on first use; needs "
+                    "Node.js 20+) and measure, with the reference in-process on D1 + R2 and "
+                    "then on SQLite + files: for message.send, a feed read, an ACK, a blob "
+                    "upload and a one-entry memory.publish, the median and p90 milliseconds of "
+                    "--repeats runs on each adapter, and on D1 the batches each operation sent "
+                    "(plans, i.e. atomic business operations, and reads). The baseline in the "
+                    "same run is one empty D1 batch round trip. Prints JSON on stdout and a "
+                    "table on stderr.")
+    d1.add_argument("--repeats", type=int, default=30, help="runs per operation (default: 30)")
+    d1.add_argument("--json", type=Path, default=None, help="also write the JSON here")
+    d1.set_defaults(run=_bench_d1)
 
     publish = benches.add_parser(
         "publish", help="one-entry delta publish latency as a collection grows, and a streamed "

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +124,8 @@ class D1Driver:
         self.budget = budget or D1Budget()
         self.client = gateway_client(url, secret, timeout=timeout)
         self.batches = 0  # round trips so far (``waypost bench d1`` reports them)
+        #: called with every batch before it is sent (tests and the benchmark watch the SQL)
+        self.on_batch: Callable[[Sequence[Statement]], None] | None = None
         self.shapes = ColumnShapes()
 
     def check(self, statements: Sequence[Statement]) -> None:
@@ -144,6 +146,8 @@ class D1Driver:
     async def batch(self, statements: Sequence[Statement]) -> list[list[Row]]:
         """Send one batch; rows per statement, in order, each row in column order."""
         self.check(statements)
+        if self.on_batch is not None:
+            self.on_batch(statements)
         payload = {"statements": [{"sql": s.sql, "params": [encode(v) for v in s.params]}
                                   for s in statements]}
         try:

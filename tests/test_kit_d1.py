@@ -1,0 +1,51 @@
+"""The kit against the reference on D1 (the gateway Worker on local workerd): green for the ci
+profile, the committed regressions replay clean, and ``--target d1`` starts everything itself."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.conftest import ADMIN_TOKEN as ADMIN
+from tests.test_kit_reference import REGRESSIONS
+from waypost.conformance import runner
+from waypost.properties.catalogue import CATALOGUE
+from waypost.reference.server import Settings, build_app
+
+pytestmark = pytest.mark.d1
+
+
+def test_the_reference_on_d1_passes_the_ci_profile(tmp_path: Path, d1_settings: Settings) -> None:
+    settings = Settings(**{**d1_settings.__dict__, "test_hooks": True})
+    with TestClient(build_app(settings)) as client:
+        report = runner.run("d1", client, ADMIN, profile="ci", seed=1,
+                            replay_dir=tmp_path / "replays")
+    results = {o.prop.pid: o.result for o in report.outcomes}
+    assert not report.failed, [(o.prop.pid, o.message, o.evidence) for o in report.outcomes
+                               if o.result == "fail"]
+    assert all(results[p.pid] == "pass" for p in CATALOGUE if p.covered), results
+
+
+def test_committed_regressions_pass_on_d1(d1_settings: Settings) -> None:
+    paths = sorted(REGRESSIONS.glob("*.json"))
+    assert paths
+    with TestClient(build_app(d1_settings)) as client:
+        for path in paths:  # each replay provisions its own spaces: one database serves all
+            assert runner.replay_file(path, client, ADMIN) is None, path.name
+
+
+def test_the_cli_starts_the_gateway_and_the_reference_for_target_d1(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "waypost.cli", "conformance", "--target", "d1",
+         "--profile", "quick", "--seed", "2", "--only", "P05,P11,P15",
+         "--replay-dir", str(tmp_path / "replays")],
+        capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "target d1 at http://127.0.0.1:" in result.stderr
+    lines = {line.split()[0]: line for line in result.stdout.splitlines()
+             if line.strip().startswith("P")}
+    assert all(" pass " in lines[pid] for pid in ("P05", "P11", "P15")), result.stdout
