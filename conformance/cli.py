@@ -66,10 +66,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "action unavailable the point answers 503 and must never leave a final "
                     "failure. Prints the table of outcomes (not reached / committed / resumed "
                     "/ not committed); "
-                    "exit 1 if any cell fails. Only --target sqlite: a deployment has no "
+                    "exit 1 if any cell fails. Targets sqlite and d1 (the reference on D1 behind "
+                    "the local gateway, which outlives the crashes): a deployment has no "
                     "fault points.")
-    matrix.add_argument("--target", default="sqlite", choices=["sqlite"],
-                        help="sqlite (the only target with fault points)")
+    matrix.add_argument("--target", default="sqlite", choices=["sqlite", "d1"],
+                        help="sqlite (default) or d1: the targets with fault points")
     matrix.add_argument("--operations", default=None,
                         help="comma-separated subset, e.g. message.send,memory.publish")
     matrix.add_argument("--actions", default="crash,unavailable",
@@ -96,7 +97,7 @@ def _crash_matrix(args: argparse.Namespace) -> int:
         print("waypost conformance crash-matrix: --actions takes crash and/or unavailable",
               file=sys.stderr)
         return 2
-    matrix = crash_matrix(operations, actions=actions)
+    matrix = crash_matrix(operations, actions=actions, target=args.target)
     print(matrix.table())
     if args.json is not None:
         args.json.write_text(json.dumps(matrix.as_json(), indent=2) + "\n")

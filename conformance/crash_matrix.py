@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from waypost.conformance.targets import ServerProcess
+from waypost.conformance.targets import GatewayProcess, ServerProcess
 
 POINTS = ("reserve.after", "object.after_write", "prepare.after", "commit.before",
           "commit.after", "seal.before_commit", "upload.after_store", "ack.after_commit",
@@ -93,16 +93,21 @@ class Reference:
     with ``--crash-mode exit`` and restarted whenever a crash ends it; or (``url`` given) a
     running server in ``abandon`` mode, restarted through ``/_test/restart``."""
 
-    def __init__(self, data_dir: Path, url: str | None = None, admin_token: str = "") -> None:
+    def __init__(self, data_dir: Path, url: str | None = None, admin_token: str = "",
+                 gateway: GatewayProcess | None = None, gateway_secret: str = "") -> None:
         self.data_dir = data_dir
         self.admin_token = admin_token or secrets.token_urlsafe(16)
+        # On D1 the gateway outlives every crash of the reference: the data is there.
+        self.storage: tuple[str, ...] = ("--storage", "d1", "--gateway", gateway.url) \
+            if gateway else ("--synchronous", "normal")
+        self.env = {"WAYPOST_GATEWAY_SECRET": gateway_secret} if gateway else {}
         self.fixed_url = url
         self.process = None if url else self._start()
         self.tokens: dict[str, str] = {}
 
     def _start(self) -> ServerProcess:
         return ServerProcess(self.data_dir, self.admin_token, "--test-hooks", "--crash-mode",
-                             "exit", "--no-access-log", "--synchronous", "normal")
+                             "exit", "--no-access-log", *self.storage, env=self.env)
 
     @property
     def url(self) -> str:
@@ -319,23 +324,34 @@ def run_cell(ref: Reference, operation: str, point: str, n: int, action: str = "
 
 
 @contextmanager
-def reference(url: str | None = None, admin_token: str = "") -> Iterator[Reference]:
+def reference(url: str | None = None, admin_token: str = "",
+              target: str = "sqlite") -> Iterator[Reference]:
+    """The reference started here on ``target`` (sqlite, or d1 behind a local gateway), or
+    the running server at ``url``."""
     with tempfile.TemporaryDirectory(prefix="waypost-crash-") as scratch:
-        ref = Reference(Path(scratch) / "data", url, admin_token)
+        gateway, secret = None, secrets.token_urlsafe(16)
+        if target == "d1" and url is None:
+            gateway = GatewayProcess(Path(scratch) / "d1", secret)
         try:
-            provision(ref)
-            yield ref
+            ref = Reference(Path(scratch) / "data", url, admin_token, gateway, secret)
+            try:
+                provision(ref)
+                yield ref
+            finally:
+                ref.stop()
         finally:
-            ref.stop()
+            if gateway is not None:
+                gateway.stop()
 
 
 def crash_matrix(operations: tuple[str, ...] = OPERATIONS, points: tuple[str, ...] = POINTS,
                  actions: tuple[str, ...] = ("crash",), progress: bool = True,
-                 url: str | None = None, admin_token: str = "") -> Matrix:
-    """Run every (operation, point, action) cell against one reference (restarted as needed);
-    with ``url``, against a running server with test hooks (restarted through the hook)."""
+                 url: str | None = None, admin_token: str = "", target: str = "sqlite") -> Matrix:
+    """Run every (operation, point, action) cell against one reference (restarted as needed)
+    on ``target``; with ``url``, against a running server with test hooks (restarted through
+    the hook)."""
     matrix = Matrix()
-    with reference(url, admin_token) as ref:
+    with reference(url, admin_token, target) as ref:
         cells = [(o, p, a) for a in actions for o in operations for p in points]
         for n, (operation, point, action) in enumerate(cells):
             cell = run_cell(ref, operation, point, n, action)

@@ -1,5 +1,6 @@
 """The kit against the reference on D1 (the gateway Worker on local workerd): green for the ci
-profile, the committed regressions replay clean, and ``--target d1`` starts everything itself."""
+profile, the committed regressions replay clean, ``--target d1`` starts everything itself, and
+the crash matrix holds."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from starlette.testclient import TestClient
 from tests.conftest import ADMIN_TOKEN as ADMIN
 from tests.test_kit_reference import REGRESSIONS
 from waypost.conformance import runner
+from waypost.conformance.crash_matrix import OPERATIONS, POINTS, crash_matrix
 from waypost.properties.catalogue import CATALOGUE
 from waypost.reference.server import Settings, build_app
 
@@ -49,3 +51,16 @@ def test_the_cli_starts_the_gateway_and_the_reference_for_target_d1(tmp_path: Pa
     lines = {line.split()[0]: line for line in result.stdout.splitlines()
              if line.strip().startswith("P")}
     assert all(" pass " in lines[pid] for pid in ("P05", "P11", "P15")), result.stdout
+
+
+def test_the_crash_matrix_is_green_on_d1() -> None:
+    """Real process exits at every fault point of every write, the gateway (and D1's data)
+    living on: the same outcomes as on SQLite."""
+    matrix = crash_matrix(progress=False, target="d1")
+    assert len(matrix.cells) == len(OPERATIONS) * len(POINTS)
+    assert not [(c.operation, c.point, c.note) for c in matrix.cells if not c.ok]
+    outcome = {(c.operation, c.point): c.outcome for c in matrix.cells}
+    for operation in ("message.send", "memory.publish", "receipt.ack", "blob.commit"):
+        assert outcome[(operation, "reserve.after")] == "resumed"
+        assert outcome[(operation, "commit.after")] == "committed"
+    assert outcome[("blob.put", "upload.after_store")] == "stored"

@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
 import httpx
 
 from waypost.adapters.sql.driver import StorageUnavailable
@@ -73,7 +72,7 @@ def split_statements(sql: str) -> list[str]:
     statements, pending = [], ""
     for part in sql.split(";"):
         pending += part + ";"
-        if apsw.complete(pending):
+        if sqlite3.complete_statement(pending):
             code = [line for line in pending.splitlines() if not line.strip().startswith("--")]
             if "".join(code).strip(" \t;"):
                 statements.append(pending.strip())
