@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -223,3 +226,19 @@ def test_one_key_sent_twice_at_once_commits_once(d1: Api) -> None:
     assert len({a.json()["message_id"] for a in answers}) == 1
     inbox = [i for i in d1.all_items("s1/bob") if i["type"] == "message"]
     assert len(inbox) == 1
+
+
+def test_the_cli_serves_and_cleans_on_d1(d1_settings: Settings) -> None:
+    env = {**os.environ, "WAYPOST_GATEWAY_SECRET": str(d1_settings.gateway_secret)}
+    gateway = ["--storage", "d1", "--gateway", str(d1_settings.gateway_url)]
+    cleaned = subprocess.run([sys.executable, "-m", "waypost.cli", "gc", "--data-dir",
+                              str(d1_settings.data_dir), *gateway],
+                             capture_output=True, text=True, env=env, timeout=120)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert "cleaned 0 expired upload(s)" in cleaned.stdout
+    no_secret = {k: v for k, v in env.items() if k != "WAYPOST_GATEWAY_SECRET"}
+    for command in ("gc", "serve"):
+        refused = subprocess.run([sys.executable, "-m", "waypost.cli", command, *gateway],
+                                 capture_output=True, text=True, env=no_secret, timeout=60)
+        assert refused.returncode == 2
+        assert "WAYPOST_GATEWAY_SECRET" in refused.stderr

@@ -28,12 +28,22 @@ from waypost.reference.service import acks, auth, feed, memory, messages, submis
 from waypost.reference.service.context import Context, Outcome
 
 ADMIN = "broken-admin"
+#: The ci-profile seeds a broken server is run with, the second only if the first misses: the
+#: kit's generation also follows the server's answers and the order of concurrent requests, so
+#: one seed alone does not reach the same steps on every machine.
+SEEDS = (20261130, 7)
 Patch = Callable[[pytest.MonkeyPatch, TestClient], None]
+
+
+def kit_settings(data_dir: Path, **extra: Any) -> Settings:
+    """The reference as the kit's runs here serve it: like the kit's sqlite target, SQLite
+    ``synchronous=NORMAL`` (the kit checks answers, not power-loss durability)."""
+    return Settings(data_dir, ADMIN, synchronous="NORMAL", **extra)
 
 
 @contextmanager
 def serving(tmp_path: Path) -> Iterator[TestClient]:
-    with TestClient(build_app(Settings(tmp_path / "data", ADMIN))) as client:
+    with TestClient(build_app(kit_settings(tmp_path / "data"))) as client:
         yield client
 
 
@@ -292,7 +302,7 @@ def test_the_kit_catches_and_names_a_broken_server(tmp_path: Path, monkeypatch: 
     report); a kit that misses the defect fails both."""
     patch, named = VARIANTS[name]
     reports = []
-    for attempt, seed in enumerate((20261130, 7)):
+    for attempt, seed in enumerate(SEEDS):
         with serving(tmp_path / str(attempt)) as client:
             patch(monkeypatch, client)
             report = runner.run("broken", client, ADMIN, profile="ci", seed=seed,
@@ -318,18 +328,21 @@ def test_the_kit_catches_a_temporary_error_recorded_as_final(
     P18 (the key must stay retryable)."""
     from tests.test_crash_matrix_broken import temporary_error_recorded_as_final
 
-    with TestClient(build_app(Settings(tmp_path / "data", ADMIN, test_hooks=True))) as client:
-        temporary_error_recorded_as_final(monkeypatch, client.app)
-        report = runner.run("broken", client, ADMIN, profile="ci", seed=20261130,
-                            replay_dir=tmp_path / "replays", shrink_seconds=5)
-    failed = {o.prop.pid for o in report.outcomes if o.result == "fail"}
+    temporary_error_recorded_as_final(monkeypatch, None)  # patches the module, for every app
+    for seed in SEEDS:  # as for the variants above: a second seed only if the first misses
+        with TestClient(build_app(kit_settings(tmp_path / str(seed), test_hooks=True))) as client:
+            report = runner.run("broken", client, ADMIN, profile="ci", seed=seed,
+                                replay_dir=tmp_path / "replays", shrink_seconds=5)
+        failed = {o.prop.pid for o in report.outcomes if o.result == "fail"}
+        if "P18" in failed:
+            break
     assert "P18" in failed, [(o.prop.pid, o.message) for o in report.outcomes if o.message]
     replay = next(o.replay for o in report.outcomes if o.prop.pid == "P18")
     assert replay is not None
     commands = json.loads(Path(replay).read_text())["commands"]
     assert any(c["command"] == "fault_send" for c in commands)  # the replay carries the fault
     for attempt in ("again", "once more"):  # and reruns it the same way each time
-        with TestClient(build_app(Settings(tmp_path / attempt, ADMIN, test_hooks=True))) as client:
+        with TestClient(build_app(kit_settings(tmp_path / attempt, test_hooks=True))) as client:
             violation = runner.replay_file(Path(replay), client, ADMIN, out=io.StringIO())
         assert violation is not None
         assert violation.pid == "P18"

@@ -13,10 +13,10 @@ from xml.etree import ElementTree as ET
 import pytest
 from starlette.testclient import TestClient
 
-from tests.test_kit_broken import ADMIN, page_edge_drops_an_item, serving
+from tests.test_kit_broken import ADMIN, kit_settings, page_edge_drops_an_item, serving
 from waypost.conformance import runner
 from waypost.properties.catalogue import CATALOGUE, select
-from waypost.reference.server import Settings, build_app
+from waypost.reference.server import build_app
 
 REGRESSIONS = Path(__file__).resolve().parent.parent / "conformance" / "regressions"
 
@@ -24,7 +24,7 @@ REGRESSIONS = Path(__file__).resolve().parent.parent / "conformance" / "regressi
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_reference_passes_the_ci_profile(tmp_path: Path, seed: int) -> None:
     """With the test hooks on, as the sqlite target serves: the clock and the fault points."""
-    with TestClient(build_app(Settings(tmp_path / "data", ADMIN, test_hooks=True))) as client:
+    with TestClient(build_app(kit_settings(tmp_path / "data", test_hooks=True))) as client:
         report = runner.run("sqlite", client, ADMIN, profile="ci", seed=seed,
                             replay_dir=tmp_path / "replays")
     results = {o.prop.pid: o.result for o in report.outcomes}
@@ -115,7 +115,7 @@ def test_a_replay_reruns_deterministically(tmp_path: Path,
 
 @pytest.mark.parametrize("path", sorted(REGRESSIONS.glob("*.json")), ids=lambda p: p.stem)
 def test_committed_regressions_pass_on_the_reference(tmp_path: Path, path: Path) -> None:
-    with TestClient(build_app(Settings(tmp_path / "data", ADMIN))) as client:
+    with TestClient(build_app(kit_settings(tmp_path / "data"))) as client:
         assert runner.replay_file(path, client, ADMIN) is None
 
 

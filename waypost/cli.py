@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -21,15 +22,12 @@ def _serve(args: argparse.Namespace) -> int:
     if args.crash_mode == "exit" and not args.test_hooks:
         print("waypost serve: --crash-mode exit needs --test-hooks", file=sys.stderr)
         return 2
-    secret = os.environ.get("WAYPOST_GATEWAY_SECRET") or None
-    if args.storage == "d1" and not (args.gateway and secret):
-        print("waypost serve: --storage d1 needs --gateway URL and WAYPOST_GATEWAY_SECRET",
-              file=sys.stderr)
+    storage = _storage(args, "serve")
+    if storage is None:
         return 2
     app = build_app(Settings(Path(args.data_dir), admin_token, test_hooks=args.test_hooks,
                              synchronous=args.synchronous.upper(),
-                             exit_on_crash=args.crash_mode == "exit", storage=args.storage,
-                             gateway_url=args.gateway, gateway_secret=secret))
+                             exit_on_crash=args.crash_mode == "exit", **storage))
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
                 access_log=not args.no_access_log)
     return 0
@@ -60,8 +58,12 @@ def _gc(args: argparse.Namespace) -> int:
     from waypost.reference.server import Settings, open_context
     from waypost.reference.service.blobs import sweep
 
+    storage = _storage(args, "gc")
+    if storage is None:
+        return 2
+
     async def clean() -> list[str]:
-        async with open_context(Settings(Path(args.data_dir))) as ctx:
+        async with open_context(Settings(Path(args.data_dir), **storage)) as ctx:
             return await sweep(ctx)
 
     cleaned = asyncio.run(clean())
@@ -131,6 +133,26 @@ def _positive(text: str) -> int:
     return value
 
 
+def _storage_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--storage", choices=["sqlite", "d1"], default="sqlite",
+                         help="sqlite: the embedded SQLite file and local objects (default); "
+                              "d1: D1 and R2 through the gateway Worker (its secret in "
+                              "WAYPOST_GATEWAY_SECRET)")
+    command.add_argument("--gateway", default=None, metavar="URL",
+                         help="the gateway Worker's base URL (with --storage d1), e.g. one "
+                              "started by 'waypost gateway' or deployed to Cloudflare")
+
+
+def _storage(args: argparse.Namespace, command: str) -> dict[str, Any] | None:
+    """The storage settings the flags name, or None (after saying why) if incomplete."""
+    secret = os.environ.get("WAYPOST_GATEWAY_SECRET") or None
+    if args.storage == "d1" and not (args.gateway and secret):
+        print(f"waypost {command}: --storage d1 needs --gateway URL and WAYPOST_GATEWAY_SECRET",
+              file=sys.stderr)
+        return None
+    return {"storage": args.storage, "gateway_url": args.gateway, "gateway_secret": secret}
+
+
 def parser() -> argparse.ArgumentParser:
     """The full command-line interface (``waypost --help``)."""
     top = argparse.ArgumentParser(
@@ -147,12 +169,7 @@ def parser() -> argparse.ArgumentParser:
                     "in WAYPOST_GATEWAY_SECRET); only the cursor key stays in --data-dir.")
     serve.add_argument("--data-dir", default="./waypost-data",
                        help="where the database and objects live (default: ./waypost-data)")
-    serve.add_argument("--storage", choices=["sqlite", "d1"], default="sqlite",
-                       help="sqlite: the embedded SQLite file and local objects (default); d1: "
-                            "D1 and R2 through the gateway Worker")
-    serve.add_argument("--gateway", default=None, metavar="URL",
-                       help="the gateway Worker's base URL (with --storage d1), e.g. one "
-                            "started by 'waypost gateway' or deployed to Cloudflare")
+    _storage_arguments(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8787, help="port to bind (default: 8787)")
     serve.add_argument("--test-hooks", action="store_true",
@@ -184,12 +201,13 @@ def parser() -> argparse.ArgumentParser:
     gateway.set_defaults(run=_gateway)
 
     gc = commands.add_parser(
-        "gc", help="clean expired, unsealed uploads in a data directory",
+        "gc", help="clean expired, unsealed uploads (SQLite data directory, or D1 and R2)",
         description="Claim expired uploads that were never sealed, remove their stored bytes "
                     "and mark them cleaned (a running server does the same every 30 s). A "
                     "claimed upload can no longer be sealed; a sealed one is never touched.")
     gc.add_argument("--data-dir", default="./waypost-data",
                     help="the server's data directory (default: ./waypost-data)")
+    _storage_arguments(gc)
     gc.set_defaults(run=_gc)
 
     admin = commands.add_parser("admin", help="control-plane helpers",
