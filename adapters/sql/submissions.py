@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from waypost.adapters.sql.authority import NOT_LIVE, authority_params
 from waypost.adapters.sql.control import json_list
@@ -63,9 +64,9 @@ class SubmissionRecord:
 
 def record_from(row: Sequence[SqlValue]) -> SubmissionRecord:
     """Decode :data:`SUBMISSION_COLUMNS` (the checkpoint arrives as decimal text)."""
-    fields = list(row)
-    fields[11] = None if fields[11] is None else int(fields[11])
-    return SubmissionRecord(*fields)  # type: ignore[arg-type]
+    record = SubmissionRecord(*row)  # type: ignore[arg-type]
+    checkpoint: Any = record.checkpoint_sequence
+    return record if checkpoint is None else replace(record, checkpoint_sequence=int(checkpoint))
 
 
 @dataclass(frozen=True)
