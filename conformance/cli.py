@@ -65,7 +65,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "on a second retry and the write must take effect exactly once; with the "
                     "action unavailable the point answers 503 and must never leave a final "
                     "failure. Prints the table of outcomes (not reached / committed / resumed "
-                    "/ not committed); "
+                    "/ not committed / stored); "
                     "exit 1 if any cell fails. Targets sqlite and d1 (the reference on D1 behind "
                     "the local gateway, which outlives the crashes): a deployment has no "
                     "fault points.")

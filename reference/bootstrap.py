@@ -55,25 +55,26 @@ def provision(client: httpx.Client, space_id: str) -> dict[str, str | None]:
     return tokens
 
 
-def bootstrap(url: str, admin_token: str, space_id: str, out: TextIO) -> int:
-    """Provision the demo space and print the tokens and a first curl command."""
+def bootstrap(url: str, admin_token: str, space_id: str, out: TextIO, err: TextIO) -> int:
+    """Provision the demo space and print the tokens and a first curl command on ``out``;
+    problems go to ``err`` too, so ``eval "$(waypost admin bootstrap)"`` does not hide them."""
     headers = {"Authorization": f"Bearer {admin_token}"}
     try:
         with httpx.Client(base_url=url, headers=headers, timeout=10) as client:
             tokens = provision(client, space_id)
     except httpx.TransportError as exc:
-        print(f"# waypost admin bootstrap: cannot reach {url} ({exc}); is `waypost serve` "
-              "running there?", file=out)
+        print(f"waypost admin bootstrap: cannot reach {url} ({exc}); is `waypost serve` "
+              "running there?", file=err)
         return 1
     except (httpx.HTTPError, BootstrapError) as exc:
-        print(f"# waypost admin bootstrap: {exc}", file=out)
+        print(f"waypost admin bootstrap: {exc}", file=err)
         return 1
     # Everything but the exports is a shell comment, so `eval "$(waypost admin bootstrap)"` works.
     print(f"# space {space_id}: actors alice (default recipient) and bob; alice's memory "
           "collection notes, readable by bob", file=out)
     if tokens["alice"] is None:
-        print("# already bootstrapped: the tokens were printed the first time only; use "
-              "--space-id with a new id for fresh ones", file=out)
+        print("waypost admin bootstrap: already bootstrapped: the tokens were printed the first "
+              "time only; use --space-id with a new id for fresh ones", file=err)
         return 0
     print(f"export ALICE_TOKEN={tokens['alice']}", file=out)
     print(f"export BOB_TOKEN={tokens['bob']}", file=out)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -261,3 +263,18 @@ def test_a_cleanup_crashed_after_its_claim_is_finished_by_the_next_sweep(hooked:
     _error(seal(api, "s1/alice", slot["upload_id"]), 410, "UPLOAD_EXPIRED")  # claimed already
     assert api.client.portal.call(sweep, ctx) == [slot["upload_id"]]
     assert api.client.portal.call(sweep, ctx) == []
+
+
+def test_gc_cleans_a_data_directory_and_refuses_one_without_a_database(tmp_path: Path,
+                                                                        api: Api) -> None:
+    data_dir = tmp_path / "data"  # the api fixture's server keeps its database here
+    cleaned = subprocess.run([sys.executable, "-m", "waypost.cli", "gc", "--data-dir",
+                              str(data_dir)], capture_output=True, text=True, timeout=60)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert "cleaned 0 expired upload(s)" in cleaned.stdout
+    empty = tmp_path / "not-a-server"
+    refused = subprocess.run([sys.executable, "-m", "waypost.cli", "gc", "--data-dir", str(empty)],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2
+    assert "holds no Waypost database" in refused.stderr
+    assert not empty.exists()  # nothing was created there

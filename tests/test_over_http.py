@@ -63,8 +63,9 @@ def test_bootstrap_then_send_read_and_ack_over_http(server: str) -> None:
         assert missing.json()["error"]["code"] == "NOT_FOUND"
     rerun = subprocess.run(
         [sys.executable, "-m", "waypost.cli", "admin", "bootstrap", "--url", server,
-         "--admin-token", ADMIN], capture_output=True, text=True, check=True).stdout
-    assert "already bootstrapped" in rerun
+         "--admin-token", ADMIN], capture_output=True, text=True, check=True)
+    assert "already bootstrapped" in rerun.stderr  # seen even under eval "$(…)"
+    assert "export" not in rerun.stdout
 
 
 def _publish_a_note(client: httpx.Client, alice: dict[str, str], bob: dict[str, str]) -> None:
@@ -93,8 +94,9 @@ def test_bootstrap_reports_a_wrong_admin_token(server: str) -> None:
         [sys.executable, "-m", "waypost.cli", "admin", "bootstrap", "--url", server,
          "--admin-token", "wrong"], capture_output=True, text=True)
     assert result.returncode == 1
-    assert "401" in result.stdout
-    assert "UNAUTHENTICATED" in result.stdout
+    assert "401" in result.stderr  # on stderr: eval "$(waypost admin bootstrap)" shows it
+    assert "UNAUTHENTICATED" in result.stderr
+    assert "export" not in result.stdout
 
 
 def test_bench_kit_reports_json_with_machine_and_baseline(tmp_path: Path) -> None:

@@ -61,6 +61,13 @@ def _gc(args: argparse.Namespace) -> int:
     storage = _storage(args, "gc")
     if storage is None:
         return 2
+    from waypost.reference.server import DATABASE
+
+    if storage["storage"] == "sqlite" and not (Path(args.data_dir) / DATABASE).exists():
+        print(f"waypost gc: {args.data_dir} holds no Waypost database ({DATABASE}); give the "
+              "server's --data-dir (or --storage d1 --gateway URL for a D1 deployment)",
+              file=sys.stderr)
+        return 2
 
     async def clean() -> list[str]:
         async with open_context(Settings(Path(args.data_dir), **storage)) as ctx:
@@ -79,7 +86,7 @@ def _bootstrap(args: argparse.Namespace) -> int:
         print("waypost admin bootstrap: pass --admin-token or set WAYPOST_ADMIN_TOKEN",
               file=sys.stderr)
         return 2
-    return bootstrap(args.url, token, args.space_id, sys.stdout)
+    return bootstrap(args.url, token, args.space_id, sys.stdout, sys.stderr)
 
 
 def _bench_kit(args: argparse.Namespace) -> int:
@@ -110,6 +117,17 @@ def _bench_d1(args: argparse.Namespace) -> int:
         print(f"waypost bench d1: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _at_least_two(text: str) -> int:
+    """A repeat count a median and a p90 can be taken of."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError("at least 2 runs are needed for a median and a p90")
+    return value
 
 
 def _sizes(text: str) -> list[int]:
@@ -189,7 +207,8 @@ def parser() -> argparse.ArgumentParser:
 
     gateway = commands.add_parser(
         "gateway", help="run the D1/R2 gateway Worker locally on workerd (miniflare)",
-        description="Install (npm ci, once per lockfile, in ~/.cache/waypost) and run the gateway "
+        description="Install (npm ci, once per lockfile, in $WAYPOST_CACHE, else "
+                    "$XDG_CACHE_HOME/waypost, else ~/.cache/waypost) and run the gateway "
                     "Worker on workerd through miniflare, on loopback, with D1 and R2 state "
                     "persisted in --state. Prints one JSON line {\"url\": …} once it listens; "
                     "stops on Ctrl-C or SIGTERM. Needs Node.js 20+ and npm, and the shared "
@@ -258,7 +277,8 @@ def parser() -> argparse.ArgumentParser:
                     "(plans, i.e. atomic business operations, and reads). The baseline in the "
                     "same run is one empty D1 batch round trip. Prints JSON on stdout and a "
                     "table on stderr.")
-    d1.add_argument("--repeats", type=int, default=30, help="runs per operation (default: 30)")
+    d1.add_argument("--repeats", type=_at_least_two, default=30,
+                    help="runs per operation, at least 2 (default: 30)")
     d1.add_argument("--json", type=Path, default=None, help="also write the JSON here")
     d1.set_defaults(run=_bench_d1)
 

@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 
 with warnings.catch_warnings():  # starlette's notice about httpx is not ours to act on here
-    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
 from waypost.adapters.d1.driver import D1Driver

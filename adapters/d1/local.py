@@ -13,6 +13,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 import threading
 from importlib import resources
 from pathlib import Path
@@ -47,6 +48,8 @@ def install() -> Path:
         return home
     if shutil.which("npm") is None or shutil.which("node") is None:
         raise GatewayError("the D1 gateway needs Node.js 20+ and npm on PATH")
+    print(f"waypost: installing the D1 gateway (npm ci: miniflare and workerd, about 170 MB) "
+          f"into {home}", file=sys.stderr, flush=True)
     staging = home.with_name(f"{home.name}.{secrets.token_hex(4)}")
     staging.mkdir(parents=True)
     for name in SOURCES:

@@ -18,20 +18,27 @@ if (!state || !secret) {
   process.exit(2);
 }
 const root = path.resolve(state);
-const mf = new Miniflare({
-  scriptPath: fileURLToPath(new URL("./worker.mjs", import.meta.url)),
-  modules: true,
-  compatibilityDate: "2025-09-01",
-  host: "127.0.0.1",
-  port: Number(option("--port", "0")),
-  d1Databases: { DB: "waypost" },
-  r2Buckets: { BLOBS: "waypost-blobs" },
-  d1Persist: path.join(root, "d1"),
-  r2Persist: path.join(root, "r2"),
-  bindings: { GATEWAY_SECRET: secret },
-});
-const url = await mf.ready;
-console.log(JSON.stringify({ url: url.origin }));
+let mf;
+try {
+  mf = new Miniflare({
+    scriptPath: fileURLToPath(new URL("./worker.mjs", import.meta.url)),
+    modules: true,
+    compatibilityDate: "2025-09-01",
+    host: "127.0.0.1",
+    port: Number(option("--port", "0")),
+    d1Databases: { DB: "waypost" },
+    r2Buckets: { BLOBS: "waypost-blobs" },
+    d1Persist: path.join(root, "d1"),
+    r2Persist: path.join(root, "r2"),
+    bindings: { GATEWAY_SECRET: secret },
+  });
+  const url = await mf.ready;
+  console.log(JSON.stringify({ url: url.origin }));
+} catch (error) {
+  // One line, not workerd's stack: e.g. "Address already in use (127.0.0.1:8790)".
+  console.error(`gateway: cannot start: ${error.message.split("\n")[0]}`);
+  process.exit(1);
+}
 async function stop() {
   await mf.dispose();
   process.exit(0);
