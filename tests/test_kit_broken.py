@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from tests.inprocess import kit_client
 from waypost.adapters.sql import memory as memory_sql
 from waypost.adapters.sql.plan import CommitPlan, Statement
 from waypost.conformance import runner
@@ -305,7 +306,7 @@ def test_the_kit_catches_and_names_a_broken_server(tmp_path: Path, monkeypatch: 
     for attempt, seed in enumerate(SEEDS):
         with serving(tmp_path / str(attempt)) as client:
             patch(monkeypatch, client)
-            report = runner.run("broken", client, ADMIN, profile="ci", seed=seed,
+            report = runner.run("broken", kit_client(client), ADMIN, profile="ci", seed=seed,
                                 replay_dir=tmp_path / "replays", shrink_seconds=5)
             monkeypatch.undo()
         reports.append(report)
@@ -331,7 +332,7 @@ def test_the_kit_catches_a_temporary_error_recorded_as_final(
     temporary_error_recorded_as_final(monkeypatch, None)  # patches the module, for every app
     for seed in SEEDS:  # as for the variants above: a second seed only if the first misses
         with TestClient(build_app(kit_settings(tmp_path / str(seed), test_hooks=True))) as client:
-            report = runner.run("broken", client, ADMIN, profile="ci", seed=seed,
+            report = runner.run("broken", kit_client(client), ADMIN, profile="ci", seed=seed,
                                 replay_dir=tmp_path / "replays", shrink_seconds=5)
         failed = {o.prop.pid for o in report.outcomes if o.result == "fail"}
         if "P18" in failed:
@@ -343,6 +344,6 @@ def test_the_kit_catches_a_temporary_error_recorded_as_final(
     assert any(c["command"] == "fault_send" for c in commands)  # the replay carries the fault
     for attempt in ("again", "once more"):  # and reruns it the same way each time
         with TestClient(build_app(kit_settings(tmp_path / attempt, test_hooks=True))) as client:
-            violation = runner.replay_file(Path(replay), client, ADMIN, out=io.StringIO())
+            violation = runner.replay_file(Path(replay), kit_client(client), ADMIN, out=io.StringIO())
         assert violation is not None
         assert violation.pid == "P18"

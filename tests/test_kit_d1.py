@@ -12,6 +12,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import ADMIN_TOKEN as ADMIN
+from tests.inprocess import kit_client
 from tests.test_kit_reference import REGRESSIONS
 from waypost.conformance import runner
 from waypost.conformance.crash_matrix import OPERATIONS, POINTS, crash_matrix
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.d1
 def test_the_reference_on_d1_passes_the_ci_profile(tmp_path: Path, d1_settings: Settings) -> None:
     settings = Settings(**{**d1_settings.__dict__, "test_hooks": True})
     with TestClient(build_app(settings)) as client:
-        report = runner.run("d1", client, ADMIN, profile="ci", seed=1,
+        report = runner.run("d1", kit_client(client), ADMIN, profile="ci", seed=1,
                             replay_dir=tmp_path / "replays")
     results = {o.prop.pid: o.result for o in report.outcomes}
     assert not report.failed, [(o.prop.pid, o.message, o.evidence) for o in report.outcomes
@@ -37,7 +38,7 @@ def test_committed_regressions_pass_on_d1(d1_settings: Settings) -> None:
     assert paths
     with TestClient(build_app(d1_settings)) as client:
         for path in paths:  # each replay provisions its own spaces: one database serves all
-            assert runner.replay_file(path, client, ADMIN) is None, path.name
+            assert runner.replay_file(path, kit_client(client), ADMIN) is None, path.name
 
 
 def test_the_cli_starts_the_gateway_and_the_reference_for_target_d1(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from xml.etree import ElementTree as ET
 import pytest
 from starlette.testclient import TestClient
 
+from tests.inprocess import kit_client
 from tests.test_kit_broken import ADMIN, kit_settings, page_edge_drops_an_item, serving
 from waypost.conformance import runner
 from waypost.properties.catalogue import CATALOGUE, select
@@ -25,7 +26,7 @@ REGRESSIONS = Path(__file__).resolve().parent.parent / "conformance" / "regressi
 def test_the_reference_passes_the_ci_profile(tmp_path: Path, seed: int) -> None:
     """With the test hooks on, as the sqlite target serves: the clock and the fault points."""
     with TestClient(build_app(kit_settings(tmp_path / "data", test_hooks=True))) as client:
-        report = runner.run("sqlite", client, ADMIN, profile="ci", seed=seed,
+        report = runner.run("sqlite", kit_client(client), ADMIN, profile="ci", seed=seed,
                             replay_dir=tmp_path / "replays")
     results = {o.prop.pid: o.result for o in report.outcomes}
     assert not report.failed, [(o.prop.pid, o.message, o.evidence) for o in report.outcomes
@@ -77,7 +78,7 @@ def test_expected_failures_keep_a_known_gap_green(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     with serving(tmp_path) as client:
         page_edge_drops_an_item(monkeypatch, client)
-        report = runner.run("broken", client, ADMIN, profile="ci", seed=5,
+        report = runner.run("broken", kit_client(client), ADMIN, profile="ci", seed=5,
                             expected={pid: "pages drop their last item (known)"
                                       for pid in ("P06", "P08", "P09")},
                             replay_dir=tmp_path / "replays", shrink_seconds=5)
@@ -89,7 +90,7 @@ def test_expected_failures_keep_a_known_gap_green(tmp_path: Path,
 def _broken_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     with serving(tmp_path / "broken") as client:
         page_edge_drops_an_item(monkeypatch, client)
-        report = runner.run("broken", client, ADMIN, profile="ci", seed=11,
+        report = runner.run("broken", kit_client(client), ADMIN, profile="ci", seed=11,
                             replay_dir=tmp_path / "replays", shrink_seconds=5)
     replays = {o.prop.pid: o.replay for o in report.outcomes if o.replay}
     assert "P06" in replays, replays
@@ -104,19 +105,19 @@ def test_a_replay_reruns_deterministically(tmp_path: Path,
     with serving(tmp_path / "again") as client:
         violations = []
         for _ in range(2):
-            violation = runner.replay_file(path, client, ADMIN)
+            violation = runner.replay_file(path, kit_client(client), ADMIN)
             assert violation is not None
             violations.append((violation.pid, violation.message))
         assert violations[0] == violations[1] == ("P06", recorded["message"])
     monkeypatch.undo()
     with serving(tmp_path / "healthy") as client:
-        assert runner.replay_file(path, client, ADMIN) is None
+        assert runner.replay_file(path, kit_client(client), ADMIN) is None
 
 
 @pytest.mark.parametrize("path", sorted(REGRESSIONS.glob("*.json")), ids=lambda p: p.stem)
 def test_committed_regressions_pass_on_the_reference(tmp_path: Path, path: Path) -> None:
     with TestClient(build_app(kit_settings(tmp_path / "data"))) as client:
-        assert runner.replay_file(path, client, ADMIN) is None
+        assert runner.replay_file(path, kit_client(client), ADMIN) is None
 
 
 def test_the_cli_runs_the_kit_against_a_url_target(tmp_path: Path) -> None:
