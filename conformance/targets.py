@@ -35,39 +35,58 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-class ServerProcess:
-    """``waypost serve`` as a child process on loopback. Its log is drained by a thread, which
-    also tells when uvicorn says it is listening (no polling, no sleeps)."""
+class ChildProcess:
+    """A ``waypost`` command as a child process. Its output is drained by a thread, which also
+    tells when a line says it is ready (no polling, no sleeps)."""
 
-    def __init__(self, data_dir: Path, admin_token: str, *extra: str,
-                 env: dict[str, str] | None = None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+    what = "the child process"
+    start_seconds = 60.0
+    stop_seconds = 10.0
+
+    def __init__(self, arguments: list[str], env: dict[str, str]) -> None:
         self.log: list[str] = []
         self.ready = threading.Event()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "waypost.cli", "serve", "--data-dir", str(data_dir),
-             "--port", str(self.port), "--log-level", "info", *extra],
-            env={**os.environ, **(env or {}), "WAYPOST_ADMIN_TOKEN": admin_token},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True)
+            [sys.executable, "-m", "waypost.cli", *arguments], env={**os.environ, **env},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         threading.Thread(target=self._drain, daemon=True).start()
-        if not self.ready.wait(timeout=60) or self.process.poll() is not None:
+        if not self.ready.wait(timeout=self.start_seconds) or self.process.poll() is not None:
             self.stop()
-            raise RuntimeError("the reference server did not start:\n" + "".join(self.log))
+            raise RuntimeError(f"{self.what} did not start:\n" + "".join(self.log))
+
+    def is_ready(self, line: str) -> bool:
+        """Whether this line of output says the process is ready."""
+        raise NotImplementedError
 
     def _drain(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             self.log.append(line)
-            if "Uvicorn running on" in line:
+            if not self.ready.is_set() and self.is_ready(line):
                 self.ready.set()
         self.ready.set()
 
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
-            self.process.wait(timeout=10)
+            self.process.wait(timeout=self.stop_seconds)
+
+
+class ServerProcess(ChildProcess):
+    """``waypost serve`` on loopback, ready when uvicorn says it is listening."""
+
+    what = "the reference server"
+
+    def __init__(self, data_dir: Path, admin_token: str, *extra: str,
+                 env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__(["serve", "--data-dir", str(data_dir), "--port", str(self.port),
+                          "--log-level", "info", *extra],
+                         {**(env or {}), "WAYPOST_ADMIN_TOKEN": admin_token})
+
+    def is_ready(self, line: str) -> bool:
+        return "Uvicorn running on" in line
 
 
 @contextmanager
@@ -83,37 +102,23 @@ def sqlite_target() -> Iterator[Target]:
             server.stop()
 
 
-class GatewayProcess:
-    """``waypost gateway`` (the D1/R2 gateway Worker on local workerd) as a child process; its
-    first line of output is ``{"url": …}``."""
+class GatewayProcess(ChildProcess):
+    """``waypost gateway`` (the D1/R2 gateway Worker on local workerd), ready when it prints
+    ``{"url": …}``."""
+
+    what = "the D1 gateway"
+    start_seconds = 600.0  # the first start runs npm ci
+    stop_seconds = 30.0
 
     def __init__(self, state_dir: Path, secret: str) -> None:
-        self.log: list[str] = []
         self.url = ""
-        self.ready = threading.Event()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "waypost.cli", "gateway", "--state", str(state_dir)],
-            env={**os.environ, "WAYPOST_GATEWAY_SECRET": secret}, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True)
-        threading.Thread(target=self._drain, daemon=True).start()
-        # The first start runs npm ci (a minute at most on a fresh machine).
-        if not self.ready.wait(timeout=600) or not self.url:
-            self.stop()
-            raise RuntimeError("the D1 gateway did not start:\n" + "".join(self.log))
+        super().__init__(["gateway", "--state", str(state_dir)],
+                         {"WAYPOST_GATEWAY_SECRET": secret})
 
-    def _drain(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.log.append(line)
-            if not self.url and line.startswith("{"):
-                self.url = str(json.loads(line)["url"])
-                self.ready.set()
-        self.ready.set()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
+    def is_ready(self, line: str) -> bool:
+        if line.startswith("{"):
+            self.url = str(json.loads(line)["url"])
+        return bool(self.url)
 
 
 @contextmanager

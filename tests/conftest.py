@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,15 +127,10 @@ def data_dir(tmp_path: Path) -> Path:
 def d1_settings(tmp_path: Path) -> Iterator[Settings]:
     """Settings of the reference on a fresh D1 database and R2 bucket: the gateway Worker on
     local workerd (``npm ci`` on first use), stopped afterwards."""
-    from waypost.adapters.d1.local import LocalGateway
+    from waypost.adapters.d1.local import local_d1
 
-    secret = secrets.token_urlsafe(16)
-    gateway = LocalGateway(tmp_path / "gateway", secret)
-    try:
-        yield Settings(tmp_path / "data", ADMIN_TOKEN, storage="d1", gateway_url=gateway.url,
-                       gateway_secret=secret, sweep_seconds=0)
-    finally:
-        gateway.stop()
+    with local_d1(tmp_path, ADMIN_TOKEN) as settings:
+        yield settings
 
 
 @pytest.fixture

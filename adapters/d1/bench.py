@@ -20,8 +20,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ with warnings.catch_warnings():  # starlette's notice about httpx is not ours to
     from starlette.testclient import TestClient
 
 from waypost.adapters.d1.driver import D1Driver
-from waypost.adapters.d1.local import LocalGateway
+from waypost.adapters.d1.local import local_d1
 from waypost.adapters.sql.plan import Statement
 from waypost.reference.server import Settings, build_app
 
@@ -182,22 +181,11 @@ def _empty_batch(client: TestClient, driver: D1Driver, times: int) -> dict[str, 
     return {"batch_round_trip_ms": round(portal.call(run), 2), "batches": times}
 
 
-@contextmanager
-def _d1_settings(root: Path) -> Iterator[Settings]:
-    secret = secrets.token_urlsafe(16)
-    gateway = LocalGateway(root / "gateway", secret)
-    try:
-        yield Settings(root / "d1", ADMIN, storage="d1", gateway_url=gateway.url,
-                       gateway_secret=secret, sweep_seconds=0)
-    finally:
-        gateway.stop()
-
-
 def bench_d1(repeats: int, out: Path | None) -> dict[str, Any]:
     """Measure both adapters; print the JSON on stdout and a table on stderr."""
     with tempfile.TemporaryDirectory(prefix="waypost-bench-d1-") as tmp:
         root = Path(tmp)
-        with _d1_settings(root) as settings:
+        with local_d1(root / "d1", ADMIN) as settings:
             d1 = _measure(settings, repeats)
         sqlite = _measure(Settings(root / "sqlite", ADMIN, sweep_seconds=0), repeats)
     baseline = d1.pop("_baseline")

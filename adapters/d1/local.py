@@ -15,8 +15,12 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
+
+from waypost.reference.server import Settings
 
 SOURCES = ("worker.mjs", "serve.mjs", "package.json", "package-lock.json")
 
@@ -107,3 +111,16 @@ class LocalGateway:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+@contextmanager
+def local_d1(root: Path, admin_token: str | None) -> Iterator[Settings]:
+    """Settings of the reference on a fresh local gateway whose state lives under ``root``
+    (the server's own data directory too); the gateway stops afterwards."""
+    secret = secrets.token_urlsafe(16)
+    gateway = LocalGateway(root / "gateway", secret)
+    try:
+        yield Settings(root / "data", admin_token, storage="d1", gateway_url=gateway.url,
+                       gateway_secret=secret, sweep_seconds=0)
+    finally:
+        gateway.stop()
