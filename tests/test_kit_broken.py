@@ -38,8 +38,9 @@ Patch = Callable[[pytest.MonkeyPatch, TestClient], None]
 
 def kit_settings(data_dir: Path, **extra: Any) -> Settings:
     """The reference as the kit's runs here serve it: like the kit's sqlite target, SQLite
-    ``synchronous=NORMAL`` (the kit checks answers, not power-loss durability)."""
-    return Settings(data_dir, ADMIN, synchronous="NORMAL", **extra)
+    ``synchronous=NORMAL`` (the kit checks answers, not power-loss durability); and no
+    background sweep, whose wall-clock moments would make a seeded run depend on timing."""
+    return Settings(data_dir, ADMIN, synchronous="NORMAL", sweep_seconds=0, **extra)
 
 
 @contextmanager

@@ -48,10 +48,12 @@ def install() -> Path:
     digest = hashlib.sha256(lock + (source / "worker.mjs").read_bytes()
                             + (source / "serve.mjs").read_bytes()).hexdigest()[:16]
     home = cache_root() / f"d1-gateway-{digest}"
+    if shutil.which("node") is None:
+        raise GatewayError("the D1 gateway runs on Node.js 20+: no `node` on PATH")
     if (home / "node_modules" / ".package-lock.json").exists():
         return home
-    if shutil.which("npm") is None or shutil.which("node") is None:
-        raise GatewayError("the D1 gateway needs Node.js 20+ and npm on PATH")
+    if shutil.which("npm") is None:
+        raise GatewayError("installing the D1 gateway needs npm (it comes with Node.js) on PATH")
     print(f"waypost: installing the D1 gateway (npm ci: miniflare and workerd, about 170 MB) "
           f"into {home}", file=sys.stderr, flush=True)
     staging = home.with_name(f"{home.name}.{secrets.token_hex(4)}")
