@@ -26,7 +26,7 @@ from waypost.adapters.sql.plan import (
     stmt,
     verdict_read,
 )
-from waypost.adapters.sql.submissions import SETTLED_CASE
+from waypost.adapters.sql.submissions import SETTLED_CASE, settle_on_verdict
 from waypost.reference.principal import Principal
 from waypost.reference.values import MAX_REVISION
 
@@ -243,15 +243,11 @@ def commit_revision(principal: Principal, now: int, commit: RevisionCommit) -> C
             WHERE submission_id = :submission_id AND {GUARD_OK}""",
     )]
 
-    def recorded(verdict: str, sets: str) -> Statement:
-        return stmt(f"""UPDATE submissions SET {sets}, committed_at = :now
-            WHERE submission_id = :submission_id AND EXISTS (SELECT 1 FROM commit_guards
-                WHERE plan_id = :plan AND verdict = '{verdict}')""", p)
-
     writes += [
-        recorded(CONFLICT, "state = 'failed', result_status = 409, error_code = "
-                 f"'{CONFLICT}', error_detail = json_object('current_revision', {head})"),
-        recorded(UNCHANGED, "state = 'committed', result_status = 200, revision = :expected"),
+        settle_on_verdict(plan_id, CONFLICT, "state = 'failed', result_status = 409, error_code = "
+                          f"'{CONFLICT}', error_detail = json_object('current_revision', {head})", p),
+        settle_on_verdict(plan_id, UNCHANGED, "state = 'committed', result_status = 200, "
+                          "revision = :expected", p),
         # Staged inputs are dropped once the submission is final.
         stmt("""DELETE FROM memory_publish_inputs WHERE submission_id = :submission_id
                 AND EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id

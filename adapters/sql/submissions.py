@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -150,6 +150,16 @@ async def mark_prepared(driver: Driver, principal: Principal, now: int, submissi
     if verdict != "ok":
         return str(verdict)
     return str(state)
+
+
+def settle_on_verdict(plan_id: str, verdict: str, sets: str,
+                      params: Mapping[str, SqlValue]) -> Statement:
+    """The write that makes a guard's refusal ``verdict`` the key's stable result: ``sets``
+    (e.g. ``state = 'failed', result_status = 410, error_code = …``) and the time it was settled,
+    only if this plan's verdict is ``verdict``."""
+    return stmt(f"""UPDATE submissions SET {sets}, committed_at = :now
+        WHERE submission_id = :submission_id AND EXISTS (SELECT 1 FROM commit_guards
+            WHERE plan_id = :plan AND verdict = '{verdict}')""", {**params, "plan": plan_id})
 
 
 def record_failure(principal: Principal, now: int, submission_id: str, status: int, code: str,

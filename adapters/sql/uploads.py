@@ -20,7 +20,7 @@ from waypost.adapters.sql.plan import (
     stmt,
     verdict_read,
 )
-from waypost.adapters.sql.submissions import SETTLED_CASE
+from waypost.adapters.sql.submissions import SETTLED_CASE, settle_on_verdict
 from waypost.reference.principal import Principal
 
 UPLOAD_COLUMNS = """u.upload_id, u.blob_id, u.owner_id, u.expected_size, u.expected_sha256,
@@ -135,10 +135,8 @@ def seal(principal: Principal, now: int, submission_id: str, upload_id: str) -> 
                 committed_at = :now, blob_id = (SELECT blob_id {mine})
             WHERE submission_id = :submission_id AND {GUARD_OK}""",
     )]
-    writes.append(stmt("""UPDATE submissions SET state = 'failed', result_status = 410,
-            error_code = 'UPLOAD_EXPIRED', committed_at = :now
-        WHERE submission_id = :submission_id AND EXISTS (SELECT 1 FROM commit_guards
-            WHERE plan_id = :plan AND verdict = 'UPLOAD_EXPIRED')""", {**p, "plan": plan_id}))
+    writes.append(settle_on_verdict(plan_id, "UPLOAD_EXPIRED", "state = 'failed', "
+                                    "result_status = 410, error_code = 'UPLOAD_EXPIRED'", p))
     outcome = verdict_read(plan_id, "s.state", "JOIN submissions s ON s.submission_id = "
                            ":submission_id", p)
     return plan("seal_upload", plan_id, writes, outcome)
