@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -48,7 +49,8 @@ class ChildProcess:
         self.ready = threading.Event()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "waypost.cli", *arguments], env={**os.environ, **env},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)  # with any children (the gateway's workerd): one group
         threading.Thread(target=self._drain, daemon=True).start()
         if not self.ready.wait(timeout=self.start_seconds) or self.process.poll() is not None:
             self.stop()
@@ -67,9 +69,14 @@ class ChildProcess:
         self.ready.set()
 
     def stop(self) -> None:
+        """SIGTERM; if it has not ended in time, SIGKILL to its whole process group."""
         if self.process.poll() is None:
             self.process.terminate()
-            self.process.wait(timeout=self.stop_seconds)
+            try:
+                self.process.wait(timeout=self.stop_seconds)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
 
 
 class ServerProcess(ChildProcess):
@@ -116,7 +123,7 @@ class GatewayProcess(ChildProcess):
                          {"WAYPOST_GATEWAY_SECRET": secret})
 
     def is_ready(self, line: str) -> bool:
-        if line.startswith("{"):
+        if line.startswith('{"url"'):
             self.url = str(json.loads(line)["url"])
         return bool(self.url)
 

@@ -29,8 +29,9 @@ class Limits:
 
 
 #: What a D1 deployment honours. A publish's inputs are staged in the prepare batch, in JSON
-#: chunks of at most 1 MB (D1 takes values up to 2 MB), and a batch may hold 50 statements
-#: (Workers Free). The largest entry (1 KiB path, 4 KiB metadata, ids), escaped in JSON, stays
-#: under 10 KB, so 4,000 entries need at most 40 chunks: the prepare batch fits with room for its
-#: guard, its state change and its outcome read. Everything else fits D1 as the RFC defaults do.
+#: chunks of at most 1.9 MB (D1 takes values up to 2 MB), and a batch may hold 50 statements
+#: (Workers Free). The largest entry escaped in JSON is under 15 KB (a 1 KiB path of control
+#: characters is 6 KiB as \u00XX, 4 KiB of metadata of quotes 8 KiB, two 96-byte ids), so 4,000
+#: entries need at most 32 chunks: the prepare batch fits with its guard, its state change, its
+#: outcome read and its cleanup. Everything else fits D1 as the RFC defaults do.
 D1_LIMITS = Limits(memory_entries_per_revision=4_000)

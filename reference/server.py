@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -27,6 +28,8 @@ from waypost.reference.service.auth import token_digest
 from waypost.reference.service.blobs import sweep
 from waypost.reference.service.context import Context
 
+logger = logging.getLogger("waypost.sweep")
+
 DATABASE = "waypost.sqlite3"
 CURSOR_KEY = "cursor.key"
 
@@ -36,14 +39,14 @@ class Settings:
     """How to serve: where the data lives, the operator's admin token, test hooks."""
 
     data_dir: Path
-    admin_token: str | None = None
+    admin_token: str | None = field(default=None, repr=False)  # secrets stay out of reprs
     test_hooks: bool = False
     sweep_seconds: float = 30.0  # how often expired uploads are cleaned; 0 turns it off
     synchronous: str = "FULL"  # SQLite's setting; NORMAL only for throwaway kit targets
     #: ``sqlite`` (embedded) or ``d1`` (D1 and R2 through the gateway at ``gateway_url``)
     storage: str = "sqlite"
     gateway_url: str | None = None
-    gateway_secret: str | None = None
+    gateway_secret: str | None = field(default=None, repr=False)
     exit_on_crash: bool = False  # a ``crash`` fault ends the process (``--crash-mode exit``)
 
 
@@ -86,6 +89,9 @@ async def sweeping(ctx: Context, every: float) -> AsyncIterator[None]:
                 await sweep(ctx)
             except (StorageUnavailable, Abandoned):
                 continue  # the next round tries again (a fault point may have ended this one)
+            except Exception:
+                # A defect must not end the sweeper for the life of the server: say so, go on.
+                logger.exception("the upload sweep failed; the next round tries again")
 
     task = asyncio.create_task(loop()) if every > 0 else None
     try:
@@ -133,9 +139,11 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
             faults=Faults(exit_on_crash=settings.exit_on_crash),
         )
     finally:
-        await driver.aclose()
-        if isinstance(blobs, R2BlobStore):
-            await blobs.client.aclose()
+        try:
+            await driver.aclose()
+        finally:
+            if isinstance(blobs, R2BlobStore):
+                await blobs.client.aclose()
 
 
 def build_app(settings: Settings) -> Starlette:

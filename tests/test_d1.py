@@ -10,20 +10,25 @@ import os
 import subprocess
 import sys
 from collections.abc import Coroutine, Iterator, Sequence
-from typing import Any, TypeVar
+from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any, TypeVar, cast
 
 import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import Api, rid
-from tests.test_blobs import content_of, sealed_blob
+from tests.test_blobs import content_of, prepare, put, sealed_blob
 from tests.test_memory import NOTES, entries, item, publish, with_notes
-from waypost.adapters.d1.driver import D1Driver, D1Error
+from tests.test_query_plans import PRINCIPAL
+from waypost.adapters.d1.driver import ColumnShapes, D1Budget, D1Driver, D1Error
+from waypost.adapters.sql import memory as memory_sql
 from waypost.adapters.sql import submissions as submission_sql
 from waypost.adapters.sql.plan import Statement
 from waypost.adapters.sql.tokens import load_token
 from waypost.reference.limits import D1_LIMITS
 from waypost.reference.server import Settings, build_app
+from waypost.reference.service.blobs import sweep
 
 T = TypeVar("T")
 TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE")
@@ -242,3 +247,38 @@ def test_the_cli_serves_and_cleans_on_d1(d1_settings: Settings) -> None:
                                  capture_output=True, text=True, env=no_secret, timeout=60)
         assert refused.returncode == 2
         assert "WAYPOST_GATEWAY_SECRET" in refused.stderr
+
+
+def test_the_worst_staging_of_the_published_maximum_fits_one_batch() -> None:
+    """Every entry as large as its JSON can be once escaped: a 1 KiB path of control
+    characters (\\u00XX each), metadata of 4 KiB of quotes, 96-character ids. The prepare batch
+    of the published maximum must still pass the driver's D1 checks."""
+    metadata = json.dumps({"a": '"' * 2044}, separators=(",", ":"))  # quotes: 2 bytes each
+    assert len(metadata.encode()) == 4096
+    worst = [memory_sql.StagedInput(f"{n:096d}", "\x01" * 1024, "b" * 96, metadata)
+             for n in range(D1_LIMITS.memory_entries_per_revision)]
+    plan = memory_sql.stage(PRINCIPAL, 0, "sub", worst, b"\0" * 32, 1)
+    budget = D1Budget()
+    assert len(plan.statements) <= budget.queries_per_batch
+    D1Driver.check(cast(D1Driver, SimpleNamespace(budget=budget, shapes=ColumnShapes())),
+                   plan.statements)
+
+
+def test_expired_uploads_are_swept_on_d1(d1_settings: Settings) -> None:
+    settings = replace(d1_settings, test_hooks=True)
+    with TestClient(build_app(settings), raise_server_exceptions=False) as client:
+        api = Api(client)
+        api.space("s1")
+        kept = sealed_blob(api, "s1/alice", b"kept")
+        slots = [prepare(api, "s1/alice", b"left %d" % n) for n in range(2)]
+        assert put(api, "s1/alice", slots[0]["upload_id"], b"left 0").status_code == 200
+        api.admin("POST", "/_test/clock", {"advance_ms": 3600 * 1000 + 1})
+        ctx = client.app.state.context  # type: ignore[attr-defined]
+        assert client.portal is not None
+        cleaned = client.portal.call(sweep, ctx)
+        assert sorted(cleaned) == sorted(s["upload_id"] for s in slots)
+        assert client.portal.call(sweep, ctx) == []
+        assert content_of(api, "s1/alice", kept).content == b"kept"
+        late = api.as_("s1/alice", "POST", f"/v1/uploads/{slots[0]['upload_id']}/commit",
+                       {"request_id": rid()})
+        assert late.json()["error"]["code"] == "UPLOAD_EXPIRED"

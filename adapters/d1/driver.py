@@ -13,6 +13,7 @@ beyond 2^53−1 has lost precision in JavaScript: that is refused, never decoded
 from __future__ import annotations
 
 import base64
+import re
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from waypost.adapters.sql.migrations import LEDGER, RECORD, all_migrations
 from waypost.adapters.sql.plan import CommitPlan, Row, SqlValue, Statement
 
 MAX_SAFE_INTEGER = 2**53 - 1
+_QUERY = re.compile(r"\s*(SELECT|WITH)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -90,8 +92,8 @@ class ColumnShapes:
     """The column names SQLite gives each query, from an empty in-memory copy of the schema.
 
     D1 returns rows as JavaScript objects: two columns of one name collapse into one and
-    integer-like names move first. Each query's names are checked once: a clash is refused with
-    the query named, instead of a row silently one column short."""
+    integer-like names move first. Each query's names are checked once, before it is first
+    sent: a clash is refused with the query named, instead of a row silently one column short."""
 
     def __init__(self) -> None:
         self.scratch = sqlite3.connect(":memory:")
@@ -101,7 +103,8 @@ class ColumnShapes:
         self.checked: set[str] = set()
 
     def check(self, statement: Statement) -> None:
-        if statement.sql in self.checked:
+        """Refuse a query whose result columns would not survive; other statements pass."""
+        if statement.sql in self.checked or not _QUERY.match(statement.sql):
             return
         cursor = self.scratch.execute(statement.sql, statement.params)
         names = [column[0] for column in cursor.description or ()]
@@ -111,6 +114,9 @@ class ColumnShapes:
             raise D1Error(f"columns {clashes} would not survive D1's row objects; alias them in:"
                           f"\n{statement.sql}")
         self.checked.add(statement.sql)
+
+    def close(self) -> None:
+        self.scratch.close()
 
 
 class D1Driver:
@@ -139,8 +145,11 @@ class D1Driver:
             if len(statement.sql.encode()) > budget.statement_bytes:
                 raise BudgetExceeded("an SQL statement longer than D1 allows")
             for value in statement.params:
-                if isinstance(value, str | bytes) and len(value) > budget.value_bytes:
+                size = len(value.encode()) if isinstance(value, str) else \
+                    len(value) if isinstance(value, bytes) else 0
+                if size > budget.value_bytes:
                     raise BudgetExceeded("a bound value larger than D1 allows")
+            self.shapes.check(statement)
 
     async def batch(self, statements: Sequence[Statement]) -> list[list[Row]]:
         """Send one batch; rows per statement, in order, each row in column order."""
@@ -156,17 +165,13 @@ class D1Driver:
             raise StorageUnavailable(f"D1 gateway unreachable: {error!r}") from None
         finally:
             self.batches += 1
-        if response.status_code >= 500:
+        if response.status_code >= 500 or response.status_code == 429:
+            # D1 busy or overloaded, the gateway down or throttled: retry the request.
             raise StorageUnavailable(f"D1 gateway answered {response.status_code}")
-        body = response.json()
         if response.status_code != 200:
-            raise D1Error(body.get("error", {}).get("message", response.text))
-        results = [[tuple(decode(v) for v in row) for row in result["rows"]]
-                   for result in body["results"]]
-        for statement, rows in zip(statements, results, strict=True):
-            if rows:
-                self.shapes.check(statement)
-        return results
+            raise D1Error(f"D1 gateway answered {response.status_code}: {_reason(response)}")
+        return [[tuple(decode(v) for v in row) for row in result["rows"]]
+                for result in response.json()["results"]]
 
     async def run(self, plan: CommitPlan) -> list[Row]:
         return (await self.batch(plan.statements))[plan.outcome_index]
@@ -190,4 +195,13 @@ class D1Driver:
         return applied
 
     async def aclose(self) -> None:
+        self.shapes.close()
         await self.client.aclose()
+
+
+def _reason(response: httpx.Response) -> str:
+    """The gateway's error message, or the start of whatever else answered."""
+    try:
+        return str(response.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return response.text[:500]

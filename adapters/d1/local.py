@@ -7,11 +7,13 @@ itself may be read-only), so ``npm ci`` runs once per lockfile and machine.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -54,22 +56,33 @@ def install() -> Path:
         return home
     if shutil.which("npm") is None:
         raise GatewayError("installing the D1 gateway needs npm (it comes with Node.js) on PATH")
+    home.parent.mkdir(parents=True, exist_ok=True)
+    # One install at a time per machine (parallel test workers all want it on a cold cache).
+    with open(home.parent / f"{home.name}.lock", "w") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        if not (home / "node_modules" / ".package-lock.json").exists():
+            _npm_ci(source, home)
+    return home
+
+
+def _npm_ci(source: Path, home: Path) -> None:
     print(f"waypost: installing the D1 gateway (npm ci: miniflare and workerd, about 170 MB) "
           f"into {home}", file=sys.stderr, flush=True)
     staging = home.with_name(f"{home.name}.{secrets.token_hex(4)}")
     staging.mkdir(parents=True)
-    for name in SOURCES:
-        shutil.copyfile(source / name, staging / name)
-    done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                          cwd=staging, capture_output=True, text=True)
-    if done.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise GatewayError(f"npm ci failed:\n{done.stdout}{done.stderr}")
     try:
-        staging.rename(home)  # another process may have finished first: keep its install
-    except OSError:
+        for name in SOURCES:
+            shutil.copyfile(source / name, staging / name)
+        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                              cwd=staging, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            raise GatewayError(f"npm ci failed:\n{done.stdout}{done.stderr}")
+        shutil.rmtree(home, ignore_errors=True)  # a half install an interrupted run left
+        staging.rename(home)
+    except subprocess.TimeoutExpired:
+        raise GatewayError("npm ci took more than 15 minutes") from None
+    finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return home
 
 
 def command(home: Path, state_dir: Path, port: int = 0) -> list[str]:
@@ -90,7 +103,8 @@ class LocalGateway:
         self._ready = threading.Event()
         self.process = subprocess.Popen(
             command(home, state_dir, port), cwd=home, env={**os.environ, "GATEWAY_SECRET": secret},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)  # node and its workerd: one group, stopped together
         threading.Thread(target=self._drain, daemon=True).start()
         if not self._ready.wait(timeout=120) or not self.url:
             self.stop()
@@ -100,18 +114,19 @@ class LocalGateway:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             self.log.append(line)
-            if not self.url and line.startswith("{"):
-                self.url = str(json.loads(line).get("url", ""))
+            if not self.url and line.startswith('{"url"'):
+                self.url = str(json.loads(line)["url"])
                 self._ready.set()
         self._ready.set()
 
     def stop(self) -> None:
+        """SIGTERM (node stops workerd itself); past 15 s, SIGKILL to the whole group."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
 
 

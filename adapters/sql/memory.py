@@ -31,9 +31,10 @@ from waypost.reference.principal import Principal
 from waypost.reference.values import MAX_REVISION
 
 #: Staged inputs per INSERT statement, one JSON parameter each: at most this many inputs and
-#: this many bytes of JSON (D1 takes values up to 2 MB), so any publish is a few statements.
+#: this many bytes of JSON (D1 takes values up to 2,000,000 bytes), so any publish is a few
+#: statements.
 STAGE_CHUNK = 500
-STAGE_CHUNK_BYTES = 1_000_000
+STAGE_CHUNK_BYTES = 1_900_000
 
 #: Verdicts the commit records as the key's stable result (not refusals).
 CONFLICT, UNCHANGED = "REVISION_CONFLICT", "UNCHANGED"

@@ -196,9 +196,12 @@ def claim_expired(now: int) -> CommitPlan:
 
 
 def mark_cleaned(space_id: str, upload_id: str) -> CommitPlan:
+    """A claimed upload whose bytes are gone is ``cleaned``; the outcome reads its state."""
     plan_id = new_plan_id()
     p: dict[str, SqlValue] = {"space_id": space_id, "upload_id": upload_id}
     writes = [guard(plan_id, [], p), guarded(plan_id, f"""
         UPDATE uploads SET state = 'cleaned' WHERE space_id = :space_id
         AND upload_id = :upload_id AND state = 'cleaning' AND {GUARD_OK}""", p)]
-    return plan("mark_cleaned", plan_id, writes, stmt("SELECT 1"))
+    outcome = verdict_read(plan_id, "u.state",
+                           "JOIN uploads u ON u.space_id = :space_id AND u.upload_id = :upload_id", p)
+    return plan("mark_cleaned", plan_id, writes, outcome)

@@ -49,15 +49,25 @@ async function authorised(request, env) {
   return crypto.subtle.timingSafeEqual(await digest(given), await digest(`Bearer ${env.GATEWAY_SECRET}`));
 }
 
+// SQLite refused a statement (a constraint, a trigger, bad SQL): retrying cannot help. Anything
+// else (D1 overloaded, a lost connection, a reset object) is temporary: 503, retry the request.
+const SQL_ERROR = /SQLITE_(ERROR|CONSTRAINT|MISMATCH|RANGE|TOOBIG|AUTH)|no such |syntax error|not authorized|To execute a transaction/;
+
 async function batch(request, env) {
-  const { statements } = await request.json();
-  const prepared = statements.map(({ sql, params }) => env.DB.prepare(sql).bind(...params.map(bindable)));
+  let prepared;
+  try {
+    const { statements } = await request.json();
+    prepared = statements.map(({ sql, params }) => env.DB.prepare(sql).bind(...params.map(bindable)));
+  } catch (error) {
+    return failure(400, "request", `not a batch: ${error}`);
+  }
   let results;
   try {
     results = await env.DB.batch(prepared);
   } catch (error) {
-    // D1 rolled the whole batch back; the message names the SQLite error.
-    return failure(422, "sql", String(error.cause || error));
+    // D1 rolled the whole batch back.
+    const message = String(error.cause || error);
+    return SQL_ERROR.test(message) ? failure(422, "sql", message) : failure(503, "d1", message);
   }
   const out = [];
   for (const { results: rows } of results) {
@@ -89,7 +99,9 @@ async function object(request, env, key) {
       try {
         stored = await env.BLOBS.put(key, request.body, { sha256, onlyIf: { etagDoesNotMatch: "*" } });
       } catch (error) {
-        return failure(422, "digest", String(error));
+        // Only bytes whose SHA-256 differs are the sender's fault; the rest is R2's and temporary.
+        const digest = /checksum|SHA-256|digest/i.test(String(error));
+        return digest ? failure(422, "digest", String(error)) : failure(503, "r2", String(error));
       }
       if (stored) return Response.json(facts(stored), { status: 201 });
       const existing = await env.BLOBS.head(key);
@@ -116,6 +128,8 @@ async function object(request, env, key) {
 
 export default {
   async fetch(request, env) {
+    // Without a configured secret nothing is let in (not even "Bearer undefined").
+    if (!env.GATEWAY_SECRET) return failure(500, "config", "the gateway has no GATEWAY_SECRET");
     if (!(await authorised(request, env))) return failure(401, "auth", "wrong or missing gateway secret");
     const { pathname } = new URL(request.url);
     if (pathname === "/d1/batch" && request.method === "POST") return batch(request, env);
