@@ -14,7 +14,8 @@ final failure, and the retry must succeed once. Against a running server with te
 Outcomes: ``not reached`` (the write never passes that point: it answered normally),
 ``committed`` (the crash came after the commit: the lookup already shows the result, the retry
 replays it), ``resumed`` (a reservation survived: the retry finished it with its reserved ids),
-``not committed`` (nothing durable: the retry ran as a first attempt).
+``not committed`` (nothing durable: the retry ran as a first attempt), ``stored`` (the raw PUT
+of upload bytes, which has no key: its retry stored them).
 
 Only the kit's HTTP vocabulary is used here (no import of the reference).
 """

@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from waypost.adapters.blobs.files import FileBlobStore
 from waypost.adapters.blobs.r2 import R2BlobStore
 from waypost.adapters.blobs.store import BlobStore
-from waypost.adapters.d1.driver import D1Driver, gateway_client
+from waypost.adapters.d1.driver import D1Driver
 from waypost.adapters.sql.driver import Driver, StorageUnavailable
 from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.clock import SystemClock
@@ -121,7 +121,7 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
         if not (settings.gateway_url and settings.gateway_secret):
             raise ValueError("D1 storage needs the gateway's URL and secret")
         driver = D1Driver(settings.gateway_url, settings.gateway_secret)
-        blobs = R2BlobStore(gateway_client(settings.gateway_url, settings.gateway_secret))
+        blobs = R2BlobStore(driver.client)  # one client to the gateway; the driver closes it
         limits = D1_LIMITS
     else:
         driver = SqliteDriver(settings.data_dir / DATABASE, synchronous=settings.synchronous)
@@ -139,11 +139,7 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
             faults=Faults(exit_on_crash=settings.exit_on_crash),
         )
     finally:
-        try:
-            await driver.aclose()
-        finally:
-            if isinstance(blobs, R2BlobStore):
-                await blobs.client.aclose()
+        await driver.aclose()
 
 
 def build_app(settings: Settings) -> Starlette:

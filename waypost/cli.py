@@ -34,7 +34,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _gateway(args: argparse.Namespace) -> int:
-    from waypost.adapters.d1.local import GatewayError, command, install
+    from waypost.adapters.d1.local import GatewayError, prepare
 
     secret = os.environ.get("WAYPOST_GATEWAY_SECRET")
     if not secret:
@@ -42,13 +42,11 @@ def _gateway(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     try:
-        home = install()
+        home, argv = prepare(Path(args.state), args.port)
     except GatewayError as error:
         print(f"waypost gateway: {error}", file=sys.stderr)
         return 1
-    Path(args.state).mkdir(parents=True, exist_ok=True)
-    argv = command(home, Path(args.state), args.port)
-    os.chdir(home)  # workerd refuses a script path that climbs out of its working directory
+    os.chdir(home)
     os.execvpe(argv[0], argv, {**os.environ, "GATEWAY_SECRET": secret})  # node takes over
 
 

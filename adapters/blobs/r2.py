@@ -9,14 +9,14 @@ from collections.abc import AsyncIterable, AsyncIterator
 import httpx
 
 from waypost.adapters.blobs.store import FactsMismatch, ObjectConflict, ObjectFacts, Written
-from waypost.adapters.sql.driver import StorageUnavailable
+from waypost.adapters.d1.http import send
 
 
 class R2BlobStore:
     """Objects under their server-generated reference in the gateway's bucket."""
 
     def __init__(self, client: httpx.AsyncClient) -> None:
-        self.client = client  # base URL and the gateway secret already set
+        self.client = client  # the gateway's (``gateway_client``); its owner closes it
 
     async def create_only(self, object_ref: str, chunks: AsyncIterable[bytes],
                           expected: ObjectFacts | None = None) -> tuple[Written, ObjectFacts]:
@@ -26,15 +26,10 @@ class R2BlobStore:
             data = b"".join([chunk async for chunk in chunks])
             expected, chunks = ObjectFacts(len(data), hashlib.sha256(data).digest()), _once(data)
         headers = {"content-length": str(expected.size), "x-sha256": expected.sha256.hex()}
-        try:
-            response = await self.client.put(f"/r2/{object_ref}", headers=headers,
-                                              content=_capped(object_ref, chunks, expected.size))
-        except httpx.TransportError as error:
-            raise StorageUnavailable(f"R2 gateway unreachable: {error!r}") from None
+        response = await send(self.client, "PUT", f"/r2/{object_ref}", headers=headers,
+                              content=_capped(object_ref, chunks, expected.size))
         if response.status_code == 422:
             raise FactsMismatch(object_ref)  # R2 refused bytes whose SHA-256 differs
-        if response.status_code >= 500:
-            raise StorageUnavailable(f"R2 gateway answered {response.status_code}")
         response.raise_for_status()
         stored = _facts(response.json())
         if response.status_code == 201:
@@ -44,28 +39,19 @@ class R2BlobStore:
         return Written.ALREADY_PRESENT, stored
 
     async def inspect(self, object_ref: str) -> ObjectFacts | None:
-        response = await self._send("HEAD", object_ref)
+        response = await send(self.client, "HEAD", f"/r2/{object_ref}")
         if response.status_code == 404:
             return None
         response.raise_for_status()
         return _facts({"size": response.headers["x-size"], "sha256": response.headers["x-sha256"]})
 
     async def read(self, object_ref: str) -> bytes:
-        response = await self._send("GET", object_ref)
+        response = await send(self.client, "GET", f"/r2/{object_ref}")
         response.raise_for_status()
         return response.content
 
     async def remove(self, object_ref: str) -> None:
-        (await self._send("DELETE", object_ref)).raise_for_status()
-
-    async def _send(self, method: str, object_ref: str) -> httpx.Response:
-        try:
-            response = await self.client.request(method, f"/r2/{object_ref}")
-        except httpx.TransportError as error:
-            raise StorageUnavailable(f"R2 gateway unreachable: {error!r}") from None
-        if response.status_code >= 500:
-            raise StorageUnavailable(f"R2 gateway answered {response.status_code}")
-        return response
+        (await send(self.client, "DELETE", f"/r2/{object_ref}")).raise_for_status()
 
 
 def _facts(body: dict[str, object]) -> ObjectFacts:

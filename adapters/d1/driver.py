@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from waypost.adapters.sql.driver import StorageUnavailable
+from waypost.adapters.d1.http import gateway_client, send
 from waypost.adapters.sql.migrations import LEDGER, RECORD, all_migrations
 from waypost.adapters.sql.plan import CommitPlan, Row, SqlValue, Statement
 
@@ -82,12 +82,6 @@ def split_statements(sql: str) -> list[str]:
     return statements
 
 
-def gateway_client(url: str, secret: str, *, timeout: float = 60.0) -> httpx.AsyncClient:
-    """An HTTP client for the gateway Worker, carrying its shared secret."""
-    return httpx.AsyncClient(base_url=url.rstrip("/"), timeout=timeout,
-                             headers={"authorization": f"Bearer {secret}"})
-
-
 class ColumnShapes:
     """The column names SQLite gives each query, from an empty in-memory copy of the schema.
 
@@ -120,7 +114,8 @@ class ColumnShapes:
 
 
 class D1Driver:
-    """Runs plans and reads on D1 through the gateway at ``url``."""
+    """Runs plans and reads on D1 through the gateway at ``url``. Its :attr:`client` serves
+    the R2 blob store too; :meth:`aclose` closes it."""
 
     name = "d1"
 
@@ -159,15 +154,9 @@ class D1Driver:
         payload = {"statements": [{"sql": s.sql, "params": [encode(v) for v in s.params]}
                                   for s in statements]}
         try:
-            response = await self.client.post("/d1/batch", json=payload)
-        except httpx.TransportError as error:
-            # The batch may or may not have committed: callers look their key up on retry.
-            raise StorageUnavailable(f"D1 gateway unreachable: {error!r}") from None
+            response = await send(self.client, "POST", "/d1/batch", json=payload)
         finally:
             self.batches += 1
-        if response.status_code >= 500 or response.status_code == 429:
-            # D1 busy or overloaded, the gateway down or throttled: retry the request.
-            raise StorageUnavailable(f"D1 gateway answered {response.status_code}")
         if response.status_code != 200:
             raise D1Error(f"D1 gateway answered {response.status_code}: {_reason(response)}")
         return [[tuple(decode(v) for v in row) for row in result["rows"]]

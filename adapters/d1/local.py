@@ -85,10 +85,14 @@ def _npm_ci(source: Path, home: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def command(home: Path, state_dir: Path, port: int = 0) -> list[str]:
-    """The command line that runs the installed gateway (``GATEWAY_SECRET`` in its environment)."""
-    return ["node", str(home / "serve.mjs"), "--state", str(state_dir.resolve()),
-            "--port", str(port)]
+def prepare(state_dir: Path, port: int = 0) -> tuple[Path, list[str]]:
+    """Install the gateway if needed and make its state directory; return the directory to
+    run it in (workerd refuses a script path that climbs out of its working directory) and the
+    command line (``GATEWAY_SECRET`` goes in its environment)."""
+    home = install()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    return home, ["node", str(home / "serve.mjs"), "--state", str(state_dir.resolve()),
+                  "--port", str(port)]
 
 
 class LocalGateway:
@@ -96,13 +100,12 @@ class LocalGateway:
     by a thread, which also reads the ready line (no polling)."""
 
     def __init__(self, state_dir: Path, secret: str, *, port: int = 0) -> None:
-        home = install()
-        state_dir.mkdir(parents=True, exist_ok=True)
+        home, argv = prepare(state_dir, port)
         self.log: list[str] = []
         self.url = ""
         self._ready = threading.Event()
         self.process = subprocess.Popen(
-            command(home, state_dir, port), cwd=home, env={**os.environ, "GATEWAY_SECRET": secret},
+            argv, cwd=home, env={**os.environ, "GATEWAY_SECRET": secret},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)  # node and its workerd: one group, stopped together
         threading.Thread(target=self._drain, daemon=True).start()
