@@ -16,17 +16,18 @@ from starlette.applications import Starlette
 
 from waypost.adapters.blobs.files import FileBlobStore
 from waypost.adapters.blobs.r2 import R2BlobStore
-from waypost.adapters.blobs.store import BlobStore
 from waypost.adapters.d1.driver import D1Driver
-from waypost.adapters.sql.driver import Driver, StorageUnavailable
 from waypost.adapters.sqlite.driver import SqliteDriver
-from waypost.reference.clock import SystemClock
-from waypost.reference.faults import Abandoned, Faults
+from waypost.reference.domain.clock import SystemClock
+from waypost.reference.domain.errors import StorageUnavailable
+from waypost.reference.domain.faults import Abandoned, Faults
+from waypost.reference.domain.limits import D1_LIMITS, Limits
 from waypost.reference.http.app import create_app
-from waypost.reference.limits import D1_LIMITS, Limits
 from waypost.reference.service.auth import token_digest
 from waypost.reference.service.blobs import sweep
 from waypost.reference.service.context import Context
+from waypost.reference.storage.blob_store import BlobStore
+from waypost.reference.storage.driver import Driver
 
 logger = logging.getLogger("waypost.sweep")
 

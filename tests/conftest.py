@@ -127,7 +127,7 @@ def data_dir(tmp_path: Path) -> Path:
 def d1_settings(tmp_path: Path) -> Iterator[Settings]:
     """Settings of the reference on a fresh D1 database and R2 bucket: the gateway Worker on
     local workerd (``npm ci`` on first use), stopped afterwards."""
-    from waypost.adapters.d1.local import local_d1
+    from waypost.gateway import local_d1
 
     with local_d1(tmp_path, ADMIN_TOKEN) as settings:
         yield settings

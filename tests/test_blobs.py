@@ -241,7 +241,7 @@ def test_content_is_served_with_its_stored_type(api: Api) -> None:
 
 def test_a_cleanup_crashed_after_its_claim_is_finished_by_the_next_sweep(hooked: Api) -> None:
     """``cleanup.after_claim``: the claim is durable, so the next sweep removes the object."""
-    from waypost.reference.faults import Abandoned
+    from waypost.reference.domain.faults import Abandoned
 
     api = hooked
     ctx: Context = api.client.app.state.context  # type: ignore[attr-defined]

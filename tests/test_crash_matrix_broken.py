@@ -16,14 +16,14 @@ import pytest
 import uvicorn
 from starlette.routing import request_response
 
-from waypost.adapters.sql import submissions as submission_sql
-from waypost.adapters.sql.driver import StorageUnavailable
 from waypost.conformance.crash_matrix import crash_matrix
 from waypost.conformance.targets import free_port
-from waypost.reference import values
+from waypost.reference.domain import values
+from waypost.reference.domain.errors import StorageUnavailable
 from waypost.reference.http import app as http_app
 from waypost.reference.server import Settings, build_app
 from waypost.reference.service import messages
+from waypost.reference.storage import submissions as submission_sql
 
 ADMIN = "matrix-admin"
 Patch = Callable[[pytest.MonkeyPatch, Any], None]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from waypost.reference import cursor
-from waypost.reference.errors import CursorInvalid
+from waypost.reference.domain import cursor
+from waypost.reference.domain.errors import CursorInvalid
 
 KEY = bytes(range(32))
 SAMPLE = cursor.FeedCursor("s1", "alice", "alice-inbox", 3, "ab" * 32, "cd" * 32, 2**63 - 1)

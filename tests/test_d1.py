@@ -22,13 +22,13 @@ from tests.test_blobs import content_of, prepare, put, sealed_blob
 from tests.test_memory import NOTES, entries, item, publish, with_notes
 from tests.test_query_plans import PRINCIPAL
 from waypost.adapters.d1.driver import ColumnShapes, D1Budget, D1Driver, D1Error
-from waypost.adapters.sql import memory as memory_sql
-from waypost.adapters.sql import submissions as submission_sql
-from waypost.adapters.sql.plan import Statement
-from waypost.adapters.sql.tokens import load_token
-from waypost.reference.limits import D1_LIMITS
+from waypost.reference.domain.limits import D1_LIMITS
 from waypost.reference.server import Settings, build_app
 from waypost.reference.service.blobs import sweep
+from waypost.reference.storage import memory as memory_sql
+from waypost.reference.storage import submissions as submission_sql
+from waypost.reference.storage.plan import Statement
+from waypost.reference.storage.tokens import load_token
 
 T = TypeVar("T")
 TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE")

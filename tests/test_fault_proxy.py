@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from waypost.bootstrap import provision
 from waypost.conformance.targets import ServerProcess
 from waypost.properties.proxy import FaultProxy
-from waypost.reference.bootstrap import provision
 
 ADMIN = "proxy-admin"
 

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
+from waypost.bootstrap import provision
 from waypost.conformance.targets import ServerProcess
-from waypost.reference.bootstrap import provision
-from waypost.reference.faults import CRASH_EXIT, POINTS
+from waypost.reference.domain.faults import CRASH_EXIT, POINTS
 
 ADMIN = "faults-admin"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import threading
 from typing import Any
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import Api, rid
 from tests.test_control_plane import _error
+from waypost.reference.service.context import FeedSignal
 
 
 def _ids(items: list[dict[str, Any]]) -> list[str]:
@@ -181,15 +183,29 @@ def test_wait_needs_event_subscribe(api: Api) -> None:
            "wait")
 
 
+class _ReportingSignal(FeedSignal):
+    """The server's feed signal, telling the test when a long-poll reader is blocked on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocked = threading.Event()
+
+    async def wait(self, event: asyncio.Event, seconds: float) -> None:
+        self.blocked.set()
+        await super().wait(event, seconds)
+
+
 def test_wait_returns_as_soon_as_an_item_is_committed(api: Api) -> None:
+    signal = _ReportingSignal()
+    api.client.app.state.context.signal = signal  # type: ignore[attr-defined]
     answers: list[dict[str, Any]] = []
     waiting = threading.Thread(target=lambda: answers.append(api.feed("s1/bob", wait=30)))
     waiting.start()
-    sent = None
-    while waiting.is_alive():  # send until the waiter has surely seen one (no sleeps)
-        sent = sent or api.must_send("s1/alice", recipient_ids=["bob"])
-        waiting.join(timeout=5)
-    assert sent is not None
+    assert signal.blocked.wait(timeout=30), "the reader never blocked on an empty feed"
+    sent = api.must_send("s1/alice", recipient_ids=["bob"])
+    # The wait ends on the commit: the reader is back long before its 30 s are up.
+    waiting.join(timeout=20)
+    assert not waiting.is_alive(), "the commit did not wake the waiting reader"
     assert _ids(answers[0]["items"]) == [sent["feed_item_id"]]
 
 

@@ -20,13 +20,13 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.inprocess import kit_client
-from waypost.adapters.sql import memory as memory_sql
-from waypost.adapters.sql.plan import CommitPlan, Statement
 from waypost.conformance import runner
-from waypost.reference.errors import Forbidden, NotFound
+from waypost.reference.domain.errors import Forbidden, NotFound
 from waypost.reference.server import Settings, build_app
 from waypost.reference.service import acks, auth, feed, memory, messages, submissions
 from waypost.reference.service.context import Context, Outcome
+from waypost.reference.storage import memory as memory_sql
+from waypost.reference.storage.plan import CommitPlan, Statement
 
 ADMIN = "broken-admin"
 #: The ci-profile seeds a broken server is run with, the second only if the first misses: the
@@ -91,7 +91,7 @@ def page_edge_repeats_an_item(mp: pytest.MonkeyPatch, client: TestClient) -> Non
 
 
 def receipts_may_regress(mp: pytest.MonkeyPatch, client: TestClient) -> None:
-    from waypost.adapters.sql import acks as plan
+    from waypost.reference.storage import acks as plan
 
     ctx: Context = client.app.state.context  # type: ignore[attr-defined]
     ctx.driver.connection.execute("DROP TRIGGER receipts_forward_only")  # type: ignore[attr-defined]
@@ -139,7 +139,7 @@ def ack_saved_partially(mp: pytest.MonkeyPatch, client: TestClient) -> None:
 
 
 def revoked_token_still_reads(mp: pytest.MonkeyPatch, client: TestClient) -> None:
-    from waypost.adapters.sql import tokens
+    from waypost.reference.storage import tokens
 
     original = tokens.load_token
 
@@ -149,9 +149,9 @@ def revoked_token_still_reads(mp: pytest.MonkeyPatch, client: TestClient) -> Non
             state.digest, False, state.expires_at, state.actor_disabled,
             state.consumer_disabled, state.principal)
     mp.setattr(auth, "load_token", load_token)
-    from waypost.adapters.sql import authority
-    from waypost.adapters.sql import feed as feed_sql
-    from waypost.adapters.sql import submissions as submission_sql
+    from waypost.reference.storage import authority
+    from waypost.reference.storage import feed as feed_sql
+    from waypost.reference.storage import submissions as submission_sql
 
     lenient = authority.NOT_LIVE.replace("t.revoked_at IS NULL", "1")
     for module in (authority, feed_sql, submission_sql):
@@ -159,7 +159,7 @@ def revoked_token_still_reads(mp: pytest.MonkeyPatch, client: TestClient) -> Non
 
 
 def inbox_shows_other_recipients(mp: pytest.MonkeyPatch, client: TestClient) -> None:
-    from waypost.adapters.sql import feed as feed_sql
+    from waypost.reference.storage import feed as feed_sql
 
     original = feed_sql.visibility_params
 
@@ -172,7 +172,7 @@ def inbox_shows_other_recipients(mp: pytest.MonkeyPatch, client: TestClient) -> 
 
 def late_put_overwrites(mp: pytest.MonkeyPatch, client: TestClient) -> None:
     from waypost.adapters.blobs import files
-    from waypost.adapters.blobs.store import ObjectFacts, Written
+    from waypost.reference.storage.blob_store import ObjectFacts, Written
 
     async def overwrite(self: files.FileBlobStore, object_ref: str, chunks: Any,
                         expected: Any = None) -> Any:
@@ -185,15 +185,15 @@ def late_put_overwrites(mp: pytest.MonkeyPatch, client: TestClient) -> None:
 
 
 def blobs_readable_by_anyone(mp: pytest.MonkeyPatch, client: TestClient) -> None:
-    from waypost.adapters.sql import uploads
-    from waypost.adapters.sql.plan import stmt
+    from waypost.reference.storage import uploads
+    from waypost.reference.storage.plan import stmt
 
     mp.setattr(uploads, "blob_readers_statement", lambda principal, blob_id: stmt("SELECT 1"))
 
 
 def keys_ignore_the_producer(mp: pytest.MonkeyPatch, client: TestClient) -> None:
-    from waypost.adapters.sql import submissions as submission_sql
-    from waypost.adapters.sql.plan import stmt
+    from waypost.reference.storage import submissions as submission_sql
+    from waypost.reference.storage.plan import stmt
 
     def lookup_statement(principal: Any, operation: str, request_id: str) -> Any:
         return stmt(f"""SELECT {submission_sql.SUBMISSION_COLUMNS}, f.sequence

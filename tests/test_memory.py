@@ -252,7 +252,7 @@ def test_the_database_guards_published_memory(mem: Api, data_dir: Path) -> None:
 
 
 def test_one_pass_fingerprint_and_manifest_equal_the_plain_definitions() -> None:
-    from waypost.reference.memory_state import (
+    from waypost.reference.domain.memory_state import (
         Entry,
         fingerprint_and_manifest,
         manifest,
@@ -271,7 +271,7 @@ def test_input_the_head_makes_invalid_after_reservation_is_recorded(
         mem: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     """A key reserved while the head was elsewhere, then resumed once the head reached its
     expected revision on which its input is invalid, settles as that 400 (never stays pending)."""
-    from waypost.adapters.sql import memory as memory_sql
+    from waypost.reference.storage import memory as memory_sql
 
     blob = sealed_blob(mem, "writer", b"x")
     original = memory_sql.commit_revision

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import Api
-from waypost.adapters.sql import feed, submissions
-from waypost.adapters.sql.plan import Statement, stmt
 from waypost.adapters.sqlite.driver import SqliteDriver
-from waypost.reference.grants import Grants
-from waypost.reference.principal import ConsumerView, Principal
+from waypost.reference.domain.grants import Grants
+from waypost.reference.domain.principal import ConsumerView, Principal
+from waypost.reference.storage import feed, submissions
+from waypost.reference.storage.plan import Statement, stmt
 
 PRINCIPAL = Principal(
     "tok_x", "s1", "bob", 1, ConsumerView("bob-inbox", "inbox", 1), Grants(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tools.schema_doc import OUT, build
-from waypost.adapters.sql.migrations import all_migrations
+from waypost.reference.storage.migrations import all_migrations
 
 
 def test_schema_doc_is_current() -> None:

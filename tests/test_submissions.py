@@ -9,9 +9,9 @@ import rfc8785
 
 from tests.conftest import Api
 from tests.test_control_plane import _error
-from waypost.adapters.sql import submissions as sql
 from waypost.reference.service.auth import token_digest
 from waypost.reference.service.context import Context
+from waypost.reference.storage import submissions as sql
 
 
 def test_lookup_returns_state_fingerprint_and_result(api: Api) -> None:
@@ -59,9 +59,9 @@ def test_a_pending_submission_resumes_with_its_reserved_ids(api: Api) -> None:
             "body": {"text": "x"}}
     ctx = _context(api)
     bob = api.tokens["s1/bob"]
-    from waypost.adapters.sql.tokens import load_token
-    from waypost.reference.canonical import digest
-    from waypost.reference.requests import parse_send
+    from waypost.reference.domain.canonical import digest
+    from waypost.reference.domain.requests import parse_send
+    from waypost.reference.storage.tokens import load_token
 
     assert api.client.portal is not None
     state = api.client.portal.call(load_token, ctx.driver, bob.split(".")[0])
@@ -91,9 +91,9 @@ def test_a_pending_submission_resumes_with_its_reserved_ids(api: Api) -> None:
 
 def _reserve_ack(api: Api, who: str, body: dict[str, Any], position: int | None) -> None:
     """Leave an ACK key reserved but uncommitted, as a crash after reservation would."""
-    from waypost.adapters.sql.tokens import load_token
-    from waypost.reference.canonical import digest
-    from waypost.reference.requests import parse_ack
+    from waypost.reference.domain.canonical import digest
+    from waypost.reference.domain.requests import parse_ack
+    from waypost.reference.storage.tokens import load_token
 
     ctx = _context(api)
     assert api.client.portal is not None

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from waypost.reference import values
-from waypost.reference.errors import InvalidRequest, ResourceLimit
+from waypost.reference.domain import values
+from waypost.reference.domain.errors import InvalidRequest, ResourceLimit
 
 
 @pytest.mark.parametrize("good", ["a", "A-z_0", "x" * 96])
@@ -119,7 +119,7 @@ def test_canonical_json_is_rfc8785_byte_for_byte(value: Any) -> None:
     """The fast path for plain values gives exactly the bytes of the RFC 8785 library."""
     import rfc8785
 
-    from waypost.reference.canonical import canonical_json
+    from waypost.reference.domain.canonical import canonical_json
 
     try:
         expected = bytes(rfc8785.dumps(value))

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from waypost.reference.canonical import canonical_json, digest
-from waypost.reference.grants import parse_grants
-from waypost.reference.limits import Limits
-from waypost.reference.memory_requests import parse_publish
-from waypost.reference.memory_state import Entry, ItemInput, manifest, next_state, state_fingerprint
-from waypost.reference.requests import parse_ack, parse_send
+from waypost.reference.domain.canonical import canonical_json, digest
+from waypost.reference.domain.grants import parse_grants
+from waypost.reference.domain.limits import Limits
+from waypost.reference.domain.memory_requests import parse_publish
+from waypost.reference.domain.memory_state import Entry, ItemInput, manifest, next_state, state_fingerprint
+from waypost.reference.domain.requests import parse_ack, parse_send
 
 OUT = Path(__file__).resolve().parent.parent / "conformance" / "vectors"
 

@@ -9,7 +9,7 @@ import secrets
 from collections.abc import AsyncIterable
 from pathlib import Path
 
-from waypost.adapters.blobs.store import FactsMismatch, ObjectConflict, ObjectFacts, Written
+from waypost.reference.storage.blob_store import FactsMismatch, ObjectConflict, ObjectFacts, Written
 
 _REF = re.compile(r"[A-Za-z0-9_-]{1,128}")
 

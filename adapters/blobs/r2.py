@@ -8,8 +8,8 @@ from collections.abc import AsyncIterable, AsyncIterator
 
 import httpx
 
-from waypost.adapters.blobs.store import FactsMismatch, ObjectConflict, ObjectFacts, Written
 from waypost.adapters.d1.http import send
+from waypost.reference.storage.blob_store import FactsMismatch, ObjectConflict, ObjectFacts, Written
 
 
 class R2BlobStore:

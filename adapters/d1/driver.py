@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 
 from waypost.adapters.d1.http import gateway_client, send
-from waypost.adapters.sql.migrations import LEDGER, RECORD, all_migrations
-from waypost.adapters.sql.plan import CommitPlan, Row, SqlValue, Statement
+from waypost.reference.storage.migrations import LEDGER, RECORD, all_migrations
+from waypost.reference.storage.plan import CommitPlan, Row, SqlValue, Statement
 
 MAX_SAFE_INTEGER = 2**53 - 1
 _QUERY = re.compile(r"\s*(SELECT|WITH)\b", re.IGNORECASE)

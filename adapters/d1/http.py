@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from waypost.adapters.sql.driver import StorageUnavailable
+from waypost.reference.domain.errors import StorageUnavailable
 
 
 def gateway_client(url: str, secret: str, *, timeout: float = 60.0) -> httpx.AsyncClient:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import apsw
 
-from waypost.adapters.sql.driver import StorageUnavailable
-from waypost.adapters.sql.migrations import LEDGER, RECORD, all_migrations
-from waypost.adapters.sql.plan import CommitPlan, Row, Statement
+from waypost.reference.domain.errors import StorageUnavailable
+from waypost.reference.storage.migrations import LEDGER, RECORD, all_migrations
+from waypost.reference.storage.plan import CommitPlan, Row, Statement
 
 # Plans guard the feed counter themselves (RESOURCE_LIMIT), so FULL here means the disk.
 _TEMPORARY = (apsw.BusyError, apsw.LockedError, apsw.IOError, apsw.CantOpenError, apsw.FullError)

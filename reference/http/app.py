@@ -14,8 +14,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from waypost import __version__
-from waypost.reference import faults, parsing, values
-from waypost.reference.errors import InvalidRequest, NotFound
+from waypost.reference.domain import faults, parsing, values
+from waypost.reference.domain.clock import MAX_ADVANCE_MS
+from waypost.reference.domain.errors import InvalidRequest, NotFound
+from waypost.reference.domain.principal import Principal
 from waypost.reference.http import openapi
 from waypost.reference.http.endpoints import (
     CloseOnAbandon,
@@ -26,7 +28,6 @@ from waypost.reference.http.endpoints import (
     error_response,
     read_json,
 )
-from waypost.reference.principal import Principal
 from waypost.reference.service import (
     acks,
     blobs,
@@ -153,7 +154,7 @@ async def _clock(ctx: Context, request: Request) -> Outcome:
     """Read or advance the server clock."""
     if request.method == "POST":
         body = parsing.fields(await read_json(request), "", ["advance_ms"])
-        ctx.clock.advance(values.integer(body["advance_ms"], "advance_ms", 0, 10**12))
+        ctx.clock.advance(values.integer(body["advance_ms"], "advance_ms", 0, MAX_ADVANCE_MS))
     return Outcome(200, {"now": values.format_timestamp(ctx.clock.now_ms())})
 
 

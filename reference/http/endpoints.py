@@ -9,11 +9,16 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from waypost.adapters.sql.driver import StorageUnavailable
-from waypost.reference import faults
-from waypost.reference.errors import InvalidRequest, ResourceLimit, Unavailable, WaypostError
-from waypost.reference.parsing import json_body
-from waypost.reference.principal import Principal
+from waypost.reference.domain import faults
+from waypost.reference.domain.errors import (
+    InvalidRequest,
+    ResourceLimit,
+    StorageUnavailable,
+    Unavailable,
+    WaypostError,
+)
+from waypost.reference.domain.parsing import json_body
+from waypost.reference.domain.principal import Principal
 from waypost.reference.service.auth import authenticate, check_admin
 from waypost.reference.service.context import Context, Outcome
 

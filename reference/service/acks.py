@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from waypost.adapters.sql import acks as sql
-from waypost.adapters.sql import feed as feed_sql
-from waypost.adapters.sql import submissions as submission_sql
-from waypost.adapters.sql.submissions import SETTLED
-from waypost.reference import cursor, values
-from waypost.reference.canonical import digest
-from waypost.reference.errors import Forbidden, IdempotencyConflict, InvalidRequest, NotFound
-from waypost.reference.principal import Principal
-from waypost.reference.requests import Ack, parse_ack
-from waypost.reference.service import submissions
+from waypost.reference.domain import cursor, values
+from waypost.reference.domain.canonical import digest
+from waypost.reference.domain.errors import Forbidden, IdempotencyConflict, InvalidRequest, NotFound
+from waypost.reference.domain.principal import Principal
+from waypost.reference.domain.requests import Ack, parse_ack
+from waypost.reference.service import answers, submissions
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.feed import check_binding
+from waypost.reference.storage import acks as sql
+from waypost.reference.storage import feed as feed_sql
+from waypost.reference.storage import submissions as submission_sql
+from waypost.reference.storage.submissions import SETTLED
 
 OPERATION = "receipt.ack"
 
@@ -83,5 +83,5 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         record, sequence = found
         if verdict == "ok":
             ctx.signal.committed(principal.space_id)
-            return await submissions.stable_result(ctx, OPERATION, record, sequence)
+            return await answers.stable_result(ctx, OPERATION, record, sequence)
     return await submissions.replay(ctx, OPERATION, record, sequence)

@@ -12,11 +12,11 @@ import hmac
 import re
 import secrets
 
-from waypost.adapters.sql.tokens import load_token
-from waypost.reference.errors import Unauthenticated
-from waypost.reference.principal import Principal
+from waypost.reference.domain.errors import Unauthenticated
+from waypost.reference.domain.principal import Principal
+from waypost.reference.domain.values import new_id
 from waypost.reference.service.context import Context
-from waypost.reference.values import new_id
+from waypost.reference.storage.tokens import load_token
 
 _BEARER = re.compile(r"Bearer ([A-Za-z0-9_-]{1,96})\.([A-Za-z0-9_-]{16,128})")
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from waypost.adapters.blobs.store import FactsMismatch, ObjectFacts
-from waypost.adapters.sql import messages as message_sql
-from waypost.adapters.sql import submissions as submission_sql
-from waypost.adapters.sql import uploads as sql
-from waypost.reference import parsing, values
-from waypost.reference.canonical import digest
-from waypost.reference.errors import (
+from waypost.reference.domain import parsing, values
+from waypost.reference.domain.canonical import digest
+from waypost.reference.domain.errors import (
     ContentMismatch,
     Forbidden,
     InvalidRequest,
@@ -22,9 +19,13 @@ from waypost.reference.errors import (
     UploadExpired,
     not_found,
 )
-from waypost.reference.principal import Principal
-from waypost.reference.service import submissions
+from waypost.reference.domain.principal import Principal
+from waypost.reference.service import answers, submissions
 from waypost.reference.service.context import Context, Outcome
+from waypost.reference.storage import messages as message_sql
+from waypost.reference.storage import submissions as submission_sql
+from waypost.reference.storage import uploads as sql
+from waypost.reference.storage.blob_store import FactsMismatch, ObjectFacts
 
 PREPARE, COMMIT = "blob.prepare", "blob.commit"
 
@@ -41,12 +42,6 @@ def _text(value: Any, field: str, high: int) -> str:
     return text
 
 
-def prepared_json(upload: sql.UploadRow) -> dict[str, Any]:
-    return {"upload_id": upload.upload_id, "blob_id": upload.blob_id,
-            "upload_url": f"/v1/uploads/{upload.upload_id}/content",
-            "expires_at": values.format_timestamp(upload.expires_at)}
-
-
 async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     """Fix the blob id, the object reference and the expected facts of an upload slot."""
     body = parsing.fields(raw, "", ["request_id", "size", "sha256", "content_type"],
@@ -57,12 +52,12 @@ async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         raise values.over_limit("size", "upload_bytes", ctx.limits.upload_bytes)
     size = values.integer(size, "size", 0, ctx.limits.upload_bytes)
     sha256 = values.sha256_hex(body["sha256"], "sha256")
-    content_type = _text(body["content_type"], "content_type", 255)
+    content_type = _text(body["content_type"], "content_type", values.BLOB_TEXT_BYTES)
     normalised: dict[str, Any] = {"size": size, "sha256": sha256.hex(),
                                   "content_type": content_type}
     filename = None
     if "filename" in body:
-        filename = _text(body["filename"], "filename", 255)
+        filename = _text(body["filename"], "filename", values.BLOB_TEXT_BYTES)
         normalised["filename"] = filename
     _need_write(principal)
     fingerprint = digest(normalised)
@@ -88,12 +83,13 @@ async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         ctx.faults.hit("commit.after")
         if verdict not in ("ok", submission_sql.SETTLED):
             raise submissions.refuse(str(verdict), "upload")
-        outcome = await stable_prepare(ctx, record.submission_id)
+        prepared = replace(record, state="committed", result_status=201)
+        outcome = await answers.stable_result(ctx, PREPARE, prepared, None)
         if verdict == "ok":
             return outcome
         outcome.replayed = True
         return outcome
-    outcome = await stable_prepare(ctx, record.submission_id)
+    outcome = await answers.stable_result(ctx, PREPARE, record, None)
     outcome.replayed = True
     return outcome
 
@@ -111,11 +107,6 @@ async def check_referenceable(ctx: Context, principal: Principal, blob_ids: Sequ
         if blob_id not in allowed:
             raise ReferenceInvalid(f"{rule} sealed blobs of this space that the producer owns "
                                    "or may reference", field=field, blob_id=blob_id)
-
-
-async def stable_prepare(ctx: Context, submission_id: str) -> Outcome:
-    (rows,) = await ctx.driver.read([sql.upload_by_submission(submission_id)])
-    return Outcome(201, prepared_json(sql.upload_from(rows[0])))
 
 
 async def _mine(ctx: Context, principal: Principal, upload_id: str) -> sql.UploadRow:
@@ -182,26 +173,17 @@ async def commit(ctx: Context, principal: Principal, upload_id: str, raw: Any) -
         found = await submissions.find(ctx, principal, COMMIT, request_id)
         assert found is not None
         if verdict == "ok":
-            return await stable_blob(ctx, found[0])
+            return await answers.stable_result(ctx, COMMIT, found[0], None)
         if verdict == "UPLOAD_EXPIRED":
-            raise UploadExpired(submissions.RECORDED_MESSAGES["UPLOAD_EXPIRED"])
+            raise UploadExpired(answers.RECORDED_MESSAGES["UPLOAD_EXPIRED"])
     record = found[0] if found else record
     if record.state == "failed":
-        error = UploadExpired(submissions.RECORDED_MESSAGES["UPLOAD_EXPIRED"])
+        error = UploadExpired(answers.RECORDED_MESSAGES["UPLOAD_EXPIRED"])
         error.replayed = True
         raise error
-    outcome = await stable_blob(ctx, record)
+    outcome = await answers.stable_result(ctx, COMMIT, record, None)
     outcome.replayed = True
     return outcome
-
-
-async def stable_blob(ctx: Context, record: submission_sql.SubmissionRecord) -> Outcome:
-    """The answer of a committed ``blob.commit``, rebuilt from the immutable blob row."""
-    assert record.blob_id is not None
-    (rows,) = await ctx.driver.read([sql.blob_by_id(record.blob_id)])
-    blob_id, _owner, _ref, size, sha256, content_type, _name, _sealed = rows[0]
-    return Outcome(200, {"blob_id": blob_id, "size": size, "sha256": sha256.hex(),
-                         "content_type": content_type})
 
 
 async def _readable(ctx: Context, principal: Principal, blob_id: str) -> tuple[Any, ...]:

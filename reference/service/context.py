@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from waypost.adapters.blobs.store import BlobStore
-from waypost.adapters.sql.driver import Driver
-from waypost.reference.clock import SystemClock
-from waypost.reference.faults import Faults
-from waypost.reference.limits import Limits
+from waypost.reference.domain.clock import SystemClock
+from waypost.reference.domain.faults import Faults
+from waypost.reference.domain.limits import Limits
+from waypost.reference.storage.blob_store import BlobStore
+from waypost.reference.storage.driver import Driver
 
 
 @dataclass
@@ -30,6 +31,11 @@ class FeedSignal:
 
     def event(self, space_id: str) -> asyncio.Event:
         return self._events.setdefault(space_id, asyncio.Event())
+
+    async def wait(self, event: asyncio.Event, seconds: float) -> None:
+        """Until ``event`` is set (something was committed) or ``seconds`` pass."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), seconds)
 
     def committed(self, space_id: str) -> None:
         event = self._events.pop(space_id, None)

@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from waypost.adapters.sql import control as sql
-from waypost.adapters.sql.plan import CommitPlan
-from waypost.reference import parsing, values
-from waypost.reference.canonical import digest
-from waypost.reference.errors import IdempotencyConflict, InvalidRequest, NotFound, WaypostError
-from waypost.reference.grants import parse_grants
-from waypost.reference.principal import FILTER_DIMENSIONS
+from waypost.reference.domain import parsing, values
+from waypost.reference.domain.canonical import digest
+from waypost.reference.domain.errors import IdempotencyConflict, InvalidRequest, NotFound, WaypostError
+from waypost.reference.domain.grants import parse_grants
+from waypost.reference.domain.principal import FILTER_DIMENSIONS
 from waypost.reference.service.auth import new_token, token_digest
 from waypost.reference.service.context import Context, Outcome
+from waypost.reference.storage import control as sql
+from waypost.reference.storage.plan import CommitPlan
 
 ACTOR_KINDS = ("agent", "human", "service")
 VIEWS = ("inbox", "space_log")
@@ -78,7 +78,7 @@ def _filter(raw: Any, field: str) -> dict[str, tuple[str, ...]]:
         if dimension == "item_types":
             def check(value: Any, where: str) -> str:
                 return parsing.one_of(value, where, ITEM_TYPES)
-        entries = parsing.items(listed, parsing.at(field, dimension), check, high=100)
+        entries = parsing.items(listed, parsing.at(field, dimension), check, high=values.FILTER_ENTRIES)
         if entries:
             result[dimension] = tuple(sorted(set(entries)))
     return result

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 from typing import Any
 
-from waypost.adapters.sql import feed as sql
-from waypost.reference import cursor, values
-from waypost.reference.errors import (
+from waypost.reference.domain import cursor, values
+from waypost.reference.domain.errors import (
     CursorInvalid,
     CursorStale,
     Forbidden,
@@ -18,8 +16,9 @@ from waypost.reference.errors import (
     Unauthenticated,
     WaypostError,
 )
-from waypost.reference.principal import Principal
+from waypost.reference.domain.principal import Principal
 from waypost.reference.service.context import Context, Outcome
+from waypost.reference.storage import feed as sql
 
 
 def mint(ctx: Context, principal: Principal, position: int) -> str:
@@ -120,8 +119,7 @@ async def read_feed(ctx: Context, principal: Principal, cursor_text: str | None,
         remaining = deadline - loop.time()
         if rows or remaining <= 0:
             break
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(woken.wait(), remaining)
+        await ctx.signal.wait(woken, remaining)
     items = [item_json(row) for row in rows[:limit]]
     last = int(rows[limit - 1][0] if len(rows) > limit else rows[-1][0]) if rows else position
     return Outcome(200, {"items": items, "next_cursor": mint(ctx, principal, last),

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from waypost.adapters.sql import listings as sql
-from waypost.reference import values
-from waypost.reference.errors import not_found
+from waypost.reference.domain import values
+from waypost.reference.domain.errors import not_found
 from waypost.reference.service.context import Context, Outcome
+from waypost.reference.storage import listings as sql
 
 _time = values.format_timestamp
 

@@ -7,12 +7,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from waypost.adapters.blobs.store import one_chunk
-from waypost.adapters.sql import memory as sql
-from waypost.adapters.sql import submissions as submission_sql
-from waypost.reference import cursor, values
-from waypost.reference.canonical import canonical_json, digest
-from waypost.reference.errors import (
+from waypost.reference.domain import cursor, values
+from waypost.reference.domain.canonical import canonical_json, digest
+from waypost.reference.domain.errors import (
     CursorInvalid,
     Forbidden,
     InvalidRequest,
@@ -21,17 +18,25 @@ from waypost.reference.errors import (
     from_code,
     not_found,
 )
-from waypost.reference.memory_requests import Changes, PublishMemory, parse_manifest_input, parse_publish
-from waypost.reference.memory_state import (
+from waypost.reference.domain.memory_requests import (
+    Changes,
+    PublishMemory,
+    parse_manifest_input,
+    parse_publish,
+)
+from waypost.reference.domain.memory_state import (
     EMPTY_FINGERPRINT,
     Entry,
     fingerprint_and_manifest,
     next_state,
 )
-from waypost.reference.principal import Principal
-from waypost.reference.service import blobs, submissions
+from waypost.reference.domain.principal import Principal
+from waypost.reference.service import answers, blobs, submissions
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.feed import parse_limit
+from waypost.reference.storage import memory as sql
+from waypost.reference.storage import submissions as submission_sql
+from waypost.reference.storage.blob_store import one_chunk
 
 OPERATION = "memory.publish"
 
@@ -205,7 +210,7 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
     assert found is not None
     if verdict == submission_sql.SETTLED:
         return await submissions.replay(ctx, OPERATION, found[0], None)
-    outcome = await submissions.stable_result(ctx, OPERATION, found[0], None)
+    outcome = await answers.stable_result(ctx, OPERATION, found[0], None)
     if outcome.status >= 400:  # the recorded conflict, in the very words a replay will use
         recorded = outcome.body["error"]
         raise from_code(recorded["code"], recorded["message"], recorded["details"])
@@ -223,7 +228,7 @@ async def _fail(ctx: Context, principal: Principal, request: PublishMemory,
     assert found is not None
     if verdict == submission_sql.SETTLED:
         return await submissions.replay(ctx, OPERATION, found[0], None)
-    failed = (await submissions.stable_result(ctx, OPERATION, found[0], None)).body["error"]
+    failed = (await answers.stable_result(ctx, OPERATION, found[0], None)).body["error"]
     raise from_code(failed["code"], failed["message"], failed["details"])
 
 
@@ -242,15 +247,6 @@ async def _prepare(ctx: Context, principal: Principal, record: submission_sql.Su
     if verdict not in ("ok", "NOT_RESERVED"):
         raise submissions.refuse(str(verdict))
     ctx.faults.hit("prepare.after")
-
-
-def stable_publish(record: submission_sql.SubmissionRecord) -> dict[str, Any]:
-    """The body of a committed publish: new revision, or the unchanged head."""
-    assert record.revision is not None
-    if record.result_status == 201:
-        return {"revision": record.revision, "parent_revision": record.revision - 1,
-                "changed": True}
-    return {"revision": record.revision, "changed": False}
 
 
 async def read_collection(ctx: Context, principal: Principal, collection_id: str) -> Outcome:

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from typing import Any
 
-from waypost.adapters.blobs.store import one_chunk
-from waypost.adapters.sql import messages as sql
-from waypost.adapters.sql import submissions as submission_sql
-from waypost.reference import values
-from waypost.reference.canonical import canonical_json, digest
-from waypost.reference.errors import Forbidden, NotFound, not_found
-from waypost.reference.principal import Principal
-from waypost.reference.requests import SendMessage, parse_send
-from waypost.reference.service import blobs, submissions
+from waypost.reference.domain import values
+from waypost.reference.domain.canonical import canonical_json, digest
+from waypost.reference.domain.errors import Forbidden, NotFound, not_found
+from waypost.reference.domain.principal import Principal
+from waypost.reference.domain.requests import SendMessage, parse_send
+from waypost.reference.service import answers, blobs, submissions
 from waypost.reference.service.context import Context, Outcome
+from waypost.reference.storage import messages as sql
+from waypost.reference.storage import submissions as submission_sql
+from waypost.reference.storage.blob_store import one_chunk
 
 OPERATION = "message.send"
 
@@ -120,10 +121,8 @@ async def _resume(ctx: Context, principal: Principal, request: SendMessage,
         raise submissions.refuse(str(verdict), "message")
     ctx.signal.committed(principal.space_id)
     assert isinstance(committed_at, int)
-    return Outcome(201, {"message_id": record.resource_id, "thread_id": record.thread_id,
-                         "feed_item_id": record.feed_item_id,
-                         "sequence": values.sequence_text(int(sequence)),
-                         "committed_at": values.format_timestamp(committed_at)})
+    committed = replace(record, state="committed", result_status=201, committed_at=committed_at)
+    return await answers.stable_result(ctx, OPERATION, committed, int(sequence))
 
 
 async def read_message(ctx: Context, principal: Principal, message_id: str) -> Outcome:

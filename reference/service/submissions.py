@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from waypost.adapters.sql import submissions as sql
-from waypost.reference import values
-from waypost.reference.errors import (
+from waypost.reference.domain import values
+from waypost.reference.domain.errors import (
     IdempotencyConflict,
     Unauthenticated,
     WaypostError,
     from_code,
     not_found,
 )
-from waypost.reference.principal import Principal
+from waypost.reference.domain.principal import Principal
+from waypost.reference.service import answers
 from waypost.reference.service.context import Context, Outcome
-
-#: How a recorded failure reads, in its first answer and in every replay alike.
-RECORDED_MESSAGES = {
-    "REVISION_CONFLICT": "expected_revision is not the collection's head",
-    "UPLOAD_EXPIRED": "the upload expired before it was sealed",
-    "INVALID_REQUEST": "the input is invalid on the collection's head",
-}
-
-OPERATIONS = ("message.send", "receipt.ack", "blob.prepare", "blob.commit", "memory.publish")
+from waypost.reference.storage import submissions as sql
 
 
 async def find(ctx: Context, principal: Principal, operation: str,
@@ -53,49 +42,10 @@ def check_fingerprint(record: sql.SubmissionRecord, fingerprint: bytes) -> None:
                                   field="request_id")
 
 
-async def stable_result(ctx: Context, operation: str, record: sql.SubmissionRecord,
-                        sequence: int | None) -> Outcome:
-    """Rebuild a final submission's original answer from its fixed columns and rows."""
-    if record.state == "failed":
-        assert record.error_code is not None
-        assert record.result_status is not None
-        error = from_code(record.error_code, RECORDED_MESSAGES.get(
-            record.error_code, "the recorded result of this request"),
-                          json.loads(record.error_detail or "{}"))
-        return Outcome(record.result_status, error.envelope())
-    assert record.result_status is not None
-    assert record.committed_at is not None
-    body: dict[str, Any]
-    if operation == "message.send":
-        assert sequence is not None
-        body = {"message_id": record.resource_id, "thread_id": record.thread_id,
-                "feed_item_id": record.feed_item_id,
-                "sequence": values.sequence_text(sequence),
-                "committed_at": values.format_timestamp(record.committed_at)}
-    elif operation == "receipt.ack":
-        (rows,) = await ctx.driver.read([sql.ack_items_statement(record.submission_id)])
-        checkpoint = record.checkpoint_sequence
-        body = {"items": [{"item_id": item_id, "stage": stage, "receipt_version": version,
-                           "changed": bool(changed)} for item_id, stage, version, changed in rows],
-                "checkpoint_sequence": None if checkpoint is None
-                else values.sequence_text(checkpoint)}
-    elif operation in ("blob.prepare", "blob.commit"):
-        from waypost.reference.service import blobs  # blobs builds on this module
-
-        if operation == "blob.prepare":
-            return await blobs.stable_prepare(ctx, record.submission_id)
-        return await blobs.stable_blob(ctx, record)
-    else:
-        from waypost.reference.service import memory  # memory builds on this module
-
-        body = memory.stable_publish(record)
-    return Outcome(record.result_status, body)
-
-
 async def replay(ctx: Context, operation: str, record: sql.SubmissionRecord,
                  sequence: int | None) -> Outcome:
     """The stored result again, marked ``Waypost-Replayed: true`` (errors too)."""
-    outcome = await stable_result(ctx, operation, record, sequence)
+    outcome = await answers.stable_result(ctx, operation, record, sequence)
     if outcome.status >= 400:
         error = from_code(outcome.body["error"]["code"], outcome.body["error"]["message"],
                           outcome.body["error"]["details"])
@@ -122,7 +72,7 @@ def refuse(verdict: str, what: str = "resource") -> WaypostError:
 
 async def lookup(ctx: Context, principal: Principal, operation: str, request_id: str) -> Outcome:
     """``GET /v1/submissions/{operation}/{request_id}``: the caller's own key only."""
-    if operation not in OPERATIONS:
+    if operation not in answers.OPERATIONS:
         raise not_found("submission")
     rid = values.request_id(request_id)
     found = await find(ctx, principal, operation, rid)
@@ -131,7 +81,7 @@ async def lookup(ctx: Context, principal: Principal, operation: str, request_id:
     record, sequence = found
     result = None
     if not record.pending:
-        outcome = await stable_result(ctx, operation, record, sequence)
+        outcome = await answers.stable_result(ctx, operation, record, sequence)
         result = {"status": outcome.status, "body": outcome.body}
     return Outcome(200, {"operation": operation, "request_id": rid,
                          "state": "pending" if record.pending else record.state,

@@ -6,13 +6,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from waypost.adapters.sql.authority import NOT_LIVE, authority_params
-from waypost.adapters.sql.control import json_list
-from waypost.adapters.sql.driver import Driver
-from waypost.adapters.sql.plan import (
+from waypost.reference.domain.principal import Principal
+from waypost.reference.storage.authority import NOT_LIVE, authority_params
+from waypost.reference.storage.control import json_list
+from waypost.reference.storage.driver import Driver
+from waypost.reference.storage.plan import (
     GUARD_OK,
     SEQUENCE,
     CommitPlan,
+    Row,
     SqlValue,
     Statement,
     guard,
@@ -22,7 +24,6 @@ from waypost.adapters.sql.plan import (
     stmt,
     verdict_read,
 )
-from waypost.reference.principal import Principal
 
 SETTLED = "SETTLED"
 
@@ -196,15 +197,32 @@ def recipients_statement(submission_id: str) -> Statement:
                    ORDER BY actor_id""", {"sid": submission_id})
 
 
+@dataclass(frozen=True)
+class AckLine:
+    """One item of a committed ACK as recorded: the stage and version it has after the ACK."""
+
+    item_id: str
+    stage: str
+    receipt_version: int
+    changed: bool
+
+
 def ack_items_statement(submission_id: str) -> Statement:
-    """Per-item ACK results as recorded at commit: ``(item_id, stage, version, changed)``."""
+    """Per-item ACK results as recorded at commit, decoded by :func:`ack_line_from`."""
     return stmt(f"""
         SELECT item_id,
-               CASE WHEN {ADVANCED} THEN requested_stage ELSE prior_stage END,
-               CASE WHEN {ADVANCED} THEN prior_version + 1 ELSE prior_version END,
-               {ADVANCED}
+               CASE WHEN {ADVANCED} THEN requested_stage ELSE prior_stage END AS stage,
+               CASE WHEN {ADVANCED} THEN prior_version + 1 ELSE prior_version END
+                   AS receipt_version,
+               {ADVANCED} AS changed
         FROM submission_ack_items WHERE submission_id = :sid ORDER BY position""",
         {"sid": submission_id})
+
+
+def ack_line_from(row: Row) -> AckLine:
+    """Decode a row of :func:`ack_items_statement`."""
+    item_id, stage, version, changed = row
+    return AckLine(item_id, stage, int(version), bool(changed))
 
 
 def stage_rank(column: str) -> str:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from waypost.reference import parsing, values
-from waypost.reference.errors import InvalidRequest
-from waypost.reference.limits import Limits
-from waypost.reference.memory_state import ItemInput
+from waypost.reference.domain import parsing, values
+from waypost.reference.domain.errors import InvalidRequest
+from waypost.reference.domain.limits import Limits
+from waypost.reference.domain.memory_state import ItemInput
 
 MODES = ("snapshot", "delta")
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from waypost.reference.canonical import digest
-from waypost.reference.grants import Grants
+from waypost.reference.domain.canonical import digest
+from waypost.reference.domain.grants import Grants
 
 FILTER_DIMENSIONS = ("producer_ids", "thread_ids", "item_types", "collection_ids")
 

@@ -17,8 +17,8 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, hmac
 
-from waypost.reference.canonical import canonical_json
-from waypost.reference.errors import CursorInvalid
+from waypost.reference.domain.canonical import canonical_json
+from waypost.reference.domain.errors import CursorInvalid
 
 VERSION = "v1"
 _CONTEXT = b"waypost-cursor-v1\x00"

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from waypost.reference.canonical import canonical_json, digest
-from waypost.reference.errors import InvalidRequest
+from waypost.reference.domain.canonical import canonical_json, digest
+from waypost.reference.domain.errors import InvalidRequest
 
 MANIFEST_VERSION = 1
 

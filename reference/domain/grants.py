@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from waypost.reference import parsing, values
-from waypost.reference.canonical import digest
-from waypost.reference.errors import InvalidRequest
+from waypost.reference.domain import parsing, values
+from waypost.reference.domain.canonical import digest
+from waypost.reference.domain.errors import InvalidRequest
 
 SCOPES = (
     "message.send", "message.read", "space.observe", "receipt.write", "memory.write",

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from waypost.adapters.sql.driver import Driver
-from waypost.adapters.sql.plan import (
+from waypost.reference.storage.driver import Driver
+from waypost.reference.storage.plan import (
     GUARD_OK,
     CommitPlan,
     SqlValue,

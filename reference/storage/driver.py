@@ -5,11 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from waypost.adapters.sql.plan import CommitPlan, Row, Statement
-
-
-class StorageUnavailable(Exception):
-    """A temporary storage failure (busy, I/O, unreachable): the request may be retried."""
+from waypost.reference.storage.plan import CommitPlan, Row, Statement
 
 
 class Driver(Protocol):

@@ -12,8 +12,8 @@ import secrets
 from datetime import UTC, datetime, timedelta
 from typing import Any, NewType
 
-from waypost.reference.canonical import canonical_json
-from waypost.reference.errors import InvalidRequest, ResourceLimit
+from waypost.reference.domain.canonical import canonical_json
+from waypost.reference.domain.errors import InvalidRequest, ResourceLimit
 
 ObjectId = NewType("ObjectId", str)
 RequestId = NewType("RequestId", str)
@@ -25,8 +25,16 @@ MAX_SUBJECT_BYTES = 256
 MAX_METADATA_BYTES = 4096
 MAX_PATH_BYTES = 1024
 
-_OBJECT_ID = re.compile(r"[A-Za-z0-9_-]{1,96}")
-_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+#: The grammar of ids, shared with the OpenAPI document.
+OBJECT_ID_PATTERN = "[A-Za-z0-9_-]{1,96}"
+REQUEST_ID_PATTERN = "[A-Za-z0-9._:-]{1,128}"
+#: Entries per dimension of a consumer filter.
+FILTER_ENTRIES = 100
+#: UTF-8 bytes of a blob's ``content_type`` and ``filename``.
+BLOB_TEXT_BYTES = 255
+
+_OBJECT_ID = re.compile(OBJECT_ID_PATTERN)
+_REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
 _SEQUENCE = re.compile(r"0|[1-9][0-9]{0,18}")
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})")
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from waypost.adapters.sql.plan import SqlValue
-from waypost.reference.principal import Principal
+from waypost.reference.domain.principal import Principal
+from waypost.reference.storage.plan import SqlValue
 
 #: True when the token, its actor and its consumer are no longer live at ``:now``.
 NOT_LIVE = """NOT EXISTS (

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from waypost.adapters.sql.authority import authority_cases, authority_params
-from waypost.adapters.sql.feed import FILTERED, VISIBLE, visibility_params
-from waypost.adapters.sql.messages import sequence_exhausted
-from waypost.adapters.sql.plan import (
+from waypost.reference.domain.principal import Principal
+from waypost.reference.storage.authority import authority_cases, authority_params
+from waypost.reference.storage.feed import FILTERED, VISIBLE, visibility_params
+from waypost.reference.storage.messages import sequence_exhausted
+from waypost.reference.storage.plan import (
     GUARD_OK,
     CommitPlan,
     SqlValue,
@@ -19,8 +20,7 @@ from waypost.adapters.sql.plan import (
     plan,
     verdict_read,
 )
-from waypost.adapters.sql.submissions import ADVANCED, SETTLED_CASE
-from waypost.reference.principal import Principal
+from waypost.reference.storage.submissions import ADVANCED, SETTLED_CASE
 
 _OTHER_CONSUMER = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
                    " AND resource_id = :consumer_id)", "OTHER_CONSUMER")

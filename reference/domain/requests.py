@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from waypost.reference import parsing, values
-from waypost.reference.errors import InvalidRequest
-from waypost.reference.limits import Limits
+from waypost.reference.domain import parsing, values
+from waypost.reference.domain.errors import InvalidRequest
+from waypost.reference.domain.limits import Limits
 
 MESSAGE_KINDS = ("info", "question", "result", "todo_suggestion", "memory_notice",
                  "processing_result")

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from waypost.adapters.sql.authority import NOT_LIVE, authority_params
-from waypost.adapters.sql.control import json_list
-from waypost.adapters.sql.plan import SEQUENCE, SqlValue, Statement, stmt
-from waypost.reference.principal import Principal
+from waypost.reference.domain.principal import Principal
+from waypost.reference.storage.authority import NOT_LIVE, authority_params
+from waypost.reference.storage.control import json_list
+from waypost.reference.storage.plan import SEQUENCE, SqlValue, Statement, stmt
 
 FEED_COLUMNS = f"""{SEQUENCE}, f.item_id, f.item_type, f.producer_id, f.thread_id,
     f.resource_id, f.collection_id, f.committed_at,

@@ -34,7 +34,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _gateway(args: argparse.Namespace) -> int:
-    from waypost.adapters.d1.local import GatewayError, prepare
+    from waypost.gateway import GatewayError, prepare
 
     secret = os.environ.get("WAYPOST_GATEWAY_SECRET")
     if not secret:
@@ -77,7 +77,7 @@ def _gc(args: argparse.Namespace) -> int:
 
 
 def _bootstrap(args: argparse.Namespace) -> int:
-    from waypost.reference.bootstrap import bootstrap
+    from waypost.bootstrap import bootstrap
 
     token = args.admin_token or os.environ.get("WAYPOST_ADMIN_TOKEN")
     if not token:
@@ -106,8 +106,8 @@ def _bench_publish(args: argparse.Namespace) -> int:
 
 
 def _bench_d1(args: argparse.Namespace) -> int:
-    from waypost.adapters.d1.bench import bench_d1
-    from waypost.adapters.d1.local import GatewayError
+    from waypost.bench_d1 import bench_d1
+    from waypost.gateway import GatewayError
 
     try:
         bench_d1(args.repeats, args.json)

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from waypost.reference.errors import InvalidRequest, ResourceLimit
+from waypost.reference.domain.errors import InvalidRequest, ResourceLimit
 
 T = TypeVar("T")
 

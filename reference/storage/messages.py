@@ -8,9 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from waypost.adapters.sql.authority import authority_cases, authority_params
-from waypost.adapters.sql.control import json_list
-from waypost.adapters.sql.plan import (
+from waypost.reference.domain.principal import Principal
+from waypost.reference.domain.values import MAX_SEQUENCE
+from waypost.reference.storage.authority import authority_cases, authority_params
+from waypost.reference.storage.control import json_list
+from waypost.reference.storage.plan import (
     GUARD_OK,
     SEQUENCE,
     CommitPlan,
@@ -23,9 +25,7 @@ from waypost.adapters.sql.plan import (
     stmt,
     verdict_read,
 )
-from waypost.adapters.sql.submissions import SETTLED_CASE
-from waypost.reference.principal import Principal
-from waypost.reference.values import MAX_SEQUENCE
+from waypost.reference.storage.submissions import SETTLED_CASE
 
 
 def sequence_exhausted(count: str) -> tuple[str, str]:

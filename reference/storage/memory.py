@@ -11,9 +11,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from waypost.adapters.sql.authority import NOT_LIVE, authority_cases, authority_params
-from waypost.adapters.sql.messages import sequence_exhausted
-from waypost.adapters.sql.plan import (
+from waypost.reference.domain.principal import Principal
+from waypost.reference.domain.values import MAX_REVISION
+from waypost.reference.storage.authority import NOT_LIVE, authority_cases, authority_params
+from waypost.reference.storage.messages import sequence_exhausted
+from waypost.reference.storage.plan import (
     GUARD_OK,
     SEQUENCE,
     CommitPlan,
@@ -26,9 +28,7 @@ from waypost.adapters.sql.plan import (
     stmt,
     verdict_read,
 )
-from waypost.adapters.sql.submissions import SETTLED_CASE, settle_on_verdict
-from waypost.reference.principal import Principal
-from waypost.reference.values import MAX_REVISION
+from waypost.reference.storage.submissions import SETTLED_CASE, settle_on_verdict
 
 #: Staged inputs per INSERT statement, one JSON parameter each: at most this many inputs and
 #: this many bytes of JSON (D1 takes values up to 2,000,000 bytes), so any publish is a few

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from waypost.adapters.sql.driver import Driver
-from waypost.adapters.sql.plan import stmt
-from waypost.reference.grants import Grants
-from waypost.reference.principal import ConsumerView, Principal
+from waypost.reference.domain.grants import Grants
+from waypost.reference.domain.principal import ConsumerView, Principal
+from waypost.reference.storage.driver import Driver
+from waypost.reference.storage.plan import stmt
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from waypost.adapters.sql.plan import Statement, stmt
+from waypost.reference.storage.plan import Statement, stmt
 
 
 def spaces() -> Statement:

@@ -17,7 +17,7 @@ import os
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from waypost.adapters.sql.driver import StorageUnavailable
+from waypost.reference.domain.errors import StorageUnavailable
 
 POINTS = ("reserve.after", "object.after_write", "prepare.after", "commit.before",
           "commit.after", "response.before", "upload.after_store", "seal.before_commit",

@@ -117,3 +117,7 @@ def from_code(code: str, message: str, details: JsonObject | None = None) -> Way
 def not_found(what: str = "resource") -> NotFound:
     """The one answer for nonexistent, invisible and foreign objects (P01): same text for all."""
     return NotFound(f"{what} not found")
+
+
+class StorageUnavailable(Exception):
+    """A temporary storage failure (busy, I/O, unreachable): the request may be retried."""

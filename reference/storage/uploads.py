@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from waypost.adapters.sql.authority import authority_cases, authority_params
-from waypost.adapters.sql.plan import (
+from waypost.reference.domain.principal import Principal
+from waypost.reference.storage.authority import authority_cases, authority_params
+from waypost.reference.storage.plan import (
     GUARD_OK,
     CommitPlan,
     Row,
@@ -20,8 +21,7 @@ from waypost.adapters.sql.plan import (
     stmt,
     verdict_read,
 )
-from waypost.adapters.sql.submissions import SETTLED_CASE, settle_on_verdict
-from waypost.reference.principal import Principal
+from waypost.reference.storage.submissions import SETTLED_CASE, settle_on_verdict
 
 UPLOAD_COLUMNS = """u.upload_id, u.blob_id, u.owner_id, u.expected_size, u.expected_sha256,
     u.content_type, u.filename, u.object_ref, u.expires_at, u.state"""
@@ -143,15 +143,36 @@ def seal(principal: Principal, now: int, submission_id: str, upload_id: str) -> 
 
 
 def blob_statement(space_id: str, blob_id: str) -> Statement:
-    return stmt("""SELECT blob_id, owner_id, object_ref, size, sha256, content_type, filename,
-                       sealed_at FROM blobs WHERE space_id = :space_id AND blob_id = :blob_id""",
+    return stmt(f"SELECT {BLOB_COLUMNS} FROM blobs WHERE space_id = :space_id AND blob_id = :blob_id",
                 {"space_id": space_id, "blob_id": blob_id})
+
+
+@dataclass(frozen=True)
+class BlobRow:
+    """A sealed blob: its immutable verified facts."""
+
+    blob_id: str
+    owner_id: str
+    object_ref: str
+    size: int
+    sha256: bytes
+    content_type: str
+    filename: str | None
+    sealed_at: int
+
+
+BLOB_COLUMNS = "blob_id, owner_id, object_ref, size, sha256, content_type, filename, sealed_at"
+
+
+def blob_from(row: Row) -> BlobRow:
+    """Decode :data:`BLOB_COLUMNS`."""
+    return BlobRow(*row)
 
 
 def blob_by_id(blob_id: str) -> Statement:
     """A blob by its (globally unique, server-generated) id, for rebuilding stable results."""
-    return stmt("""SELECT blob_id, owner_id, object_ref, size, sha256, content_type, filename,
-                       sealed_at FROM blobs WHERE blob_id = :blob_id""", {"blob_id": blob_id})
+    return stmt(f"SELECT {BLOB_COLUMNS} FROM blobs WHERE blob_id = :blob_id",
+                {"blob_id": blob_id})
 
 
 def blob_readers_statement(principal: Principal, blob_id: str) -> Statement:

@@ -31,9 +31,9 @@ with warnings.catch_warnings():  # starlette's notice about httpx is not ours to
     from starlette.testclient import TestClient
 
 from waypost.adapters.d1.driver import D1Driver
-from waypost.adapters.d1.local import local_d1
-from waypost.adapters.sql.plan import Statement
+from waypost.gateway import local_d1
 from waypost.reference.server import Settings, build_app
+from waypost.reference.storage.plan import Statement
 
 ADMIN = secrets.token_urlsafe(16)
 SCOPES = ["message.send", "message.read", "receipt.write", "memory.write", "memory.read",
