@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 from collections.abc import Iterator
@@ -14,6 +15,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 from starlette.testclient import TestClient
 
+from waypost.reference.domain.grants import Grants
+from waypost.reference.domain.principal import ConsumerView, Principal
 from waypost.reference.server import Settings, build_app
 
 # Profiles: dev (fast, the default), ci (CI sets HYPOTHESIS_PROFILE=ci), thorough (long runs).
@@ -147,3 +150,117 @@ def api(client: TestClient) -> Api:
     api.space("s1")
     api.space("s2", ("dave", "erin"))
     return api
+
+
+@pytest.fixture
+def hooked(data_dir: Path) -> Iterator[Api]:
+    """The API with test hooks on (a server clock that tests can advance)."""
+    app = build_app(Settings(data_dir, ADMIN_TOKEN, test_hooks=True, sweep_seconds=0))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        api = Api(client)
+        api.space("s1")
+        api.space("s2", ("dave", "erin"))
+        yield api
+
+
+# ----- shared helpers: errors, blobs, memory, a principal for statement tests ---------------
+
+
+def must_fail(response: Any, status: int, code: str, field: str | None = None) -> dict[str, Any]:
+    """The error envelope of a refused request, checked for its status, code and field."""
+    assert response.status_code == status, response.text
+    error: dict[str, Any] = response.json()["error"]
+    assert error["code"] == code
+    if field is not None:
+        assert error["details"].get("field") == field
+    return error
+
+
+def prepare(api: Api, who: str, content: bytes, **extra: Any) -> dict[str, Any]:
+    body = {"request_id": rid("prep"), "size": len(content),
+            "sha256": hashlib.sha256(content).hexdigest(), "content_type": "text/plain", **extra}
+    response = api.as_(who, "POST", "/v1/blobs", body)
+    assert response.status_code == 201, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def put(api: Api, who: str, upload_id: str, content: bytes) -> Any:
+    return api.client.put(f"/v1/uploads/{upload_id}/content", content=content,
+                          headers={"Authorization": f"Bearer {api.tokens[who]}"})
+
+
+def seal(api: Api, who: str, upload_id: str, request_id: str | None = None) -> Any:
+    return api.as_(who, "POST", f"/v1/uploads/{upload_id}/commit",
+                   {"request_id": request_id or rid("seal")})
+
+
+def sealed_blob(api: Api, who: str, content: bytes) -> str:
+    slot = prepare(api, who, content)
+    assert put(api, who, slot["upload_id"], content).status_code == 200
+    answer = seal(api, who, slot["upload_id"])
+    assert answer.status_code == 200, answer.text
+    blob_id: str = answer.json()["blob_id"]
+    return blob_id
+
+
+def content_of(api: Api, who: str, blob_id: str) -> Any:
+    return api.client.get(f"/v1/blobs/{blob_id}/content",
+                          headers={"Authorization": f"Bearer {api.tokens[who]}"})
+
+
+NOTES = "/v1/collections/notes"
+
+
+@pytest.fixture
+def mem(api: Api) -> Api:
+    return with_notes(api)
+
+
+def with_notes(api: Api) -> Api:
+    """Space s1: collection ``notes`` of alice; ``writer`` (alice) may write and read it,
+    ``reader`` (bob) may read it, ``bob`` (no grant) may not; s2 is another space."""
+    api.tokens["bob"] = api.tokens["s1/bob"]
+    api.must_admin("POST", "/admin/v1/spaces/s1/collections", {
+        "request_id": rid(), "collection_id": "notes", "source_actor_id": "alice",
+        "scope": "project notes"})
+    api.must_admin("POST", "/admin/v1/spaces/s2/collections", {
+        "request_id": rid(), "collection_id": "notes", "source_actor_id": "dave", "scope": "x"})
+    api.token("s1", "alice", "alice-inbox", name="writer", collections=[
+        {"collection_id": "notes", "actions": ["read", "write"]}])
+    api.token("s1", "bob", "bob-inbox", name="reader", collections=[
+        {"collection_id": "notes", "actions": ["read"]}])
+    api.token("s2", "dave", "dave-inbox", name="dave-writer", collections=[
+        {"collection_id": "notes", "actions": ["read", "write"]}])
+    return api
+
+
+def publish(api: Api, expected: int, mode: str = "delta", who: str = "writer",
+            request_id: str | None = None, **fields: Any) -> Any:
+    body = {"request_id": request_id or rid("pub"), "expected_revision": expected, "mode": mode,
+            **fields}
+    return api.as_(who, "POST", f"{NOTES}/revisions", body)
+
+
+def item(item_id: str, blob_id: str, path: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"item_id": item_id, "path": path or f"{item_id}.md", "blob_id": blob_id, **extra}
+
+
+def entries(api: Api, revision: int, who: str = "reader", limit: int = 100,
+            tombstones: bool = True) -> list[dict[str, Any]]:
+    """Every entry of a revision, page by page."""
+    params: dict[str, Any] = {"limit": limit, "include_tombstones": str(tombstones).lower()}
+    found: list[dict[str, Any]] = []
+    while True:
+        page = api.as_(who, "GET", f"{NOTES}/revisions/{revision}/items", params=params)
+        assert page.status_code == 200, page.text
+        found += page.json()["items"]
+        if not page.json()["has_more"]:
+            return found
+        params["cursor"] = page.json()["next_cursor"]
+
+
+PRINCIPAL = Principal(
+    "tok_x", "s1", "bob", 1, ConsumerView("bob-inbox", "inbox", 1), Grants(
+        frozenset({"message.read", "memory.read", "space.observe"}), True, frozenset(),
+        frozenset(), frozenset()), b"\0" * 32, None)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import Api, rid
-from tests.test_control_plane import _error
+from tests.conftest import Api, must_fail, rid
 
 
 def ack(api: Api, who: str, items: list[tuple[str, str]], cursor: str | None = None,
@@ -61,7 +60,7 @@ def test_one_invisible_item_rejects_the_whole_batch(api: Api) -> None:
     cursor = api.feed("s1/bob")["next_cursor"]
     for bad in (not_mine, foreign, "fi_missing"):
         answer = ack(api, "s1/bob", [(mine, "received"), (bad, "received")], cursor)
-        error = _error(answer, 404, "NOT_FOUND", "items[1].item_id")
+        error = must_fail(answer, 404, "NOT_FOUND", "items[1].item_id")
         assert error["details"]["item_id"] == bad
     assert receipts(api, "s1/alice") == []
     assert [i["item_id"] for i in api.feed("s1/bob")["items"]] == [mine]  # checkpoint unmoved
@@ -79,7 +78,7 @@ def test_receipt_items_cannot_be_acknowledged(api: Api) -> None:
     item = api.must_send("s1/alice", recipient_ids=["bob"])["feed_item_id"]
     ack(api, "s1/bob", [(item, "received")])
     receipt_item = api.all_items("s1/alice")[0]["item_id"]
-    _error(ack(api, "s1/alice", [(receipt_item, "received")]), 400, "INVALID_REQUEST",
+    must_fail(ack(api, "s1/alice", [(receipt_item, "received")]), 400, "INVALID_REQUEST",
            "items[0].item_id")
 
 
@@ -99,7 +98,7 @@ def test_replay_is_stable_after_later_advances(api: Api) -> None:
     again = ack(api, "s1/bob", [(item, "received")], request_id="stable")
     assert again.json() == first.json()
     assert again.headers["Waypost-Replayed"] == "true"
-    _error(ack(api, "s1/bob", [(item, "processed")], request_id="stable"), 409,
+    must_fail(ack(api, "s1/bob", [(item, "processed")], request_id="stable"), 409,
            "IDEMPOTENCY_CONFLICT")
     assert len(receipts(api, "s1/alice")) == 2
 
@@ -117,18 +116,18 @@ def test_checkpoint_enters_the_fingerprint_as_its_position(api: Api) -> None:
 
 def test_ack_bounds_and_shapes(api: Api) -> None:
     item = api.must_send("s1/alice", recipient_ids=["bob"])["feed_item_id"]
-    _error(ack(api, "s1/bob", []), 400, "INVALID_REQUEST", "items")
-    over = _error(ack(api, "s1/bob", [(f"fi_{n}", "received") for n in range(21)]), 413,
+    must_fail(ack(api, "s1/bob", []), 400, "INVALID_REQUEST", "items")
+    over = must_fail(ack(api, "s1/bob", [(f"fi_{n}", "received") for n in range(21)]), 413,
                   "RESOURCE_LIMIT", "items")
     assert (over["details"]["limit"], over["details"]["max"]) == ("ack_items", 20)
-    _error(ack(api, "s1/bob", [(item, "received"), (item, "processed")]), 400,
+    must_fail(ack(api, "s1/bob", [(item, "received"), (item, "processed")]), 400,
            "INVALID_REQUEST", "items")
-    _error(ack(api, "s1/bob", [(item, "read")]), 400, "INVALID_REQUEST", "items[0].stage")
-    _error(ack(api, "s1/bob", [(item, "received")], "not-a-cursor"), 400, "CURSOR_INVALID")
+    must_fail(ack(api, "s1/bob", [(item, "read")]), 400, "INVALID_REQUEST", "items[0].stage")
+    must_fail(ack(api, "s1/bob", [(item, "received")], "not-a-cursor"), 400, "CURSOR_INVALID")
     cursor = api.feed("s1/carol")["next_cursor"]
-    _error(ack(api, "s1/bob", [(item, "received")], cursor), 400, "CURSOR_INVALID")
+    must_fail(ack(api, "s1/bob", [(item, "received")], cursor), 400, "CURSOR_INVALID")
     api.token("s1", "bob", "bob-inbox", name="no-write", scopes=["message.read"])
-    _error(ack(api, "no-write", [(item, "received")]), 403, "FORBIDDEN")
+    must_fail(ack(api, "no-write", [(item, "received")]), 403, "FORBIDDEN")
     assert receipts(api, "s1/alice") == []
 
 
@@ -150,4 +149,4 @@ def test_a_retry_replays_even_after_the_view_changed(api: Api) -> None:
     again = ack(api, "s1/bob", [(item, "received")], cursor, request_id="before-view-change")
     assert again.json() == first.json()
     assert again.headers["Waypost-Replayed"] == "true"
-    _error(ack(api, "s1/bob", [(item, "received")], cursor), 409, "CURSOR_STALE")
+    must_fail(ack(api, "s1/bob", [(item, "received")], cursor), 409, "CURSOR_STALE")

@@ -7,62 +7,11 @@ import asyncio
 import hashlib
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
-from starlette.testclient import TestClient
-
-from tests.conftest import ADMIN_TOKEN, Api, rid
-from tests.test_control_plane import _error
-from waypost.reference.server import Settings, build_app
+from tests.conftest import Api, content_of, must_fail, prepare, put, rid, seal, sealed_blob
 from waypost.reference.service.blobs import sweep
 from waypost.reference.service.context import Context
-
-
-@pytest.fixture
-def hooked(data_dir: Path) -> Iterator[Api]:
-    """The API with test hooks on (a server clock that tests can advance)."""
-    app = build_app(Settings(data_dir, ADMIN_TOKEN, test_hooks=True, sweep_seconds=0))
-    with TestClient(app, raise_server_exceptions=False) as client:
-        api = Api(client)
-        api.space("s1")
-        api.space("s2", ("dave", "erin"))
-        yield api
-
-
-def prepare(api: Api, who: str, content: bytes, **extra: Any) -> dict[str, Any]:
-    body = {"request_id": rid("prep"), "size": len(content),
-            "sha256": hashlib.sha256(content).hexdigest(), "content_type": "text/plain", **extra}
-    response = api.as_(who, "POST", "/v1/blobs", body)
-    assert response.status_code == 201, response.text
-    data: dict[str, Any] = response.json()
-    return data
-
-
-def put(api: Api, who: str, upload_id: str, content: bytes) -> Any:
-    return api.client.put(f"/v1/uploads/{upload_id}/content", content=content,
-                          headers={"Authorization": f"Bearer {api.tokens[who]}"})
-
-
-def seal(api: Api, who: str, upload_id: str, request_id: str | None = None) -> Any:
-    return api.as_(who, "POST", f"/v1/uploads/{upload_id}/commit",
-                   {"request_id": request_id or rid("seal")})
-
-
-def sealed_blob(api: Api, who: str, content: bytes) -> str:
-    slot = prepare(api, who, content)
-    assert put(api, who, slot["upload_id"], content).status_code == 200
-    answer = seal(api, who, slot["upload_id"])
-    assert answer.status_code == 200, answer.text
-    blob_id: str = answer.json()["blob_id"]
-    return blob_id
-
-
-def content_of(api: Api, who: str, blob_id: str) -> Any:
-    return api.client.get(f"/v1/blobs/{blob_id}/content",
-                          headers={"Authorization": f"Bearer {api.tokens[who]}"})
 
 
 def test_prepare_put_commit_read(api: Api) -> None:
@@ -70,7 +19,7 @@ def test_prepare_put_commit_read(api: Api) -> None:
     slot = prepare(api, "s1/alice", data, filename="hello.txt")
     assert set(slot) == {"upload_id", "blob_id", "upload_url", "expires_at"}
     assert slot["upload_url"] == f"/v1/uploads/{slot['upload_id']}/content"
-    _error(api.as_("s1/alice", "GET", f"/v1/blobs/{slot['blob_id']}"), 404, "NOT_FOUND")
+    must_fail(api.as_("s1/alice", "GET", f"/v1/blobs/{slot['blob_id']}"), 404, "NOT_FOUND")
     stored = put(api, "s1/alice", slot["upload_id"], data)
     assert stored.status_code == 200
     assert stored.json()["state"] == "stored"
@@ -98,7 +47,7 @@ def test_prepare_and_commit_replay_and_conflict(api: Api) -> None:
     again = api.as_("s1/alice", "POST", "/v1/blobs", body)
     assert again.json() == first.json()
     assert again.headers["Waypost-Replayed"] == "true"
-    _error(api.as_("s1/alice", "POST", "/v1/blobs", {**body, "content_type": "x/y"}), 409,
+    must_fail(api.as_("s1/alice", "POST", "/v1/blobs", {**body, "content_type": "x/y"}), 409,
            "IDEMPOTENCY_CONFLICT")
     upload = first.json()["upload_id"]
     put(api, "s1/alice", upload, b"abc")
@@ -107,15 +56,15 @@ def test_prepare_and_commit_replay_and_conflict(api: Api) -> None:
     assert two.json() == one.json()
     assert two.headers["Waypost-Replayed"] == "true"
     other = prepare(api, "s1/alice", b"x")
-    _error(seal(api, "s1/alice", other["upload_id"], "seal-once"), 409, "IDEMPOTENCY_CONFLICT")
+    must_fail(seal(api, "s1/alice", other["upload_id"], "seal-once"), 409, "IDEMPOTENCY_CONFLICT")
 
 
 def test_mismatching_content_seals_nothing(api: Api) -> None:
     data = b"expected bytes"
     slot = prepare(api, "s1/alice", data)
     for wrong in (b"expected bytez", data + b"!", data[:-1], b""):
-        _error(put(api, "s1/alice", slot["upload_id"], wrong), 422, "CONTENT_MISMATCH")
-    _error(seal(api, "s1/alice", slot["upload_id"]), 409, "NOT_READY")
+        must_fail(put(api, "s1/alice", slot["upload_id"], wrong), 422, "CONTENT_MISMATCH")
+    must_fail(seal(api, "s1/alice", slot["upload_id"]), 409, "NOT_READY")
     assert put(api, "s1/alice", slot["upload_id"], data).status_code == 200
     assert seal(api, "s1/alice", slot["upload_id"]).status_code == 200
 
@@ -125,32 +74,32 @@ def test_content_is_create_only(api: Api) -> None:
     slot = prepare(api, "s1/alice", data)
     assert put(api, "s1/alice", slot["upload_id"], data).status_code == 200
     assert put(api, "s1/alice", slot["upload_id"], data).status_code == 200  # same bytes: fine
-    _error(put(api, "s1/alice", slot["upload_id"], b"second bytes!!"), 422, "CONTENT_MISMATCH")
+    must_fail(put(api, "s1/alice", slot["upload_id"], b"second bytes!!"), 422, "CONTENT_MISMATCH")
     blob_id = seal(api, "s1/alice", slot["upload_id"]).json()["blob_id"]
     late = put(api, "s1/alice", slot["upload_id"], b"late overwrite")
-    _error(late, 422, "CONTENT_MISMATCH")
+    must_fail(late, 422, "CONTENT_MISMATCH")
     assert content_of(api, "s1/alice", blob_id).content == data
 
 
 def test_uploads_belong_to_their_owner(api: Api) -> None:
     slot = prepare(api, "s1/alice", b"mine")
-    _error(put(api, "s1/bob", slot["upload_id"], b"mine"), 404, "NOT_FOUND")
-    _error(put(api, "s2/dave", slot["upload_id"], b"mine"), 404, "NOT_FOUND")
-    _error(seal(api, "s1/bob", slot["upload_id"]), 404, "NOT_FOUND")
+    must_fail(put(api, "s1/bob", slot["upload_id"], b"mine"), 404, "NOT_FOUND")
+    must_fail(put(api, "s2/dave", slot["upload_id"], b"mine"), 404, "NOT_FOUND")
+    must_fail(seal(api, "s1/bob", slot["upload_id"]), 404, "NOT_FOUND")
     api.token("s1", "alice", "alice-inbox", name="no-write", scopes=["message.read"])
-    _error(put(api, "no-write", slot["upload_id"], b"mine"), 403, "FORBIDDEN")
+    must_fail(put(api, "no-write", slot["upload_id"], b"mine"), 403, "FORBIDDEN")
 
 
 def test_limits_and_bad_prepare_bodies(api: Api) -> None:
     too_big = {"request_id": rid(), "size": 64 * 1024 * 1024 + 1, "sha256": "0" * 64,
                "content_type": "x/y"}
-    error = _error(api.as_("s1/alice", "POST", "/v1/blobs", too_big), 413, "RESOURCE_LIMIT")
+    error = must_fail(api.as_("s1/alice", "POST", "/v1/blobs", too_big), 413, "RESOURCE_LIMIT")
     assert error["details"]["limit"] == "upload_bytes"
     for change, field in (({"size": -1}, "size"), ({"sha256": "ABC"}, "sha256"),
                           ({"content_type": ""}, "content_type"), ({"extra": 1}, "extra")):
         body = {"request_id": rid(), "size": 1, "sha256": "0" * 64, "content_type": "x/y",
                 **change}
-        _error(api.as_("s1/alice", "POST", "/v1/blobs", body), 400, "INVALID_REQUEST", field)
+        must_fail(api.as_("s1/alice", "POST", "/v1/blobs", body), 400, "INVALID_REQUEST", field)
 
 
 def test_expired_uploads_cannot_be_stored_or_sealed(hooked: Api) -> None:
@@ -161,11 +110,11 @@ def test_expired_uploads_cannot_be_stored_or_sealed(hooked: Api) -> None:
     assert put(api, "s1/alice", stored["upload_id"], data).status_code == 200
     clock = api.admin("POST", "/_test/clock", {"advance_ms": 3600 * 1000 + 1})
     assert clock.status_code == 200
-    _error(put(api, "s1/alice", waiting["upload_id"], data), 410, "UPLOAD_EXPIRED")
+    must_fail(put(api, "s1/alice", waiting["upload_id"], data), 410, "UPLOAD_EXPIRED")
     first = seal(api, "s1/alice", stored["upload_id"], "late-seal")
-    _error(first, 410, "UPLOAD_EXPIRED")
+    must_fail(first, 410, "UPLOAD_EXPIRED")
     again = seal(api, "s1/alice", stored["upload_id"], "late-seal")
-    _error(again, 410, "UPLOAD_EXPIRED")
+    must_fail(again, 410, "UPLOAD_EXPIRED")
     assert again.headers["Waypost-Replayed"] == "true"  # a recorded stable failure
 
 
@@ -180,14 +129,14 @@ def test_cleanup_and_sealing_race_through_the_upload_state(hooked: Api) -> None:
     assert api.client.portal is not None
     cleaned = api.client.portal.call(sweep, ctx)
     assert cleaned == [abandoned["upload_id"]]
-    _error(seal(api, "s1/alice", abandoned["upload_id"]), 410, "UPLOAD_EXPIRED")
+    must_fail(seal(api, "s1/alice", abandoned["upload_id"]), 410, "UPLOAD_EXPIRED")
     assert content_of(api, "s1/alice", sealed).content == data  # sealed blobs are never swept
     assert api.client.portal.call(sweep, ctx) == []
     assert asyncio.iscoroutinefunction(sweep)
 
 
 def test_test_hooks_are_off_by_default(api: Api) -> None:
-    _error(api.admin("GET", "/_test/clock"), 404, "NOT_FOUND")
+    must_fail(api.admin("GET", "/_test/clock"), 404, "NOT_FOUND")
     assert api.client.get("/v1/describe").json()["capabilities"]["test_hooks"] is False
 
 
@@ -196,7 +145,7 @@ def test_blob_readers_are_owner_recipients_and_grantees(api: Api) -> None:
     blob_id = sealed_blob(api, "s1/alice", data)
     api.token("s1", "bob", "bob-inbox", name="bob-plain", scopes=["message.read"])
     for outsider in ("bob-plain", "s1/carol", "s2/dave"):
-        _error(api.as_(outsider, "GET", f"/v1/blobs/{blob_id}"), 404, "NOT_FOUND")
+        must_fail(api.as_(outsider, "GET", f"/v1/blobs/{blob_id}"), 404, "NOT_FOUND")
     missing = api.as_("s2/dave", "GET", "/v1/blobs/blb_missing")
     foreign = api.as_("s2/dave", "GET", f"/v1/blobs/{blob_id}")
     assert (missing.status_code, missing.json()) == (foreign.status_code, foreign.json())
@@ -205,7 +154,7 @@ def test_blob_readers_are_owner_recipients_and_grantees(api: Api) -> None:
     assert message["attachment_ids"] == [blob_id]
     assert content_of(api, "s1/bob", blob_id).content == data
     api.token("s1", "carol", "carol-inbox", name="carol-plain", scopes=["message.read"])
-    _error(api.as_("carol-plain", "GET", f"/v1/blobs/{blob_id}"), 404, "NOT_FOUND")
+    must_fail(api.as_("carol-plain", "GET", f"/v1/blobs/{blob_id}"), 404, "NOT_FOUND")
     assert api.as_("s1/carol", "GET", f"/v1/blobs/{blob_id}").status_code == 200  # observer
     api.token("s1", "carol", "carol-inbox", name="carol-granted", scopes=[],
               blob_references=[blob_id])
@@ -218,7 +167,7 @@ def test_attachments_must_be_sealed_and_referenceable(api: Api) -> None:
     pending = prepare(api, "s1/alice", b"c")["blob_id"]
     foreign = sealed_blob(api, "s2/dave", b"d")
     for bad in (theirs, pending, foreign, "blb_missing"):
-        error = _error(api.send("s1/alice", attachment_ids=[mine, bad]), 422,
+        error = must_fail(api.send("s1/alice", attachment_ids=[mine, bad]), 422,
                        "REFERENCE_INVALID", "attachment_ids")
         assert error["details"]["blob_id"] == bad
     api.token("s1", "alice", "alice-inbox", name="alice-granted", blob_references=[theirs])
@@ -226,7 +175,7 @@ def test_attachments_must_be_sealed_and_referenceable(api: Api) -> None:
                          attachment_ids=[theirs, mine])
     message = api.as_("s1/carol", "GET", f"/v1/messages/{sent['message_id']}").json()
     assert message["attachment_ids"] == [theirs, mine]
-    _error(api.admin("POST", "/admin/v1/spaces/s1/tokens", {
+    must_fail(api.admin("POST", "/admin/v1/spaces/s1/tokens", {
         "request_id": rid(), "actor_id": "bob", "consumer_id": "bob-inbox", "scopes": [],
         "recipients": {"mode": "any"}, "collections": [], "blob_references": [foreign]}),
         404, "NOT_FOUND", "blob_references")
@@ -260,7 +209,7 @@ def test_a_cleanup_crashed_after_its_claim_is_finished_by_the_next_sweep(hooked:
 
     assert api.client.portal is not None
     assert api.client.portal.call(sweep_that_may_crash, ctx) == "crashed at cleanup.after_claim"
-    _error(seal(api, "s1/alice", slot["upload_id"]), 410, "UPLOAD_EXPIRED")  # claimed already
+    must_fail(seal(api, "s1/alice", slot["upload_id"]), 410, "UPLOAD_EXPIRED")  # claimed already
     assert api.client.portal.call(sweep, ctx) == [slot["upload_id"]]
     assert api.client.portal.call(sweep, ctx) == []
 

@@ -6,16 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Api, rid
-
-
-def _error(response: Any, status: int, code: str, field: str | None = None) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    error: dict[str, Any] = response.json()["error"]
-    assert error["code"] == code
-    if field is not None:
-        assert error["details"].get("field") == field
-    return error
+from tests.conftest import Api, must_fail, rid
 
 
 def test_admin_requests_need_the_admin_token(api: Api) -> None:
@@ -23,7 +14,7 @@ def test_admin_requests_need_the_admin_token(api: Api) -> None:
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic abc"},
                     {"Authorization": f"Bearer {api.tokens['s1/alice']}"}):
         response = api.client.post("/admin/v1/spaces/s1/actors", json=body, headers=headers)
-        _error(response, 401, "UNAUTHENTICATED")
+        must_fail(response, 401, "UNAUTHENTICATED")
 
 
 def test_create_space_makes_the_default_actor_and_replays(api: Api) -> None:
@@ -38,7 +29,7 @@ def test_create_space_makes_the_default_actor_and_replays(api: Api) -> None:
     assert (again.status_code, again.json()) == (201, first.json())
     assert again.headers["Waypost-Replayed"] == "true"
     altered = api.admin("POST", "/admin/v1/spaces", {**body, "display_name": "Y"})
-    _error(altered, 409, "IDEMPOTENCY_CONFLICT", "request_id")
+    must_fail(altered, 409, "IDEMPOTENCY_CONFLICT", "request_id")
     detail = api.admin("GET", "/admin/v1/spaces/sx").json()
     assert detail["display_name"] == "X"
     assert [a["actor_id"] for a in detail["actors"]] == ["boss"]
@@ -48,9 +39,9 @@ def test_space_ids_and_source_uris_are_unique(api: Api) -> None:
     body = {"request_id": rid(), "space_id": "s1", "display_name": "again",
             "source_uri": "https://example.test/other",
             "default_actor": {"actor_id": "a", "kind": "agent", "display_name": "A"}}
-    _error(api.admin("POST", "/admin/v1/spaces", body), 400, "INVALID_REQUEST", "space_id")
+    must_fail(api.admin("POST", "/admin/v1/spaces", body), 400, "INVALID_REQUEST", "space_id")
     body = {**body, "request_id": rid(), "space_id": "new", "source_uri": "https://example.test/s1"}
-    _error(api.admin("POST", "/admin/v1/spaces", body), 400, "INVALID_REQUEST", "source_uri")
+    must_fail(api.admin("POST", "/admin/v1/spaces", body), 400, "INVALID_REQUEST", "source_uri")
     assert api.admin("GET", "/admin/v1/spaces/new").status_code == 404
 
 
@@ -65,22 +56,22 @@ def test_space_ids_and_source_uris_are_unique(api: Api) -> None:
       "default_actor": {"actor_id": "a", "kind": "agent", "display_name": "A"}}, "typo"),
 ])
 def test_bad_space_bodies_name_their_field(api: Api, body: dict[str, Any], field: str) -> None:
-    _error(api.admin("POST", "/admin/v1/spaces", body), 400, "INVALID_REQUEST", field)
+    must_fail(api.admin("POST", "/admin/v1/spaces", body), 400, "INVALID_REQUEST", field)
 
 
 def test_malformed_json_is_invalid_request(api: Api) -> None:
     for raw in (b"{", b"[1,", b"", b"\xff", b'{"a":1,"a":2}', b"NaN"):
         response = api.client.post("/admin/v1/spaces", content=raw,
                                    headers={"Authorization": "Bearer test-admin-token"})
-        _error(response, 400, "INVALID_REQUEST", "body")
+        must_fail(response, 400, "INVALID_REQUEST", "body")
 
 
 def test_actor_creation_errors(api: Api) -> None:
     body = {"request_id": rid(), "actor_id": "bob", "kind": "agent", "display_name": "Bob"}
-    _error(api.admin("POST", "/admin/v1/spaces/s1/actors", body), 400, "INVALID_REQUEST",
+    must_fail(api.admin("POST", "/admin/v1/spaces/s1/actors", body), 400, "INVALID_REQUEST",
            "actor_id")
     body = {**body, "request_id": rid(), "actor_id": "zed"}
-    _error(api.admin("POST", "/admin/v1/spaces/nope/actors", body), 404, "NOT_FOUND", "space_id")
+    must_fail(api.admin("POST", "/admin/v1/spaces/nope/actors", body), 404, "NOT_FOUND", "space_id")
 
 
 def test_disable_actor_bumps_its_authority_version(api: Api) -> None:
@@ -91,7 +82,7 @@ def test_disable_actor_bumps_its_authority_version(api: Api) -> None:
     replay = api.admin("POST", "/admin/v1/spaces/s1/actors/carol/disable", body)
     assert replay.json() == result
     assert replay.headers["Waypost-Replayed"] == "true"
-    _error(api.admin("POST", "/admin/v1/spaces/s1/actors/nobody/disable", {"request_id": rid()}),
+    must_fail(api.admin("POST", "/admin/v1/spaces/s1/actors/nobody/disable", {"request_id": rid()}),
            404, "NOT_FOUND", "actor_id")
 
 
@@ -109,11 +100,11 @@ def test_consumers_views_and_filters(api: Api) -> None:
     bad = api.admin("POST", "/admin/v1/spaces/s1/consumers",
                     {"request_id": rid(), "consumer_id": "c", "actor_id": "bob", "view": "inbox",
                      "filter": {"item_types": ["letter"]}})
-    _error(bad, 400, "INVALID_REQUEST", "filter.item_types[0]")
+    must_fail(bad, 400, "INVALID_REQUEST", "filter.item_types[0]")
     bad = api.admin("POST", "/admin/v1/spaces/s1/consumers",
                     {"request_id": rid(), "consumer_id": "c", "actor_id": "ghost", "view": "inbox"})
-    _error(bad, 404, "NOT_FOUND", "actor_id")
-    _error(api.admin("POST", "/admin/v1/spaces/s1/consumers/none/view",
+    must_fail(bad, 404, "NOT_FOUND", "actor_id")
+    must_fail(api.admin("POST", "/admin/v1/spaces/s1/consumers/none/view",
                      {"request_id": rid(), "view": "inbox"}), 404, "NOT_FOUND", "consumer_id")
 
 
@@ -161,7 +152,7 @@ def test_token_errors(api: Api, change: dict[str, Any], status: int, field: str)
             "scopes": [], "recipients": {"mode": "any"}, "collections": [],
             "blob_references": [], **change}
     response = api.admin("POST", "/admin/v1/spaces/s1/tokens", body)
-    _error(response, status, "NOT_FOUND" if status == 404 else "INVALID_REQUEST", field)
+    must_fail(response, status, "NOT_FOUND" if status == 404 else "INVALID_REQUEST", field)
 
 
 def test_collections_and_collection_grants(api: Api) -> None:
@@ -175,7 +166,7 @@ def test_collections_and_collection_grants(api: Api) -> None:
     again = api.admin("POST", "/admin/v1/spaces/s1/collections",
                       {"request_id": rid(), "collection_id": "notes",
                        "source_actor_id": "alice", "scope": "x"})
-    _error(again, 400, "INVALID_REQUEST", "collection_id")
+    must_fail(again, 400, "INVALID_REQUEST", "collection_id")
 
 
 def test_revoke_is_idempotent_and_unknown_tokens_are_not_found(api: Api) -> None:
@@ -184,7 +175,7 @@ def test_revoke_is_idempotent_and_unknown_tokens_are_not_found(api: Api) -> None
     assert api.must_admin("POST", path, {"request_id": rid()}) == {
         "token_id": issued["token_id"], "revoked": True}
     assert api.must_admin("POST", path, {"request_id": rid()})["revoked"] is True
-    _error(api.admin("POST", "/admin/v1/tokens/tok_none/revoke", {"request_id": rid()}),
+    must_fail(api.admin("POST", "/admin/v1/tokens/tok_none/revoke", {"request_id": rid()}),
            404, "NOT_FOUND", "token_id")
 
 
@@ -194,9 +185,9 @@ def test_thread_members_are_added_by_the_control_plane(api: Api) -> None:
     added = api.must_admin("POST", path, {"request_id": rid(), "actor_ids": ["carol", "carol"]})
     assert added == {"space_id": "s1", "thread_id": thread,
                      "member_ids": ["alice", "bob", "carol"]}
-    _error(api.admin("POST", path, {"request_id": rid(), "actor_ids": ["dave"]}),
+    must_fail(api.admin("POST", path, {"request_id": rid(), "actor_ids": ["dave"]}),
            404, "NOT_FOUND", "actor_ids")
-    _error(api.admin("POST", "/admin/v1/spaces/s1/threads/thr_none/members",
+    must_fail(api.admin("POST", "/admin/v1/spaces/s1/threads/thr_none/members",
                      {"request_id": rid(), "actor_ids": ["bob"]}), 404, "NOT_FOUND", "thread_id")
 
 
@@ -239,7 +230,7 @@ def test_every_control_plane_write_replays_and_conflicts(api: Api, path: str,
     expected = {**first.json(), "token": None} if "token" in first.json() else first.json()
     assert again.json() == expected
     if change:  # (disable has no body to change: its key and path are the whole request)
-        _error(api.admin("POST", path, {**request, **change}), 409, "IDEMPOTENCY_CONFLICT",
+        must_fail(api.admin("POST", path, {**request, **change}), 409, "IDEMPOTENCY_CONFLICT",
                "request_id")
 
 
@@ -251,7 +242,7 @@ def test_revoke_and_members_replay_and_conflict(api: Api) -> None:
     assert again.json() == first.json()
     assert again.headers["Waypost-Replayed"] == "true"
     other = api.token("s1", "bob", "bob-inbox", name="r2")
-    _error(api.admin("POST", f"/admin/v1/tokens/{other['token_id']}/revoke",
+    must_fail(api.admin("POST", f"/admin/v1/tokens/{other['token_id']}/revoke",
                      {"request_id": "rev-1"}), 409, "IDEMPOTENCY_CONFLICT")
     thread = api.must_send("s1/alice", recipient_ids=["bob"])["thread_id"]
     members = f"/admin/v1/spaces/s1/threads/{thread}/members"
@@ -259,5 +250,5 @@ def test_revoke_and_members_replay_and_conflict(api: Api) -> None:
     again = api.admin("POST", members, {"request_id": "mem-1", "actor_ids": ["carol"]})
     assert again.json() == first.json()
     assert again.headers["Waypost-Replayed"] == "true"
-    _error(api.admin("POST", members, {"request_id": "mem-1", "actor_ids": ["bob"]}), 409,
+    must_fail(api.admin("POST", members, {"request_id": "mem-1", "actor_ids": ["bob"]}), 409,
            "IDEMPOTENCY_CONFLICT")

@@ -17,10 +17,20 @@ from typing import Any, TypeVar, cast
 import pytest
 from starlette.testclient import TestClient
 
-from tests.conftest import Api, rid
-from tests.test_blobs import content_of, prepare, put, sealed_blob
-from tests.test_memory import NOTES, entries, item, publish, with_notes
-from tests.test_query_plans import PRINCIPAL
+from tests.conftest import (
+    NOTES,
+    PRINCIPAL,
+    Api,
+    content_of,
+    entries,
+    item,
+    prepare,
+    publish,
+    put,
+    rid,
+    sealed_blob,
+    with_notes,
+)
 from waypost.adapters.d1.driver import ColumnShapes, D1Budget, D1Driver, D1Error
 from waypost.reference.domain.limits import D1_LIMITS
 from waypost.reference.server import Settings, build_app

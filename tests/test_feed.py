@@ -10,8 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import Api, rid
-from tests.test_control_plane import _error
+from tests.conftest import Api, must_fail, rid
 from waypost.reference.service.context import FeedSignal
 
 
@@ -131,7 +130,7 @@ def test_limit_and_query_validation(api: Api) -> None:
     for params, field in (({"limit": 0}, "limit"), ({"limit": 101}, "limit"),
                           ({"limit": "x"}, "limit"), ({"wait": 31}, "wait"),
                           ({"wait": "-1"}, "wait"), ({"colour": "red"}, "colour")):
-        _error(api.as_("s1/bob", "GET", "/v1/feed", params=params), 400, "INVALID_REQUEST", field)
+        must_fail(api.as_("s1/bob", "GET", "/v1/feed", params=params), 400, "INVALID_REQUEST", field)
     for _ in range(3):
         api.must_send("s1/alice", recipient_ids=["bob"])
     page = api.feed("s1/bob", limit=2)
@@ -143,11 +142,11 @@ def test_tampered_and_foreign_cursors_are_invalid(api: Api) -> None:
     api.must_send("s1/alice", recipient_ids=["bob"])
     cursor = api.feed("s1/bob")["next_cursor"]
     tampered = cursor[:-3] + ("A" if cursor[-3] != "A" else "B") + cursor[-2:]
-    _error(api.as_("s1/bob", "GET", "/v1/feed", params={"cursor": tampered}), 400,
+    must_fail(api.as_("s1/bob", "GET", "/v1/feed", params={"cursor": tampered}), 400,
            "CURSOR_INVALID", "cursor")
-    _error(api.as_("s1/carol", "GET", "/v1/feed", params={"cursor": cursor}), 400,
+    must_fail(api.as_("s1/carol", "GET", "/v1/feed", params={"cursor": cursor}), 400,
            "CURSOR_INVALID", "cursor")
-    _error(api.as_("s2/dave", "GET", "/v1/feed", params={"cursor": cursor}), 400,
+    must_fail(api.as_("s2/dave", "GET", "/v1/feed", params={"cursor": cursor}), 400,
            "CURSOR_INVALID", "cursor")
 
 
@@ -158,11 +157,11 @@ def test_cursors_go_stale_on_view_or_grant_change_but_survive_rotation(api: Api)
     assert rotated["token_id"]
     assert api.as_("bob-rotated", "GET", "/v1/feed", params={"cursor": cursor}).status_code == 200
     api.token("s1", "bob", "bob-inbox", name="bob-narrow", scopes=["message.read"])
-    _error(api.as_("bob-narrow", "GET", "/v1/feed", params={"cursor": cursor}), 409,
+    must_fail(api.as_("bob-narrow", "GET", "/v1/feed", params={"cursor": cursor}), 409,
            "CURSOR_STALE", "cursor")
     api.must_admin("POST", "/admin/v1/spaces/s1/consumers/bob-inbox/view",
                    {"request_id": rid(), "view": "inbox"})
-    _error(api.as_("s1/bob", "GET", "/v1/feed", params={"cursor": cursor}), 409,
+    must_fail(api.as_("s1/bob", "GET", "/v1/feed", params={"cursor": cursor}), 409,
            "CURSOR_STALE", "cursor")
 
 
@@ -179,7 +178,7 @@ def test_a_new_view_revision_starts_from_zero(api: Api) -> None:
 
 def test_wait_needs_event_subscribe(api: Api) -> None:
     api.token("s1", "bob", "bob-inbox", name="no-subscribe", scopes=["message.read"])
-    _error(api.as_("no-subscribe", "GET", "/v1/feed", params={"wait": 1}), 403, "FORBIDDEN",
+    must_fail(api.as_("no-subscribe", "GET", "/v1/feed", params={"wait": 1}), 403, "FORBIDDEN",
            "wait")
 
 

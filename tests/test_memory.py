@@ -11,59 +11,7 @@ from typing import Any
 import apsw
 import pytest
 
-from tests.conftest import Api, rid
-from tests.test_blobs import sealed_blob
-from tests.test_control_plane import _error
-
-NOTES = "/v1/collections/notes"
-
-
-@pytest.fixture
-def mem(api: Api) -> Api:
-    return with_notes(api)
-
-
-def with_notes(api: Api) -> Api:
-    """Space s1: collection ``notes`` of alice; ``writer`` (alice) may write and read it,
-    ``reader`` (bob) may read it, ``bob`` (no grant) may not; s2 is another space."""
-    api.tokens["bob"] = api.tokens["s1/bob"]
-    api.must_admin("POST", "/admin/v1/spaces/s1/collections", {
-        "request_id": rid(), "collection_id": "notes", "source_actor_id": "alice",
-        "scope": "project notes"})
-    api.must_admin("POST", "/admin/v1/spaces/s2/collections", {
-        "request_id": rid(), "collection_id": "notes", "source_actor_id": "dave", "scope": "x"})
-    api.token("s1", "alice", "alice-inbox", name="writer", collections=[
-        {"collection_id": "notes", "actions": ["read", "write"]}])
-    api.token("s1", "bob", "bob-inbox", name="reader", collections=[
-        {"collection_id": "notes", "actions": ["read"]}])
-    api.token("s2", "dave", "dave-inbox", name="dave-writer", collections=[
-        {"collection_id": "notes", "actions": ["read", "write"]}])
-    return api
-
-
-def publish(api: Api, expected: int, mode: str = "delta", who: str = "writer",
-            request_id: str | None = None, **fields: Any) -> Any:
-    body = {"request_id": request_id or rid("pub"), "expected_revision": expected, "mode": mode,
-            **fields}
-    return api.as_(who, "POST", f"{NOTES}/revisions", body)
-
-
-def item(item_id: str, blob_id: str, path: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {"item_id": item_id, "path": path or f"{item_id}.md", "blob_id": blob_id, **extra}
-
-
-def entries(api: Api, revision: int, who: str = "reader", limit: int = 100,
-            tombstones: bool = True) -> list[dict[str, Any]]:
-    """Every entry of a revision, page by page."""
-    params: dict[str, Any] = {"limit": limit, "include_tombstones": str(tombstones).lower()}
-    found: list[dict[str, Any]] = []
-    while True:
-        page = api.as_(who, "GET", f"{NOTES}/revisions/{revision}/items", params=params)
-        assert page.status_code == 200, page.text
-        found += page.json()["items"]
-        if not page.json()["has_more"]:
-            return found
-        params["cursor"] = page.json()["next_cursor"]
+from tests.conftest import NOTES, Api, entries, item, must_fail, publish, rid, sealed_blob
 
 
 def test_publish_moves_the_head_and_reads_back(mem: Api) -> None:
@@ -103,16 +51,16 @@ def test_cas_conflict_is_the_stable_result_of_its_key(mem: Api) -> None:
     assert publish(mem, 0, items=[item("a", blob)]).status_code == 201
     key = rid("late")
     first = publish(mem, 0, request_id=key, items=[item("b", blob)])
-    assert _error(first, 409, "REVISION_CONFLICT")["details"] == {"current_revision": 1}
+    assert must_fail(first, 409, "REVISION_CONFLICT")["details"] == {"current_revision": 1}
     assert publish(mem, 1, items=[item("c", blob)]).status_code == 201
     again = publish(mem, 0, request_id=key, items=[item("b", blob)])
-    assert _error(again, 409, "REVISION_CONFLICT")["details"] == {"current_revision": 1}
+    assert must_fail(again, 409, "REVISION_CONFLICT")["details"] == {"current_revision": 1}
     assert again.headers["Waypost-Replayed"] == "true"
     lookup = mem.as_("writer", "GET", f"/v1/submissions/memory.publish/{key}").json()
     assert lookup["state"] == "failed"
     assert mem.as_("reader", "GET", NOTES).json()["current_revision"] == 2
     ahead = publish(mem, 7, items=[item("d", blob)])
-    assert _error(ahead, 409, "REVISION_CONFLICT")["details"] == {"current_revision": 2}
+    assert must_fail(ahead, 409, "REVISION_CONFLICT")["details"] == {"current_revision": 2}
 
 
 def test_a_publish_of_the_head_state_changes_nothing(mem: Api) -> None:
@@ -167,10 +115,10 @@ def test_invalid_input_is_rejected_before_any_effect(mem: Api) -> None:
     ]
     for fields, field in cases:
         answer = publish(mem, 1, **fields)
-        assert _error(answer, 400, "INVALID_REQUEST")["details"]["field"] == field, fields
+        assert must_fail(answer, 400, "INVALID_REQUEST")["details"]["field"] == field, fields
     snapshot = publish(mem, 1, "snapshot", items=[], delete_ids=["a"])
-    assert _error(snapshot, 400, "INVALID_REQUEST")["details"]["field"] == "delete_ids"
-    assert _error(publish(mem, 2**53, items=[]), 400, "INVALID_REQUEST")
+    assert must_fail(snapshot, 400, "INVALID_REQUEST")["details"]["field"] == "delete_ids"
+    assert must_fail(publish(mem, 2**53, items=[]), 400, "INVALID_REQUEST")
     assert mem.as_("reader", "GET", NOTES).json()["current_revision"] == 1
 
 
@@ -186,14 +134,14 @@ def test_fixed_revisions_never_change_and_cursors_stay_bound(mem: Api) -> None:
     page = mem.as_("reader", "GET", f"{NOTES}/revisions/2/items", params={"limit": 1}).json()
     other = mem.as_("reader", "GET", f"{NOTES}/revisions/1/items",
                     params={"cursor": page["next_cursor"]})
-    assert _error(other, 400, "CURSOR_INVALID")
+    assert must_fail(other, 400, "CURSOR_INVALID")
     tombs = mem.as_("reader", "GET", f"{NOTES}/revisions/2/items",
                     params={"cursor": page["next_cursor"], "include_tombstones": "true"})
-    assert _error(tombs, 400, "CURSOR_INVALID")
+    assert must_fail(tombs, 400, "CURSOR_INVALID")
     writer = mem.as_("writer", "GET", f"{NOTES}/revisions/2/items",
                      params={"cursor": page["next_cursor"]})
-    assert _error(writer, 400, "CURSOR_INVALID")
-    assert _error(mem.as_("reader", "GET", f"{NOTES}/revisions/3"), 404, "NOT_FOUND")
+    assert must_fail(writer, 400, "CURSOR_INVALID")
+    assert must_fail(mem.as_("reader", "GET", f"{NOTES}/revisions/3"), 404, "NOT_FOUND")
     zero = mem.as_("reader", "GET", f"{NOTES}/revisions/0").json()
     assert zero["manifest_blob_id"] is None
     assert zero["state_fingerprint"] == hashlib.sha256(b"[]").hexdigest()
@@ -209,26 +157,26 @@ def test_manifest_input_publishes_like_inline(mem: Api) -> None:
     assert [e["item_id"] for e in entries(mem, 1)] == ["m"]
     broken = sealed_blob(mem, "writer", b'{"items": [{"item_id": "x"}]}')
     bad = publish(mem, 1, manifest_blob_id=broken)
-    assert _error(bad, 400, "INVALID_REQUEST")["details"]["field"] == "manifest_blob_id"
+    assert must_fail(bad, 400, "INVALID_REQUEST")["details"]["field"] == "manifest_blob_id"
 
 
 def test_who_may_publish_read_and_reference(mem: Api) -> None:
     mine = sealed_blob(mem, "writer", b"mine")
     bobs = sealed_blob(mem, "reader", b"bob's")
     foreign = sealed_blob(mem, "dave-writer", b"dave's")
-    assert _error(publish(mem, 0, items=[item("a", bobs)]), 422, "REFERENCE_INVALID")
-    assert _error(publish(mem, 0, items=[item("a", foreign)]), 422, "REFERENCE_INVALID")
-    assert _error(publish(mem, 0, who="reader", items=[]), 403, "FORBIDDEN")
-    assert _error(publish(mem, 0, who="bob", items=[]), 404, "NOT_FOUND")
-    assert _error(mem.as_("bob", "GET", NOTES), 404, "NOT_FOUND")
+    assert must_fail(publish(mem, 0, items=[item("a", bobs)]), 422, "REFERENCE_INVALID")
+    assert must_fail(publish(mem, 0, items=[item("a", foreign)]), 422, "REFERENCE_INVALID")
+    assert must_fail(publish(mem, 0, who="reader", items=[]), 403, "FORBIDDEN")
+    assert must_fail(publish(mem, 0, who="bob", items=[]), 404, "NOT_FOUND")
+    assert must_fail(mem.as_("bob", "GET", NOTES), 404, "NOT_FOUND")
     # The collection of another space answers exactly like a missing one.
     missing = mem.as_("writer", "GET", "/v1/collections/nothing")
     foreign_space = mem.as_("dave-writer", "GET", "/v1/collections/nothing")
     assert missing.json() == foreign_space.json()
     assert publish(mem, 0, items=[item("a", mine)]).status_code == 201
     assert mem.as_("reader", "GET", f"/v1/blobs/{mine}").status_code == 200
-    assert _error(mem.as_("bob", "GET", f"/v1/blobs/{mine}"), 404, "NOT_FOUND")
-    assert _error(mem.as_("dave-writer", "GET", f"/v1/blobs/{mine}"), 404, "NOT_FOUND")
+    assert must_fail(mem.as_("bob", "GET", f"/v1/blobs/{mine}"), 404, "NOT_FOUND")
+    assert must_fail(mem.as_("dave-writer", "GET", f"/v1/blobs/{mine}"), 404, "NOT_FOUND")
     assert not [i for i in mem.all_items("bob") if i["type"] == "memory_revision"]
 
 
@@ -287,7 +235,7 @@ def test_input_the_head_makes_invalid_after_reservation_is_recorded(
     assert publish(mem, 1, request_id=key, **body).status_code == 500
     assert publish(mem, 0, items=[item("a", blob)]).status_code == 201
     first = publish(mem, 1, request_id=key, **body)
-    assert _error(first, 400, "INVALID_REQUEST")["details"]["field"] == "delete_ids"
+    assert must_fail(first, 400, "INVALID_REQUEST")["details"]["field"] == "delete_ids"
     again = publish(mem, 1, request_id=key, **body)
     assert again.json() == first.json()
     assert again.headers["Waypost-Replayed"] == "true"

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Api, rid
-from tests.test_control_plane import _error
+from tests.conftest import Api, must_fail, rid
 
 
 def test_send_answers_ids_sequence_and_time(api: Api) -> None:
@@ -65,7 +64,7 @@ def test_a_different_request_under_one_key_conflicts(api: Api, change: dict[str,
             "kind": "info", "subject": "once", "body": {"text": "x"}}
     assert api.as_("s1/alice", "POST", "/v1/messages", body).status_code == 201
     conflict = api.as_("s1/alice", "POST", "/v1/messages", {**body, **change})
-    _error(conflict, 409, "IDEMPOTENCY_CONFLICT", "request_id")
+    must_fail(conflict, 409, "IDEMPOTENCY_CONFLICT", "request_id")
     assert len(api.all_items("s1/bob")) == 1
 
 
@@ -74,7 +73,7 @@ def test_omitted_recipients_are_not_the_same_request_as_explicit_ones(api: Api) 
             "body": {"text": "x"}}
     assert api.as_("s1/bob", "POST", "/v1/messages", body).status_code == 201
     explicit = api.as_("s1/bob", "POST", "/v1/messages", {**body, "recipient_ids": ["alice"]})
-    _error(explicit, 409, "IDEMPOTENCY_CONFLICT")
+    must_fail(explicit, 409, "IDEMPOTENCY_CONFLICT")
 
 
 def test_keys_belong_to_their_producer(api: Api) -> None:
@@ -98,13 +97,13 @@ def test_replies_stay_in_their_thread(api: Api) -> None:
 def test_thread_membership_rules(api: Api) -> None:
     first = api.must_send("s1/alice", recipient_ids=["bob"])
     thread = {"thread_id": first["thread_id"]}
-    _error(api.send("s1/carol", recipient_ids=["alice"], thread=thread), 404, "NOT_FOUND",
+    must_fail(api.send("s1/carol", recipient_ids=["alice"], thread=thread), 404, "NOT_FOUND",
            "thread.thread_id")
-    _error(api.send("s1/bob", recipient_ids=["carol"], thread=thread), 403, "FORBIDDEN",
+    must_fail(api.send("s1/bob", recipient_ids=["carol"], thread=thread), 403, "FORBIDDEN",
            "recipient_ids")
-    _error(api.send("s2/dave", recipient_ids=["erin"], thread=thread), 404, "NOT_FOUND",
+    must_fail(api.send("s2/dave", recipient_ids=["erin"], thread=thread), 404, "NOT_FOUND",
            "thread.thread_id")
-    _error(api.send("s1/bob", thread={"thread_id": "thr_missing"}), 404, "NOT_FOUND",
+    must_fail(api.send("s1/bob", thread={"thread_id": "thr_missing"}), 404, "NOT_FOUND",
            "thread.thread_id")
     api.must_admin("POST", f"/admin/v1/spaces/s1/threads/{first['thread_id']}/members",
                    {"request_id": rid(), "actor_ids": ["carol"]})
@@ -114,29 +113,29 @@ def test_thread_membership_rules(api: Api) -> None:
 def test_in_reply_to_must_be_a_readable_message_of_the_thread(api: Api) -> None:
     one = api.must_send("s1/alice", recipient_ids=["bob"])
     other = api.must_send("s1/alice", recipient_ids=["bob"])
-    _error(api.send("s1/bob", recipient_ids=["alice"], thread={"thread_id": one["thread_id"]},
+    must_fail(api.send("s1/bob", recipient_ids=["alice"], thread={"thread_id": one["thread_id"]},
                     in_reply_to=other["message_id"]), 404, "NOT_FOUND", "in_reply_to")
-    _error(api.send("s1/bob", in_reply_to=one["message_id"]), 400, "INVALID_REQUEST",
+    must_fail(api.send("s1/bob", in_reply_to=one["message_id"]), 400, "INVALID_REQUEST",
            "in_reply_to")
 
 
 def test_recipients_must_exist_in_the_space_and_be_granted(api: Api) -> None:
-    _error(api.send("s1/alice", recipient_ids=["ghost"]), 404, "NOT_FOUND", "recipient_ids")
-    _error(api.send("s1/alice", recipient_ids=["dave"]), 404, "NOT_FOUND", "recipient_ids")
+    must_fail(api.send("s1/alice", recipient_ids=["ghost"]), 404, "NOT_FOUND", "recipient_ids")
+    must_fail(api.send("s1/alice", recipient_ids=["dave"]), 404, "NOT_FOUND", "recipient_ids")
     api.token("s1", "bob", "bob-inbox", name="narrow",
               recipients={"mode": "listed", "actor_ids": ["alice"]})
     assert api.send("narrow", recipient_ids=["alice"]).status_code == 201
-    _error(api.send("narrow", recipient_ids=["alice", "carol"]), 403, "FORBIDDEN",
+    must_fail(api.send("narrow", recipient_ids=["alice", "carol"]), 403, "FORBIDDEN",
            "recipient_ids")
 
 
 def test_send_needs_the_send_scope(api: Api) -> None:
     api.token("s1", "bob", "bob-inbox", name="reader", scopes=["message.read"])
-    _error(api.send("reader", recipient_ids=["alice"]), 403, "FORBIDDEN")
+    must_fail(api.send("reader", recipient_ids=["alice"]), 403, "FORBIDDEN")
 
 
 def test_attachments_are_refused_until_sealed_blobs_exist(api: Api) -> None:
-    _error(api.send("s1/alice", attachment_ids=["blb_x"]), 422, "REFERENCE_INVALID",
+    must_fail(api.send("s1/alice", attachment_ids=["blb_x"]), 422, "REFERENCE_INVALID",
            "attachment_ids")
 
 
@@ -156,7 +155,7 @@ def test_attachments_are_refused_until_sealed_blobs_exist(api: Api) -> None:
 ])
 def test_bad_send_bodies_are_rejected_before_any_effect(api: Api, change: dict[str, Any],
                                                           field: str) -> None:
-    _error(api.send("s1/alice", **change), 400, "INVALID_REQUEST", field)
+    must_fail(api.send("s1/alice", **change), 400, "INVALID_REQUEST", field)
     assert api.all_items("s1/alice") == []
 
 
@@ -169,7 +168,7 @@ def test_bad_send_bodies_are_rejected_before_any_effect(api: Api, change: dict[s
 ])
 def test_published_limits_answer_resource_limit(api: Api, change: dict[str, Any], field: str,
                                                 limit: str, high: int) -> None:
-    error = _error(api.send("s1/alice", **change), 413, "RESOURCE_LIMIT", field)
+    error = must_fail(api.send("s1/alice", **change), 413, "RESOURCE_LIMIT", field)
     assert error["details"]["limit"] == limit
     assert error["details"]["max"] == high
     assert api.client.get("/v1/describe").json()["limits"][limit] == high
@@ -182,12 +181,12 @@ def test_readers_are_producer_recipients_and_observers(api: Api) -> None:
     assert api.as_("s1/alice", "GET", path).status_code == 200
     assert api.as_("s1/bob", "GET", path).status_code == 200
     api.token("s1", "carol", "carol-inbox", name="carol-narrow", scopes=["message.read"])
-    _error(api.as_("carol-narrow", "GET", path), 404, "NOT_FOUND")
+    must_fail(api.as_("carol-narrow", "GET", path), 404, "NOT_FOUND")
     api.token("s1", "carol", "carol-inbox", name="observer",
               scopes=["message.read", "space.observe"])
     assert api.as_("observer", "GET", path).status_code == 200
     api.token("s1", "bob", "bob-inbox", name="bob-blind", scopes=["message.send"])
-    _error(api.as_("bob-blind", "GET", path), 403, "FORBIDDEN")
+    must_fail(api.as_("bob-blind", "GET", path), 403, "FORBIDDEN")
 
 
 def test_foreign_invisible_and_missing_messages_answer_identically(api: Api) -> None:

@@ -13,14 +13,11 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
-from tests import test_blobs
-from tests.conftest import Api, rid
-from tests.test_blobs import content_of, prepare, put, seal, sealed_blob
+from tests.conftest import Api, content_of, prepare, put, rid, seal, sealed_blob
 from waypost.reference.http.app import ROUTES
 
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 Doc = dict[str, Any]
-hooked = test_blobs.hooked  # the fixture: the API with test hooks on
 
 
 @pytest.fixture

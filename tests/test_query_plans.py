@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Api
+from tests.conftest import PRINCIPAL, Api
 from waypost.adapters.sqlite.driver import SqliteDriver
-from waypost.reference.domain.grants import Grants
-from waypost.reference.domain.principal import ConsumerView, Principal
 from waypost.reference.storage import feed, submissions
 from waypost.reference.storage.plan import Statement, stmt
-
-PRINCIPAL = Principal(
-    "tok_x", "s1", "bob", 1, ConsumerView("bob-inbox", "inbox", 1), Grants(
-        frozenset({"message.read", "memory.read", "space.observe"}), True, frozenset(),
-        frozenset(), frozenset()), b"\0" * 32, None)
 
 STATEMENTS: dict[str, Statement] = {
     "feed page": feed.page_statement(PRINCIPAL, 0, 51),

@@ -7,8 +7,7 @@ from typing import Any
 
 import rfc8785
 
-from tests.conftest import Api
-from tests.test_control_plane import _error
+from tests.conftest import Api, must_fail
 from waypost.reference.service.auth import token_digest
 from waypost.reference.service.context import Context
 from waypost.reference.storage import submissions as sql
@@ -39,11 +38,11 @@ def test_ack_lookup_carries_the_per_item_result(api: Api) -> None:
 
 def test_lookups_see_only_the_callers_own_keys(api: Api) -> None:
     api.must_send("s1/alice", request_id="mine")
-    _error(api.as_("s1/bob", "GET", "/v1/submissions/message.send/mine"), 404, "NOT_FOUND")
-    _error(api.as_("s2/dave", "GET", "/v1/submissions/message.send/mine"), 404, "NOT_FOUND")
-    _error(api.as_("s1/alice", "GET", "/v1/submissions/receipt.ack/mine"), 404, "NOT_FOUND")
-    _error(api.as_("s1/alice", "GET", "/v1/submissions/nope/mine"), 404, "NOT_FOUND")
-    _error(api.as_("s1/alice", "GET", "/v1/submissions/message.send/a%20b"), 400,
+    must_fail(api.as_("s1/bob", "GET", "/v1/submissions/message.send/mine"), 404, "NOT_FOUND")
+    must_fail(api.as_("s2/dave", "GET", "/v1/submissions/message.send/mine"), 404, "NOT_FOUND")
+    must_fail(api.as_("s1/alice", "GET", "/v1/submissions/receipt.ack/mine"), 404, "NOT_FOUND")
+    must_fail(api.as_("s1/alice", "GET", "/v1/submissions/nope/mine"), 404, "NOT_FOUND")
+    must_fail(api.as_("s1/alice", "GET", "/v1/submissions/message.send/a%20b"), 400,
            "INVALID_REQUEST", "request_id")
 
 
@@ -116,7 +115,7 @@ def test_a_pending_ack_is_checked_again_when_retried(api: Api) -> None:
     _reserve_ack(api, "s1/bob", body, int(sent["sequence"]))
     api.must_admin("POST", "/admin/v1/spaces/s1/consumers/bob-inbox/view",
                    {"request_id": "view-2", "view": "inbox"})
-    _error(api.as_("s1/bob", "POST", "/v1/acks", body), 409, "CURSOR_STALE")
+    must_fail(api.as_("s1/bob", "POST", "/v1/acks", body), 409, "CURSOR_STALE")
     assert [i["item_id"] for i in api.feed("s1/bob")["items"]] == [sent["feed_item_id"]]
 
 
@@ -127,7 +126,7 @@ def test_a_pending_ack_cannot_be_finished_through_another_consumer(api: Api) -> 
     _reserve_ack(api, "s1/bob", body, None)
     api.consumer("s1", "bob", "bob-second", "inbox")
     api.token("s1", "bob", "bob-second", name="bob-second")
-    _error(api.as_("bob-second", "POST", "/v1/acks", body), 409, "IDEMPOTENCY_CONFLICT")
+    must_fail(api.as_("bob-second", "POST", "/v1/acks", body), 409, "IDEMPOTENCY_CONFLICT")
     finished = api.as_("s1/bob", "POST", "/v1/acks", body)
     assert finished.status_code == 200
     assert finished.json()["items"][0]["changed"] is True
