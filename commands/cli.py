@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from waypost import __version__
+
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
@@ -25,12 +27,46 @@ def _serve(args: argparse.Namespace) -> int:
     storage = _storage(args, "serve")
     if storage is None:
         return 2
-    app = build_app(Settings(Path(args.data_dir), admin_token, test_hooks=args.test_hooks,
-                             synchronous=args.synchronous.upper(),
-                             exit_on_crash=args.crash_mode == "exit", **storage))
+    settings = Settings(Path(args.data_dir), admin_token, test_hooks=args.test_hooks,
+                        synchronous=args.synchronous.upper(),
+                        exit_on_crash=args.crash_mode == "exit", **storage)
+    if not _storage_reachable(settings, "serve"):
+        return 1
+    app = build_app(settings)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
                 access_log=not args.no_access_log)
     return 0
+
+
+def _storage_failures() -> tuple[type[BaseException], ...]:
+    from waypost.adapters.d1.driver import D1Error
+    from waypost.reference.domain.errors import StorageUnavailable
+
+    return (StorageUnavailable, D1Error, OSError)
+
+
+def _storage_problem(error: BaseException) -> str:
+    """One line saying why the storage could not be used."""
+    return f"the storage cannot be used: {error}"
+
+
+def _storage_reachable(settings: Any, command: str) -> bool:
+    """Open the storage once (migrations included) before serving, so that a gateway that is
+    not listening, or refuses the secret, is one line on stderr instead of a traceback."""
+    import asyncio
+
+    from waypost.reference.server import open_context
+
+    async def probe() -> None:
+        async with open_context(settings):
+            pass
+
+    try:
+        asyncio.run(probe())
+    except _storage_failures() as error:
+        print(f"waypost {command}: {_storage_problem(error)}", file=sys.stderr)
+        return False
+    return True
 
 
 def _gateway(args: argparse.Namespace) -> int:
@@ -71,7 +107,11 @@ def _gc(args: argparse.Namespace) -> int:
         async with open_context(Settings(Path(args.data_dir), **storage)) as ctx:
             return await sweep(ctx)
 
-    cleaned = asyncio.run(clean())
+    try:
+        cleaned = asyncio.run(clean())
+    except _storage_failures() as error:
+        print(f"waypost gc: {_storage_problem(error)}", file=sys.stderr)
+        return 1
     print(f"waypost gc: cleaned {len(cleaned)} expired upload(s)")
     return 0
 
@@ -174,6 +214,7 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="waypost",
         description="Waypost/1 reference server and conformance kit.")
+    top.add_argument("--version", action="version", version=f"waypost {__version__}")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser(

@@ -259,6 +259,24 @@ def test_the_cli_serves_and_cleans_on_d1(d1_settings: Settings) -> None:
         assert "WAYPOST_GATEWAY_SECRET" in refused.stderr
 
 
+def test_serve_and_gc_say_in_one_line_why_the_gateway_cannot_be_used(
+        d1_settings: Settings) -> None:
+    """A gateway that refuses the secret, or one that is not listening: one line on stderr,
+    exit 1, no traceback."""
+    live = ["--storage", "d1", "--gateway", str(d1_settings.gateway_url)]
+    dead = ["--storage", "d1", "--gateway", "http://127.0.0.1:9"]
+    for flags, secret, says in ((live, "not-the-secret", "401"), (dead, "x", "unreachable")):
+        env = {**os.environ, "WAYPOST_GATEWAY_SECRET": secret, "WAYPOST_ADMIN_TOKEN": "a"}
+        for command in ("gc", "serve"):
+            failed = subprocess.run([sys.executable, "-m", "waypost.cli", command, *flags,
+                                     "--data-dir", str(d1_settings.data_dir)],
+                                    capture_output=True, text=True, env=env, timeout=60)
+            assert failed.returncode == 1, failed.stderr
+            assert "Traceback" not in failed.stderr
+            (line,) = [x for x in failed.stderr.splitlines() if x.startswith(f"waypost {command}:")]
+            assert says in line
+
+
 def test_the_worst_staging_of_the_published_maximum_fits_one_batch() -> None:
     """Every entry as large as its JSON can be once escaped: a 1 KiB path of control
     characters (\\u00XX each), metadata of 4 KiB of quotes, 96-character ids. The prepare batch
