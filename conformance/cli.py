@@ -11,7 +11,7 @@ import httpx
 
 from waypost.conformance import report as reports
 from waypost.conformance import runner
-from waypost.conformance.targets import open_target
+from waypost.conformance.targets import check_target, open_target
 from waypost.properties.catalogue import select
 from waypost.properties.proxy import FaultProxy
 
@@ -45,6 +45,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     kit.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report")
     kit.add_argument("--replay-dir", type=Path, default=Path("waypost-replays"),
                      help="where failure replays are written (default: ./waypost-replays)")
+    kit.add_argument("--trace", type=Path, default=None,
+                     help="write the commands of every example, one JSON list per line "
+                          "(a seed reruns the same ones)")
     kit.set_defaults(run=_conformance)
     kit_commands = kit.add_subparsers(dest="kit_command", metavar="COMMAND")
     replay = kit_commands.add_parser(
@@ -101,6 +104,7 @@ def _crash_matrix(args: argparse.Namespace) -> int:
     print(matrix.table())
     if args.json is not None:
         args.json.write_text(json.dumps(matrix.as_json(), indent=2) + "\n")
+    print(matrix.verdict())
     return 0 if matrix.green else 1
 
 
@@ -124,14 +128,16 @@ def _conformance(args: argparse.Namespace) -> int:
         proxy = FaultProxy(httpx.HTTPTransport())
         with open_target(args.target, _admin_token(args)) as target, \
                 httpx.Client(base_url=target.url, timeout=60, transport=proxy) as client:
-            print(f"waypost conformance: target {args.target} at {target.url}, profile "
-                  f"{args.profile}", file=sys.stderr)
+            check_target(client, target.admin_token)
+            where = target.url if target.name == "url" else f"{target.name} at {target.url}"
+            print(f"waypost conformance: target {where}, profile {args.profile}",
+                  file=sys.stderr)
             result = runner.run(target.name if target.name != "url" else target.url, client,
                                 target.admin_token, profile=args.profile, seed=args.seed,
-                                selected=selected, expected=expected,
+                                selected=selected if args.only else None, expected=expected,
                                 replay_dir=args.replay_dir,
                                 progress=runner.Progress(sys.stderr, profile.examples),
-                                proxy=proxy)
+                                proxy=proxy, trace=args.trace is not None)
     except (ValueError, RuntimeError) as exc:
         print(f"waypost conformance: {exc}", file=sys.stderr)
         return 2
@@ -141,6 +147,8 @@ def _conformance(args: argparse.Namespace) -> int:
         reports.write_json(result, args.report_json)
     if args.junit:
         reports.write_junit(result, args.junit)
+    if args.trace:
+        reports.write_trace(result, args.trace)
     for outcome in result.outcomes:
         if outcome.replay:
             print(f"rerun {outcome.prop.pid}: waypost conformance replay {outcome.replay} "

@@ -84,6 +84,12 @@ class Matrix:
                     for c in self.cells if not c.ok]
         return "\n".join(lines + (["failures:", *failures] if failures else []))
 
+    def verdict(self) -> str:
+        """One line: how many cells, how many green or failed."""
+        failed = sum(not cell.ok for cell in self.cells)
+        return (f"crash matrix: {len(self.cells)} cells, "
+                + (f"{failed} failed" if failed else f"{len(self.cells)} green"))
+
     def as_json(self) -> dict[str, Any]:
         return {"green": self.green, "points": list(POINTS), "operations": list(OPERATIONS),
                 "cells": [c.__dict__ for c in self.cells]}
@@ -306,7 +312,17 @@ def run_cell(ref: Reference, operation: str, point: str, n: int, action: str = "
                     "failed": "failed"}.get(state, "not committed")
     if write.lookup is None:  # a raw PUT has no submission: stored or not, the retry stores
         cell.outcome = "stored" if retry.status_code < 300 else "not stored"
-    problems = []
+    problems = _problems(write, state, retry, again, replayed)
+    cell.ok = not problems
+    cell.note = "; ".join(problems)
+    return cell
+
+
+def _problems(write: Write, state: str, retry: httpx.Response, again: httpx.Response,
+              replayed: bool) -> list[str]:
+    """What is wrong with a cell's recovery: a final failure, a failed or unstable retry, a
+    committed write not replayed, other than exactly one effect."""
+    problems: list[str] = []
     if state == "failed":
         problems.append("the fault left a final failure (a temporary error must never be "
                         "recorded as final)")
@@ -319,9 +335,7 @@ def run_cell(ref: Reference, operation: str, point: str, n: int, action: str = "
     effects = write.effects()
     if effects != 1:
         problems.append(f"the write took effect {effects} times")
-    cell.ok = not problems
-    cell.note = "; ".join(problems)
-    return cell
+    return problems
 
 
 @contextmanager

@@ -136,5 +136,5 @@ def test_the_cli_runs_the_kit_against_a_url_target(tmp_path: Path) -> None:
     assert "P03 Idempotent submissions" in result.stdout
     lines = {line.split()[0]: line for line in result.stdout.splitlines()
              if line.strip().startswith("P")}
-    assert "not run" in lines["P01"]
+    assert "skipped (--only)" in lines["P01"]
     assert " pass " in lines["P06"]
