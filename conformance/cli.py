@@ -70,10 +70,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "failure. Prints the table of outcomes (not reached / committed / resumed "
                     "/ not committed / stored); "
                     "exit 1 if any cell fails. Targets sqlite and d1 (the reference on D1 behind "
-                    "the local gateway, which outlives the crashes): a deployment has no "
-                    "fault points.")
-    matrix.add_argument("--target", default="sqlite", choices=["sqlite", "d1"],
-                        help="sqlite (default) or d1: the targets with fault points")
+                    "the local gateway, which outlives the crashes), or a server started with "
+                    "--test-hooks: a deployment has no fault points.")
+    matrix.add_argument("--target", default="sqlite",
+                        help="sqlite (default) or d1, started here; or the URL of a running "
+                             "server with test hooks (its crashes abandon the request and "
+                             "/_test/restart stands in for the restart)")
+    matrix.add_argument("--admin-token", default=None,
+                        help="admin token of a URL target (default: $WAYPOST_ADMIN_TOKEN)")
     matrix.add_argument("--operations", default=None,
                         help="comma-separated subset, e.g. message.send,memory.publish")
     matrix.add_argument("--actions", default="crash,unavailable",
@@ -100,12 +104,39 @@ def _crash_matrix(args: argparse.Namespace) -> int:
         print("waypost conformance crash-matrix: --actions takes crash and/or unavailable",
               file=sys.stderr)
         return 2
-    matrix = crash_matrix(operations, actions=actions, target=args.target)
+    try:
+        if args.target in ("sqlite", "d1"):
+            matrix = crash_matrix(operations, actions=actions, target=args.target)
+        else:
+            token = _admin_token(args)
+            check_hooks(args.target, token)
+            matrix = crash_matrix(operations, actions=actions, url=args.target.rstrip("/"),
+                                  admin_token=token or "")
+    except (ValueError, RuntimeError) as exc:
+        print(f"waypost conformance crash-matrix: {exc}", file=sys.stderr)
+        return 2
     print(matrix.table())
     if args.json is not None:
         args.json.write_text(json.dumps(matrix.as_json(), indent=2) + "\n")
     print(matrix.verdict())
     return 0 if matrix.green else 1
+
+
+def check_hooks(url: str, admin_token: str | None) -> None:
+    """A URL target of the crash matrix: reachable, the admin token accepted, test hooks on."""
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"unknown target {url!r}: use sqlite, d1 or the URL of a server "
+                         "with --test-hooks")
+    if not admin_token:
+        raise ValueError("a URL target needs --admin-token (or WAYPOST_ADMIN_TOKEN)")
+    with httpx.Client(base_url=url, timeout=30) as client:
+        check_target(client, admin_token)
+        described = client.get("/v1/describe")
+    capabilities = described.json().get("capabilities", {}) if described.status_code == 200 \
+        else {}
+    if not (isinstance(capabilities, dict) and capabilities.get("test_hooks")):
+        raise ValueError(f"the target at {url} has no test hooks (start it with "
+                         "waypost serve --test-hooks): a deployment has no fault points")
 
 
 def _admin_token(args: argparse.Namespace) -> str | None:

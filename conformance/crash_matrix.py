@@ -43,7 +43,6 @@ POINTS = ("reserve.after", "object.after_write", "prepare.after", "commit.before
 OPERATIONS = ("message.send", "receipt.ack", "blob.prepare", "blob.put", "blob.commit",
               "memory.publish")
 CRASH_EXIT = 86
-SPACE = "crash"
 
 
 @dataclass
@@ -111,6 +110,7 @@ class Reference:
         self.fixed_url = url
         self.process = None if url else self._start()
         self.tokens: dict[str, str] = {}
+        self.space = f"crash-{secrets.token_hex(4)}"  # a running server may hold earlier runs
 
     def _start(self) -> ServerProcess:
         return ServerProcess(self.data_dir, self.admin_token, "--test-hooks", "--crash-mode",
@@ -181,20 +181,23 @@ def provision(ref: Reference) -> None:
         data: dict[str, Any] = answer.json()
         return data
 
-    ok("/admin/v1/spaces", {"request_id": "s", "space_id": SPACE, "display_name": SPACE,
-                            "source_uri": "waypost-crash://space",
+    space = ref.space
+    ok("/admin/v1/spaces", {"request_id": f"{space}-s", "space_id": space,
+                            "display_name": space, "source_uri": f"waypost-crash://{space}",
                             "default_actor": {"actor_id": "alice", "kind": "agent",
                                               "display_name": "alice"}})
-    ok(f"/admin/v1/spaces/{SPACE}/actors", {"request_id": "b", "actor_id": "bob",
+    ok(f"/admin/v1/spaces/{space}/actors", {"request_id": f"{space}-b", "actor_id": "bob",
                                             "kind": "agent", "display_name": "bob"})
-    ok(f"/admin/v1/spaces/{SPACE}/collections", {"request_id": "c", "collection_id": "notes",
-                                                 "source_actor_id": "alice", "scope": "notes"})
+    ok(f"/admin/v1/spaces/{space}/collections", {
+        "request_id": f"{space}-c", "collection_id": "notes", "source_actor_id": "alice",
+        "scope": "notes"})
     for actor in ("alice", "bob"):
-        ok(f"/admin/v1/spaces/{SPACE}/consumers", {"request_id": f"c-{actor}",
-                                                   "consumer_id": f"{actor}-in",
-                                                   "actor_id": actor, "view": "inbox"})
-        issued = ok(f"/admin/v1/spaces/{SPACE}/tokens", {
-            "request_id": f"t-{actor}", "actor_id": actor, "consumer_id": f"{actor}-in",
+        ok(f"/admin/v1/spaces/{space}/consumers", {
+            "request_id": f"{space}-c-{actor}", "consumer_id": f"{actor}-in",
+            "actor_id": actor, "view": "inbox"})
+        issued = ok(f"/admin/v1/spaces/{space}/tokens", {
+            "request_id": f"{space}-t-{actor}", "actor_id": actor,
+            "consumer_id": f"{actor}-in",
             "scopes": ["message.send", "message.read", "receipt.write", "blob.write",
                        "memory.write", "memory.read"],
             "recipients": {"mode": "any"}, "blob_references": [],

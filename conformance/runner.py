@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
@@ -206,8 +206,11 @@ def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path,
     try:
         run_state_machine_as_test(machine, settings=settings(
             max_examples=profile.examples, stateful_step_count=profile.steps, deadline=None,
-            database=None, suppress_health_check=list(HealthCheck), print_blob=True,
-            phases=[Phase.generate, Phase.shrink, Phase.explain]))
+            database=None, suppress_health_check=list(HealthCheck),
+            phases=[Phase.generate, Phase.shrink, Phase.explain],
+            # The run's own report and replay files tell a failure; Hypothesis's printed
+            # notes (its blob, its "five minutes" shrinking warning) would only mislead.
+            verbosity=Verbosity.quiet))
     except Exception as raised:  # every failure is reported, none swallowed
         for failure in _failures(raised):
             violation = failure if isinstance(failure, PropertyViolation) else None
