@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 from waypost.properties import fingerprints
 from waypost.properties.compare import epoch_ms
 from waypost.properties.memory import COLLECTIONS
-from waypost.properties.model import Actor, Collection, Consumer, Token
+from waypost.properties.memory_model import Collection
+from waypost.properties.model import Actor, Consumer, Token
 
 if TYPE_CHECKING:
     from waypost.properties.world import World

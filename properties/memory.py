@@ -13,14 +13,8 @@ from typing import TYPE_CHECKING, Any
 from waypost.properties import fingerprints
 from waypost.properties.compare import shaped
 from waypost.properties.http import Answer
-from waypost.properties.model import (
-    Collection,
-    Entries,
-    Recorded,
-    Token,
-    input_errors,
-    next_state,
-)
+from waypost.properties.memory_model import Collection, Entries, input_errors, next_state
+from waypost.properties.model import Recorded, Token
 
 if TYPE_CHECKING:
     from waypost.properties.world import World

@@ -10,7 +10,8 @@ from waypost.properties import fingerprints
 from waypost.properties.compare import shaped, subset
 from waypost.properties.http import Answer
 from waypost.properties.memory import collection_of
-from waypost.properties.model import Collection, Token
+from waypost.properties.memory_model import Collection
+from waypost.properties.model import Token
 
 if TYPE_CHECKING:
     from waypost.properties.world import World

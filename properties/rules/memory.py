@@ -1,6 +1,6 @@
 """Rules of memory: publishes (snapshot or delta, inline or manifest, at the head or beside
-it), races of two publishers, reads of heads and fixed revisions, item cursors moved to another
-revision, the revision limit (P01, P11–P14, P16)."""
+it), histories of several publishes in a row, races of two publishers, reads of heads and fixed
+revisions, item cursors moved to another revision, the revision limit (P01, P11–P14, P16)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from waypost.properties.memory import COLLECTIONS
 from waypost.properties.rules.driver import METADATA, Driver, sample
 
-ACTIONS = ["publish"] * 8 + ["read"] * 3 + ["head", "race", "cursor", "limit"]
+ACTIONS = ["publish"] * 8 + ["read"] * 3 + ["head", "race", "cursor", "limit", "history"]
 
 
 def memory(d: Driver, data: st.DataObject) -> None:
@@ -32,6 +32,8 @@ def memory(d: Driver, data: st.DataObject) -> None:
         _read(d, data, action, token, collection)
     elif action == "limit":
         d.run("revision_limit", token=token, collection=collection)
+    elif action == "history":
+        _history(d, data, token, collection)
     else:
         _write(d, data, action, token, collection)
 
@@ -67,6 +69,23 @@ def _write(d: Driver, data: st.DataObject, action: str, token: str, collection: 
                                 st.none())), min_size=1, max_size=2, unique_by=lambda e: e[0]))
         d.run("race", token=token, collection=collection, items=[list(e) for e in change])
         return
+    _publish(d, data, token, collection, pool, wrong)
+
+
+def _history(d: Driver, data: st.DataObject, token: str, collection: str) -> None:
+    """Two to four valid publishes in a row at the head: a history whose later revisions
+    carry, or revive, the tombstones of earlier ones (P13, P14)."""
+    blobs = d.owned_blobs(data, token)
+    if not blobs:
+        return
+    for _ in range(data.draw(st.integers(2, 4))):
+        _publish(d, data, token, collection, blobs, False, offset=0, manifest=False)
+
+
+def _publish(d: Driver, data: st.DataObject, token: str, collection: str, pool: list[int],
+             wrong: bool, offset: int | None = None, manifest: bool | None = None) -> None:
+    """One publish of entries on ``pool``'s blobs (snapshot or delta, maybe deletes); the
+    offset from the head and the manifest input are drawn unless given."""
     # An item keeps its own path (n) or moves to n + 7, so paths rarely collide unless the
     # draw is deliberately wrong.
     entry = st.integers(0, 6).flatmap(lambda n: st.tuples(
@@ -77,10 +96,12 @@ def _write(d: Driver, data: st.DataObject, action: str, token: str, collection: 
     items = data.draw(st.lists(entry, max_size=4, **unique))  # type: ignore[arg-type]
     mode = data.draw(st.sampled_from(["delta", "snapshot"]))
     deletes = _deletes(d, data, token, collection, mode, items, wrong)
-    d.run("publish", token=token, collection=collection,
-          offset=data.draw(st.sampled_from([0, 0, 0, 0, 0, -1, 1])), mode=mode,
-          items=[list(e) for e in items], deletes=deletes,
-          manifest=data.draw(st.sampled_from([False, False, False, True])))
+    if offset is None:
+        offset = data.draw(st.sampled_from([0, 0, 0, 0, 0, -1, 1]))
+    if manifest is None:
+        manifest = data.draw(st.sampled_from([False, False, False, True]))
+    d.run("publish", token=token, collection=collection, offset=offset, mode=mode,
+          items=[list(e) for e in items], deletes=deletes, manifest=manifest)
 
 
 def _deletes(d: Driver, data: st.DataObject, token: str, collection: str, mode: str,
