@@ -11,7 +11,7 @@ import httpx
 
 from waypost.conformance import report as reports
 from waypost.conformance import runner
-from waypost.conformance.targets import open_target
+from waypost.conformance.targets import check_target, open_target
 from waypost.properties.catalogue import select
 from waypost.properties.proxy import FaultProxy
 
@@ -45,6 +45,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     kit.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report")
     kit.add_argument("--replay-dir", type=Path, default=Path("waypost-replays"),
                      help="where failure replays are written (default: ./waypost-replays)")
+    kit.add_argument("--trace", type=Path, default=None,
+                     help="write the commands of every example, one JSON list per line "
+                          "(a seed reruns the same ones)")
     kit.set_defaults(run=_conformance)
     kit_commands = kit.add_subparsers(dest="kit_command", metavar="COMMAND")
     replay = kit_commands.add_parser(
@@ -67,10 +70,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "failure. Prints the table of outcomes (not reached / committed / resumed "
                     "/ not committed / stored); "
                     "exit 1 if any cell fails. Targets sqlite and d1 (the reference on D1 behind "
-                    "the local gateway, which outlives the crashes): a deployment has no "
-                    "fault points.")
-    matrix.add_argument("--target", default="sqlite", choices=["sqlite", "d1"],
-                        help="sqlite (default) or d1: the targets with fault points")
+                    "the local gateway, which outlives the crashes), or a server started with "
+                    "--test-hooks: a deployment has no fault points.")
+    matrix.add_argument("--target", default="sqlite",
+                        help="sqlite (default) or d1, started here; or the URL of a running "
+                             "server with test hooks (its crashes abandon the request and "
+                             "/_test/restart stands in for the restart)")
+    matrix.add_argument("--admin-token", default=None,
+                        help="admin token of a URL target (default: $WAYPOST_ADMIN_TOKEN)")
     matrix.add_argument("--operations", default=None,
                         help="comma-separated subset, e.g. message.send,memory.publish")
     matrix.add_argument("--actions", default="crash,unavailable",
@@ -97,11 +104,39 @@ def _crash_matrix(args: argparse.Namespace) -> int:
         print("waypost conformance crash-matrix: --actions takes crash and/or unavailable",
               file=sys.stderr)
         return 2
-    matrix = crash_matrix(operations, actions=actions, target=args.target)
+    try:
+        if args.target in ("sqlite", "d1"):
+            matrix = crash_matrix(operations, actions=actions, target=args.target)
+        else:
+            token = _admin_token(args)
+            check_hooks(args.target, token)
+            matrix = crash_matrix(operations, actions=actions, url=args.target.rstrip("/"),
+                                  admin_token=token or "")
+    except (ValueError, RuntimeError) as exc:
+        print(f"waypost conformance crash-matrix: {exc}", file=sys.stderr)
+        return 2
     print(matrix.table())
     if args.json is not None:
         args.json.write_text(json.dumps(matrix.as_json(), indent=2) + "\n")
+    print(matrix.verdict())
     return 0 if matrix.green else 1
+
+
+def check_hooks(url: str, admin_token: str | None) -> None:
+    """A URL target of the crash matrix: reachable, the admin token accepted, test hooks on."""
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"unknown target {url!r}: use sqlite, d1 or the URL of a server "
+                         "with --test-hooks")
+    if not admin_token:
+        raise ValueError("a URL target needs --admin-token (or WAYPOST_ADMIN_TOKEN)")
+    with httpx.Client(base_url=url, timeout=30) as client:
+        check_target(client, admin_token)
+        described = client.get("/v1/describe")
+    capabilities = described.json().get("capabilities", {}) if described.status_code == 200 \
+        else {}
+    if not (isinstance(capabilities, dict) and capabilities.get("test_hooks")):
+        raise ValueError(f"the target at {url} has no test hooks (start it with "
+                         "waypost serve --test-hooks): a deployment has no fault points")
 
 
 def _admin_token(args: argparse.Namespace) -> str | None:
@@ -124,14 +159,16 @@ def _conformance(args: argparse.Namespace) -> int:
         proxy = FaultProxy(httpx.HTTPTransport())
         with open_target(args.target, _admin_token(args)) as target, \
                 httpx.Client(base_url=target.url, timeout=60, transport=proxy) as client:
-            print(f"waypost conformance: target {args.target} at {target.url}, profile "
-                  f"{args.profile}", file=sys.stderr)
+            check_target(client, target.admin_token)
+            where = target.url if target.name == "url" else f"{target.name} at {target.url}"
+            print(f"waypost conformance: target {where}, profile {args.profile}",
+                  file=sys.stderr)
             result = runner.run(target.name if target.name != "url" else target.url, client,
                                 target.admin_token, profile=args.profile, seed=args.seed,
-                                selected=selected, expected=expected,
+                                selected=selected if args.only else None, expected=expected,
                                 replay_dir=args.replay_dir,
                                 progress=runner.Progress(sys.stderr, profile.examples),
-                                proxy=proxy)
+                                proxy=proxy, trace=args.trace is not None)
     except (ValueError, RuntimeError) as exc:
         print(f"waypost conformance: {exc}", file=sys.stderr)
         return 2
@@ -141,6 +178,8 @@ def _conformance(args: argparse.Namespace) -> int:
         reports.write_json(result, args.report_json)
     if args.junit:
         reports.write_junit(result, args.junit)
+    if args.trace:
+        reports.write_trace(result, args.trace)
     for outcome in result.outcomes:
         if outcome.replay:
             print(f"rerun {outcome.prop.pid}: waypost conformance replay {outcome.replay} "

@@ -43,7 +43,6 @@ POINTS = ("reserve.after", "object.after_write", "prepare.after", "commit.before
 OPERATIONS = ("message.send", "receipt.ack", "blob.prepare", "blob.put", "blob.commit",
               "memory.publish")
 CRASH_EXIT = 86
-SPACE = "crash"
 
 
 @dataclass
@@ -84,6 +83,12 @@ class Matrix:
                     for c in self.cells if not c.ok]
         return "\n".join(lines + (["failures:", *failures] if failures else []))
 
+    def verdict(self) -> str:
+        """One line: how many cells, how many green or failed."""
+        failed = sum(not cell.ok for cell in self.cells)
+        return (f"crash matrix: {len(self.cells)} cells, "
+                + (f"{failed} failed" if failed else f"{len(self.cells)} green"))
+
     def as_json(self) -> dict[str, Any]:
         return {"green": self.green, "points": list(POINTS), "operations": list(OPERATIONS),
                 "cells": [c.__dict__ for c in self.cells]}
@@ -105,6 +110,7 @@ class Reference:
         self.fixed_url = url
         self.process = None if url else self._start()
         self.tokens: dict[str, str] = {}
+        self.space = f"crash-{secrets.token_hex(4)}"  # a running server may hold earlier runs
 
     def _start(self) -> ServerProcess:
         return ServerProcess(self.data_dir, self.admin_token, "--test-hooks", "--crash-mode",
@@ -175,20 +181,23 @@ def provision(ref: Reference) -> None:
         data: dict[str, Any] = answer.json()
         return data
 
-    ok("/admin/v1/spaces", {"request_id": "s", "space_id": SPACE, "display_name": SPACE,
-                            "source_uri": "waypost-crash://space",
+    space = ref.space
+    ok("/admin/v1/spaces", {"request_id": f"{space}-s", "space_id": space,
+                            "display_name": space, "source_uri": f"waypost-crash://{space}",
                             "default_actor": {"actor_id": "alice", "kind": "agent",
                                               "display_name": "alice"}})
-    ok(f"/admin/v1/spaces/{SPACE}/actors", {"request_id": "b", "actor_id": "bob",
+    ok(f"/admin/v1/spaces/{space}/actors", {"request_id": f"{space}-b", "actor_id": "bob",
                                             "kind": "agent", "display_name": "bob"})
-    ok(f"/admin/v1/spaces/{SPACE}/collections", {"request_id": "c", "collection_id": "notes",
-                                                 "source_actor_id": "alice", "scope": "notes"})
+    ok(f"/admin/v1/spaces/{space}/collections", {
+        "request_id": f"{space}-c", "collection_id": "notes", "source_actor_id": "alice",
+        "scope": "notes"})
     for actor in ("alice", "bob"):
-        ok(f"/admin/v1/spaces/{SPACE}/consumers", {"request_id": f"c-{actor}",
-                                                   "consumer_id": f"{actor}-in",
-                                                   "actor_id": actor, "view": "inbox"})
-        issued = ok(f"/admin/v1/spaces/{SPACE}/tokens", {
-            "request_id": f"t-{actor}", "actor_id": actor, "consumer_id": f"{actor}-in",
+        ok(f"/admin/v1/spaces/{space}/consumers", {
+            "request_id": f"{space}-c-{actor}", "consumer_id": f"{actor}-in",
+            "actor_id": actor, "view": "inbox"})
+        issued = ok(f"/admin/v1/spaces/{space}/tokens", {
+            "request_id": f"{space}-t-{actor}", "actor_id": actor,
+            "consumer_id": f"{actor}-in",
             "scopes": ["message.send", "message.read", "receipt.write", "blob.write",
                        "memory.write", "memory.read"],
             "recipients": {"mode": "any"}, "blob_references": [],
@@ -306,7 +315,17 @@ def run_cell(ref: Reference, operation: str, point: str, n: int, action: str = "
                     "failed": "failed"}.get(state, "not committed")
     if write.lookup is None:  # a raw PUT has no submission: stored or not, the retry stores
         cell.outcome = "stored" if retry.status_code < 300 else "not stored"
-    problems = []
+    problems = _problems(write, state, retry, again, replayed)
+    cell.ok = not problems
+    cell.note = "; ".join(problems)
+    return cell
+
+
+def _problems(write: Write, state: str, retry: httpx.Response, again: httpx.Response,
+              replayed: bool) -> list[str]:
+    """What is wrong with a cell's recovery: a final failure, a failed or unstable retry, a
+    committed write not replayed, other than exactly one effect."""
+    problems: list[str] = []
     if state == "failed":
         problems.append("the fault left a final failure (a temporary error must never be "
                         "recorded as final)")
@@ -319,9 +338,7 @@ def run_cell(ref: Reference, operation: str, point: str, n: int, action: str = "
     effects = write.effects()
     if effects != 1:
         problems.append(f"the write took effect {effects} times")
-    cell.ok = not problems
-    cell.note = "; ".join(problems)
-    return cell
+    return problems
 
 
 @contextmanager

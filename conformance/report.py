@@ -10,21 +10,22 @@ from xml.etree import ElementTree as ET
 from waypost.conformance.runner import Report
 
 MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
-         "not covered": "not covered", "not run": "not run", "not exercised": "not exercised"}
+         "not covered": "not covered", "skipped": "skipped (--only)",
+         "not exercised": "not exercised"}
 
 
 def table(report: Report) -> str:
     """The P01–P18 table a run ends with."""
-    lines = [f"{'':3}{'property':<38} {'result':<14} {'checks':>7}  note", "-" * 96]
+    lines = [f"{'':3}{'property':<38} {'result':<16} {'checks':>7}  note", "-" * 98]
     for outcome in report.outcomes:
         note = outcome.message or outcome.expected_reason
         if outcome.replay:
             note = f"{note} — replay: {outcome.replay}"
         name = f"{outcome.prop.pid} {outcome.prop.name}"
-        lines.append(f"{'':3}{name:<38} {MARKS[outcome.result]:<14} {outcome.checks:>7}  "
+        lines.append(f"{'':3}{name:<38} {MARKS[outcome.result]:<16} {outcome.checks:>7}  "
                      f"{note[:400]}")
     rate = report.steps / report.seconds if report.seconds else 0.0
-    lines.append("-" * 96)
+    lines.append("-" * 98)
     lines.append(f"target {report.target}, profile {report.profile}, seed {report.seed}: "
                  f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
                  f"({rate:.0f} steps/s)")
@@ -37,7 +38,7 @@ def as_json(report: Report) -> dict[str, Any]:
         "target": report.target, "profile": report.profile, "seed": report.seed,
         "run_id": report.run_id, "examples": report.examples, "steps": report.steps,
         "seconds": round(report.seconds, 3), "failed": report.failed,
-        "fault_sources": report.fault_sources,
+        "fault_sources": report.fault_sources, "rules": report.rules,
         "properties": [{"id": o.prop.pid, "name": o.prop.name, "result": o.result,
                         "checks": o.checks, "message": o.message, "evidence": o.evidence,
                         "replay": o.replay, "expected_failure_reason": o.expected_reason or None}
@@ -62,7 +63,16 @@ def write_junit(report: Report, path: Path) -> None:
             failure = ET.SubElement(case, "failure", message=outcome.message)
             failure.text = json.dumps({"evidence": outcome.evidence, "replay": outcome.replay},
                                       indent=2, default=str)
+        elif outcome.result == "skipped":
+            ET.SubElement(case, "skipped", message=MARKS["skipped"])
         elif outcome.result != "pass":
             ET.SubElement(case, "skipped",
                           message=f"{outcome.result}: {outcome.message or outcome.expected_reason}")
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def write_trace(report: Report, path: Path) -> None:
+    """The commands of every example, one JSON list of ``[command, args]`` per line: runs of
+    one seed must write the same file, whatever the machine or the process's hash seed."""
+    lines = [json.dumps([json.loads(c) for c in example]) for example in report.commands or []]
+    path.write_text("".join(line + "\n" for line in lines))

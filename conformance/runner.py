@@ -8,22 +8,25 @@ import random
 import secrets
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.internal.conjecture import engine
-from hypothesis.stateful import get_state_machine_test
+from hypothesis.stateful import run_state_machine_as_test
 
+from waypost.conformance.targets import check_target
 from waypost.properties.catalogue import CATALOGUE, Property
 from waypost.properties.http import Session
-from waypost.properties.machine import Run, WaypostMachine
+from waypost.properties.machine import KitRun, machine_for
 from waypost.properties.proxy import FaultProxy
-from waypost.properties.violations import LEDGER, PropertyViolation
+from waypost.properties.rules import rules_for
+from waypost.properties.violations import Ledger, PropertyViolation
 from waypost.properties.world import World
 
 
@@ -49,7 +52,7 @@ class Outcome:
     """One property's result in a run."""
 
     prop: Property
-    result: str  # pass, fail, xfail, xpass, not covered, not run, not exercised
+    result: str  # pass, fail, xfail, xpass, not covered, skipped, not exercised
     checks: int = 0
     message: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
@@ -68,6 +71,8 @@ class Report:
     seconds: float = 0.0
     outcomes: list[Outcome] = field(default_factory=list)
     fault_sources: list[str] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)  # the rules the run's steps drew from
+    commands: list[list[str]] | None = None  # per example, its commands (when traced)
 
     @property
     def failed(self) -> bool:
@@ -85,18 +90,25 @@ def load_expected(path: Path | None) -> dict[str, str]:
 class Progress:
     """One line per example on a terminal (rewritten in place), every tenth elsewhere."""
 
-    def __init__(self, out: TextIO, total: int) -> None:
-        self.out, self.total, self.started = out, total, time.monotonic()
+    def __init__(self, out: TextIO, planned: int) -> None:
+        self.out, self.planned, self.started = out, planned, time.monotonic()
         self.tty = out.isatty()
 
-    def __call__(self, examples: int, steps: int) -> None:
-        if not self.tty and examples % 10:
+    def __call__(self, kit: KitRun) -> None:
+        if not self.tty and kit.examples % 10:
             return
-        rate = steps / max(time.monotonic() - self.started, 1e-9)
-        line = (f"example {examples} (of up to {self.total}), {steps} steps, "
-                f"{sum(LEDGER.checks.values())} checks, {rate:.0f} steps/s")
+        rate = kit.steps / max(time.monotonic() - self.started, 1e-9)
+        line = (f"example {kit.examples} {self.of(kit.examples)}, {kit.steps} steps, "
+                f"{sum(kit.ledger.checks.values())} checks, {rate:.0f} steps/s")
         self.out.write(("\r" + line + "   ") if self.tty else line + "\n")
         self.out.flush()
+
+    def of(self, examples: int) -> str:
+        """Hypothesis also runs examples it discards, and reruns a failure while shrinking
+        it: beyond the planned number, say so rather than count past it."""
+        if examples <= self.planned:
+            return f"of {self.planned} planned"
+        return f"({self.planned} planned + {examples - self.planned} discarded or shrinking)"
 
 
 def _failures(error: BaseException) -> list[BaseException]:
@@ -125,79 +137,54 @@ def write_replay(directory: Path, report: Report, violation: PropertyViolation |
     return path
 
 
+@contextmanager
+def shrinking_budget(seconds: float) -> Iterator[None]:
+    """Bound the time Hypothesis spends shrinking a failure.
+
+    Hypothesis has no public setting for this: its shrinker stops after 500 successful shrinks
+    or at ``MAX_SHRINKING_SECONDS`` (300 s), a module constant its own comment calls
+    "monkeypatchable, for the rare users who need to keep on shrinking". ``phases`` can only
+    turn shrinking off, and every shrink step reruns a whole example of the kit (fresh spaces,
+    dozens of requests), so a ci run's failure would take minutes. The constant is set for the
+    run and restored afterwards (docs/spec.md, "Profiles")."""
+    saved = engine.MAX_SHRINKING_SECONDS
+    engine.MAX_SHRINKING_SECONDS = int(seconds)
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = saved
+
+
 def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: str = "ci",
         seed: int | None = None, selected: list[Property] | None = None,
         expected: dict[str, str] | None = None, replay_dir: Path = Path("waypost-replays"),
-        progress: Callable[[int, int], None] | None = None,
-        shrink_seconds: float | None = None, proxy: FaultProxy | None = None) -> Report:
-    """Run the command model; every property ends as pass, fail, xfail, xpass or not covered.
-    ``proxy`` (the transport of ``client``) injects network faults where the target has no
-    fault points."""
+        progress: Progress | None = None, shrink_seconds: float | None = None,
+        proxy: FaultProxy | None = None, trace: bool = False) -> Report:
+    """Run the command model; every property ends as pass, fail, xfail, xpass, skipped or not
+    covered. ``proxy`` (the transport of ``client``) injects network faults where the target
+    has no fault points; ``trace`` keeps each example's commands in the report. A target that
+    cannot be reached, or refuses the admin token, raises ``TargetError`` before anything
+    runs."""
+    check_target(client, admin_token)
     chosen = PROFILES[profile]
     seed = random.randrange(2**32) if seed is None else seed
     report = Report(target_name, profile, seed, f"run{secrets.token_hex(4)}")
     expected = expected or {}
-    wanted = {p.pid for p in (selected or CATALOGUE)}
-    LEDGER.reset(enforced=wanted - set(expected))
-    Run.session = Session(client, admin_token, proxy=proxy)
-    Run.prefix = report.run_id
-    counts = {"examples": 0, "steps": 0}
-
-    class Counted(WaypostMachine):
-        def __init__(self) -> None:
-            super().__init__()
-            counts["examples"] += 1
-
-        def teardown(self) -> None:
-            counts["steps"] += len(self.world.commands)
-            if progress is not None:
-                progress(counts["examples"], counts["steps"])
-            super().teardown()
-
-    test = get_state_machine_test(Counted, settings=settings(
-        max_examples=chosen.examples, stateful_step_count=chosen.steps, deadline=None,
-        database=None, suppress_health_check=list(HealthCheck), print_blob=True,
-        phases=[Phase.generate, Phase.shrink, Phase.explain]))
-    failures: dict[str, tuple[PropertyViolation | None, BaseException, Path]] = {}
+    wanted = None if selected is None else {p.pid for p in selected}
+    kit = KitRun(Session(client, admin_token, proxy=proxy), report.run_id,
+                 Ledger(enforced=(wanted or {p.pid for p in CATALOGUE}) - set(expected)),
+                 rules_for(wanted), wanted, trace=[] if trace else None, on_example=progress)
+    report.rules = [rule.name for rule in kit.rules]
     started = time.monotonic()
-    # Hypothesis has no public setting for the shrinking budget; this module constant is it.
-    budget = engine.MAX_SHRINKING_SECONDS
-    engine.MAX_SHRINKING_SECONDS = int(shrink_seconds if shrink_seconds is not None
-                                       else chosen.shrink_seconds)
-    try:
-        hypothesis_seed(seed)(test)()
-    except Exception as raised:  # every failure is reported, none swallowed
-        for failure in _failures(raised):
-            violation = failure if isinstance(failure, PropertyViolation) else None
-            path = write_replay(replay_dir, report, violation, failure, Run.last)
-            failures[violation.pid if violation else "ERROR"] = (violation, failure, path)
-    finally:
-        engine.MAX_SHRINKING_SECONDS = budget
+    with shrinking_budget(shrink_seconds if shrink_seconds is not None
+                          else chosen.shrink_seconds):
+        failures = _explore(kit, chosen, seed, replay_dir, report)
     report.seconds = time.monotonic() - started
-    report.examples, report.steps = counts["examples"], counts["steps"]
+    report.examples, report.steps, report.commands = kit.examples, kit.steps, kit.trace
     report.fault_sources = sorted(
-        ({"test hooks"} if Run.session.hook_faults else set())
+        ({"test hooks"} if kit.session.hook_faults else set())
         | ({f"fault proxy ({', '.join(sorted(proxy.used))})"} if proxy and proxy.used else set()))
-    for prop in CATALOGUE:
-        outcome = Outcome(prop, "pass", LEDGER.checks.get(prop.pid, 0),
-                          expected_reason=expected.get(prop.pid, ""))
-        found = failures.get(prop.pid)
-        recorded = LEDGER.recorded.get(prop.pid)
-        if prop.pid not in wanted:
-            outcome.result = "not run"
-        elif not prop.covered:
-            outcome.result, outcome.message = "not covered", prop.reason
-        elif found is not None:
-            outcome.result, outcome.message = "fail", found[0].message if found[0] else ""
-            outcome.evidence, outcome.replay = found[0].evidence if found[0] else {}, str(found[2])
-        elif recorded is not None:
-            outcome.result = "xfail" if prop.pid in expected else "fail"
-            outcome.message, outcome.evidence = recorded.message, recorded.evidence
-        elif prop.pid in expected:
-            outcome.result = "xpass"
-        elif outcome.checks == 0:
-            outcome.result, outcome.message = "not exercised", "no check ran in this run"
-        report.outcomes.append(outcome)
+    report.outcomes = [_outcome(prop, kit, wanted, expected, failures) for prop in CATALOGUE]
     if "ERROR" in failures:
         _, unexpected, path = failures["ERROR"]
         report.outcomes.append(Outcome(
@@ -206,13 +193,67 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     return report
 
 
+Failures = dict[str, tuple[PropertyViolation | None, BaseException, Path]]
+
+
+def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path,
+             report: Report) -> Failures:
+    """Run the machine under Hypothesis; each failure it ends with, by property."""
+    failures: Failures = {}
+    if not kit.rules:
+        return failures  # nothing selected has a rule (P17): no example to run
+    machine = hypothesis_seed(seed)(machine_for(kit))
+    try:
+        run_state_machine_as_test(machine, settings=settings(
+            max_examples=profile.examples, stateful_step_count=profile.steps, deadline=None,
+            database=None, suppress_health_check=list(HealthCheck),
+            phases=[Phase.generate, Phase.shrink, Phase.explain],
+            # The run's own report and replay files tell a failure; Hypothesis's printed
+            # notes (its blob, its "five minutes" shrinking warning) would only mislead.
+            verbosity=Verbosity.quiet))
+    except Exception as raised:  # every failure is reported, none swallowed
+        for failure in _failures(raised):
+            violation = failure if isinstance(failure, PropertyViolation) else None
+            path = write_replay(replay_dir, report, violation, failure, kit.last)
+            failures[violation.pid if violation else "ERROR"] = (violation, failure, path)
+    return failures
+
+
+def _outcome(prop: Property, kit: KitRun, wanted: set[str] | None,
+             expected: dict[str, str], failures: Failures) -> Outcome:
+    """One property's line in the table."""
+    outcome = Outcome(prop, "pass", kit.ledger.checks.get(prop.pid, 0),
+                      expected_reason=expected.get(prop.pid, ""))
+    found = failures.get(prop.pid)
+    recorded = kit.ledger.recorded.get(prop.pid)
+    if wanted is not None and prop.pid not in wanted:
+        outcome.result = "skipped"
+    elif not prop.covered:
+        outcome.result, outcome.message = "not covered", prop.reason
+    elif found is not None:
+        violation, _, path = found
+        outcome.result, outcome.replay = "fail", str(path)
+        if violation is not None:
+            outcome.message, outcome.evidence = violation.message, violation.evidence
+    elif recorded is not None:
+        outcome.result = "xfail" if prop.pid in expected else "fail"
+        outcome.message, outcome.evidence = recorded.message, recorded.evidence
+    elif prop.pid in expected:
+        outcome.result = "xpass"
+    elif outcome.checks == 0:
+        outcome.result, outcome.message = "not exercised", "no check ran in this run"
+    return outcome
+
+
 def replay_file(path: Path, client: httpx.Client, admin_token: str,
                 out: TextIO = sys.stdout, proxy: FaultProxy | None = None
                 ) -> PropertyViolation | None:
-    """Rerun a replay file's commands against a target; return the violation it still shows."""
+    """Rerun a replay file's commands against a target; return the violation it still shows.
+    A target that cannot be reached, or refuses the admin token, raises ``TargetError``."""
     recorded = json.loads(path.read_text())
-    LEDGER.reset()
-    world = World(Session(client, admin_token, proxy=proxy), f"rp{secrets.token_hex(3)}-")
+    check_target(client, admin_token)
+    world = World(Session(client, admin_token, proxy=proxy), f"rp{secrets.token_hex(3)}-",
+                  Ledger())
     try:
         for step in recorded["commands"]:
             world.run(step["command"], step["args"])

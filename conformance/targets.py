@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 
 @dataclass(frozen=True)
 class Target:
@@ -160,3 +162,23 @@ def open_target(name: str, admin_token: str | None) -> Iterator[Target]:
         raise ValueError("a URL target needs --admin-token (or WAYPOST_ADMIN_TOKEN) to "
                          "provision its own spaces")
     yield Target("url", name.rstrip("/"), admin_token)
+
+
+class TargetError(RuntimeError):
+    """The target cannot serve a run: unreachable, or its admin token is refused."""
+
+
+def check_target(client: httpx.Client, admin_token: str) -> None:
+    """Fail fast, and say why, before a run: the target must answer, and accept the admin
+    token (asked with a read of a space no run creates)."""
+    try:
+        client.get("/v1/describe")
+        answer = client.get("/admin/v1/spaces/zz-kit-preflight",
+                            headers={"Authorization": f"Bearer {admin_token}"})
+    except httpx.TransportError as error:
+        raise TargetError(f"cannot reach the target at {client.base_url}: "
+                          f"{error or type(error).__name__}") from None
+    if answer.status_code in (401, 403):
+        raise TargetError(f"the target at {client.base_url} refused the admin token "
+                          f"({answer.status_code}): pass the deployment's token with "
+                          "--admin-token or WAYPOST_ADMIN_TOKEN")

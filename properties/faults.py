@@ -16,10 +16,11 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from waypost.properties import fingerprints
+from waypost.properties import memory
+from waypost.properties.compare import shaped
 from waypost.properties.http import DROPPED, Answer
-from waypost.properties.model import Recorded, Token
-from waypost.properties.violations import check
+from waypost.properties.messages import SEND_ANSWER, record_send, send_body, submit_send
+from waypost.properties.model import Token
 
 if TYPE_CHECKING:
     from waypost.properties.world import World
@@ -56,93 +57,80 @@ def disarm(world: World, point: str, restart: bool) -> None:
         world.session.admin("POST", "/_test/restart", {})
 
 
-def send(world: World, token: str, point: str, action: str, restart: bool,
-         body_args: dict[str, Any]) -> None:
+def fault_send(world: World, token: str, point: str, action: str, restart: bool,
+               send: dict[str, Any]) -> None:
     """``message.send`` with a fault on its way (P03, P18)."""
     sender = world.token(token)
-    body = world.send_body(sender, **body_args)
+    body = send_body(world, sender, **send)
     if not world.model.live(sender) or world.model.send_errors(sender, body) \
             or not arm(world, point, action):
-        world.submit_send(sender, body)  # no fault where nothing would be written
+        submit_send(world, sender, body)  # no fault where nothing would be written
         return
     answer = world.session.call("POST", "/v1/messages", bearer=sender.secret, who=sender.handle,
                                 body=body, may_drop=True)
     disarm(world, point, restart)
     if answer.status == 201:  # the fault point was not on this write's path, or lost nothing
         if action == "duplicate":  # the network delivered it twice: the second is a replay
-            check("P03", answer.replayed, "a request delivered twice must be replayed the "
-                  "second time", answer=answer.json)
+            world.check("P03", answer.replayed, "a request delivered twice must be replayed the "
+                        "second time", answer=answer.json)
         else:
-            check("P03", not answer.replayed, "a first answer must not say Waypost-Replayed")
-        _record(world, sender, body, answer.json)
+            world.check("P03", not answer.replayed, "a first answer must not say Waypost-Replayed")
+        record_send(world, sender, body, answer.json)
         return
     result = resolve(world, sender, "message.send", "/v1/messages", body, 201, answer,
                      f"{action} at {point}")
     if result is not None:
-        _record(world, sender, body, result)
+        record_send(world, sender, body, result)
 
 
 def resolve(world: World, writer: Token, operation: str, path: str, body: dict[str, Any],
             status: int, interrupted: Answer, fault: str) -> dict[str, Any] | None:
     """A write the fault interrupted (no answer, or 503) is indeterminate: look it up, then
     retry it. Returns the one stable result, or None."""
-    if not check("P18", interrupted.status in (DROPPED, 503),
-                 "a fault must end the write without an answer, or with 503 UNAVAILABLE",
-                 status=interrupted.status, answer=interrupted.json, fault=fault):
+    if not world.check("P18", interrupted.status in (DROPPED, 503),
+                       "a fault must end the write without an answer, or with 503 UNAVAILABLE",
+                       status=interrupted.status, answer=interrupted.json, fault=fault):
         return None
     lookup = world.as_(writer, "GET", f"/v1/submissions/{operation}/{body['request_id']}")
     state = lookup.json.get("state") if lookup.status == 200 and isinstance(
         lookup.json, dict) else "absent"
-    check("P18", state in ("absent", "pending", "committed"),
-          "after a crash or a temporary error the key must be absent, pending or committed — "
-          "never a recorded failure", lookup=lookup.json, status=lookup.status)
+    world.check("P18", state in ("absent", "pending", "committed"),
+                "after a crash or a temporary error the key must be absent, pending or committed — "
+                "never a recorded failure", lookup=lookup.json, status=lookup.status)
     retry = world.as_(writer, "POST", path, body)
-    if not check("P18", retry.status == status,
-                 f"the retry of an interrupted write must succeed with {status}",
-                 status=retry.status, answer=retry.json, state=state):
+    if not world.check("P18", retry.status == status,
+                       f"the retry of an interrupted write must succeed with {status}",
+                       status=retry.status, answer=retry.json, state=state):
         return None
     if state == "committed":
-        committed = lookup.json.get("result") or {}
-        check("P18", retry.replayed and (retry.status, retry.json) == (
+        committed = lookup.json.get("result")
+        committed = committed if isinstance(committed, dict) else {}
+        world.check("P18", retry.replayed and (retry.status, retry.json) == (
             committed.get("status"), committed.get("body")),
-              "the retry of a committed write must replay the recorded result",
-              retry=retry.json, recorded=committed, replayed=retry.replayed)
+                    "the retry of a committed write must replay the recorded result",
+                    retry=retry.json, recorded=committed, replayed=retry.replayed)
     again = world.as_(writer, "POST", path, body)
-    check("P03", (again.status, again.json) == (retry.status, retry.json) and again.replayed,
-          "a second retry must replay the first one's result", first=retry.json,
-          again=again.json)
-    result: dict[str, Any] = retry.json
-    return result
+    world.check("P03", (again.status, again.json) == (retry.status, retry.json) and again.replayed,
+                "a second retry must replay the first one's result", first=retry.json,
+                again=again.json)
+    result: Any = retry.json
+    return result if isinstance(result, dict) else {"unexpected": result}
 
 
-def _record(world: World, sender: Token, body: dict[str, Any], result: Any) -> None:
-    if not check("P05", isinstance(result, dict) and {
-            "message_id", "thread_id", "feed_item_id", "sequence", "committed_at"} <= set(result),
-            "send answer shape", answer=result):
-        return
-    world.record_message(sender, body, result)
-    world.model.submissions[(sender.space, sender.actor_id, "message.send",
-                             body["request_id"])] = Recorded(
-        "message.send", sender.space, sender.actor_id, sender.handle, body,
-        fingerprints.send_fingerprint(body), 201, result)
-
-
-def publish(world: World, token: str, point: str, action: str, restart: bool,
-            publish_args: dict[str, Any]) -> None:
+def fault_publish(world: World, token: str, point: str, action: str, restart: bool,
+                  publish: dict[str, Any]) -> None:
     """``memory.publish`` at the head with a fault on its way (P11, P18): exactly one revision
     results, whatever the crash left."""
-    from waypost.properties import memory
-
     writer = world.token(token)
-    target = world.model.collections.get((writer.space, publish_args["collection"]))
-    items = memory.item_inputs(world, publish_args["items"])
+    target = world.model.collections.get((writer.space, publish["collection"]))
+    items = memory.item_inputs(world, publish["items"])
     body: dict[str, Any] = {"request_id": world.rid(), "expected_revision": target.head
-                            if target else 0, "mode": publish_args["mode"], "items": items}
+                            if target else 0, "mode": publish["mode"], "items": items}
     valid = target is not None and world.model.live(writer) and memory.real_change(
         world, writer, target, body)
     if not valid or not arm(world, point, action):
-        answer = world.as_(writer, "POST", memory.path_of(publish_args["collection"]), body)
-        memory.expect_publish(world, writer, publish_args["collection"], body,
+        answer = world.as_(writer, "POST", memory.path_of(publish["collection"]), body)
+        memory.expect_publish(world, writer, publish["collection"], body,
                               {"items": items}, answer)
         return
     assert target is not None
@@ -157,60 +145,61 @@ def publish(world: World, token: str, point: str, action: str, restart: bool,
             return
         answer = Answer(201, result, False)
     elif action == "duplicate":  # delivered twice: its replay answered; the model saw one
-        answer = Answer(201, answer.json, not check(
+        answer = Answer(201, answer.json, not world.check(
             "P03", answer.replayed, "a request delivered twice must be replayed the second time",
             answer=answer.json))
     memory.expect_publish(world, writer, target.collection_id, body, {"items": items}, answer)
 
 
-def parallel_retries(world: World, token: str, copies: int, body_args: dict[str, Any]) -> None:
+def parallel_retries(world: World, token: str, copies: int, send: dict[str, Any]) -> None:
     """The same ``message.send`` from ``copies`` clients at once: one stable result for all —
     every answer 201 with identical ids (or SUBMISSION_PENDING, resolved by a later retry), at
     most one not marked replayed, exactly one message (P03)."""
     sender = world.token(token)
-    body = world.send_body(sender, **body_args)
+    body = send_body(world, sender, **send)
     if not world.model.live(sender) or world.model.send_errors(sender, body):
-        world.submit_send(sender, body)
+        submit_send(world, sender, body)
         return
     with ThreadPoolExecutor(copies) as pool:
         answers = list(pool.map(lambda _: world.as_(sender, "POST", "/v1/messages", body),
                                 range(copies)))
     pending = [a for a in answers if a.code == "SUBMISSION_PENDING"]
     done = [a for a in answers if a.status == 201]
-    if not check("P03", len(done) + len(pending) == copies,
-                 "parallel retries of one key must all succeed (or say SUBMISSION_PENDING)",
-                 answers=[[a.status, a.json] for a in answers]):
+    if not world.check("P03", len(done) + len(pending) == copies,
+                       "parallel retries of one key must all succeed (or say SUBMISSION_PENDING)",
+                       answers=[[a.status, a.json] for a in answers]):
         return
     if not done:
         done = [world.as_(sender, "POST", "/v1/messages", body)]
-    check("P03", all(a.json == done[0].json for a in done)
-          and sum(not a.replayed for a in done) <= 1,
-          "parallel retries of one key must give one result, replayed to all but one",
-          answers=[[a.status, a.replayed, a.json] for a in done])
-    _record(world, sender, body, done[0].json)
+    world.check("P03", all(a.json == done[0].json for a in done)
+                and sum(not a.replayed for a in done) <= 1,
+                "parallel retries of one key must give one result, replayed to all but one",
+                answers=[[a.status, a.replayed, a.json] for a in done])
+    record_send(world, sender, body, done[0].json)
 
 
 def concurrent_sends(world: World, token: str, subjects: list[str]) -> None:
     """Distinct messages from several clients at once: all published, with distinct sequences;
     every view then shows each exactly once, in sequence order (P05, P06)."""
     sender = world.token(token)
-    bodies = [world.send_body(sender, None, "new", None, "info", subject, "at once", None)
+    bodies = [send_body(world, sender, None, "new", None, "info", subject, "at once", None)
               for subject in subjects]
     if not world.model.live(sender) or any(world.model.send_errors(sender, b) for b in bodies):
         for body in bodies:
-            world.submit_send(sender, body)
+            submit_send(world, sender, body)
         return
     with ThreadPoolExecutor(len(bodies)) as pool:
         answers = list(pool.map(lambda b: world.as_(sender, "POST", "/v1/messages", b), bodies))
-    if not check("P05", all(a.status == 201 for a in answers),
-                 "concurrent sends must all publish",
-                 answers=[[a.status, a.json] for a in answers]):
+    if not world.check("P05", all(a.status == 201 and shaped(a.json, SEND_ANSWER)
+                                  and str(a.json["sequence"]).isdigit() for a in answers),
+                       "concurrent sends must all publish",
+                       answers=[[a.status, a.json] for a in answers]):
         return
     sequences = [int(a.json["sequence"]) for a in answers]
-    if not check("P06", len(set(sequences)) == len(sequences),
-                 "concurrent sends got the same sequence", sequences=sequences):
+    if not world.check("P06", len(set(sequences)) == len(sequences),
+                       "concurrent sends got the same sequence", sequences=sequences):
         return
     # The model learns them in commit order, which the sequences tell.
     for body, answer in sorted(zip(bodies, answers, strict=True),
                                key=lambda pair: int(pair[1].json["sequence"])):
-        _record(world, sender, body, answer.json)
+        record_send(world, sender, body, answer.json)

@@ -25,31 +25,24 @@ KINDS: dict[str, type[PropertyViolation]] = {
 
 
 class Ledger:
-    """What this process has checked: counts per property, and the violations that were only
-    recorded because their property is not enforced (not selected, or an expected failure)."""
+    """What one run (or replay) has checked: counts per property, and the violations that were
+    only recorded because their property is not enforced (not selected, or an expected
+    failure)."""
 
-    def __init__(self) -> None:
+    def __init__(self, enforced: set[str] | None = None) -> None:
         self.checks: Counter[str] = Counter()
-        self.enforced: set[str] | None = None  # None: every property raises
+        self.enforced = enforced  # None: every property raises
         self.recorded: dict[str, PropertyViolation] = {}
 
-    def reset(self, enforced: set[str] | None = None) -> None:
-        self.checks.clear()
-        self.recorded.clear()
-        self.enforced = enforced
-
-
-LEDGER = Ledger()
-
-
-def check(pid: str, ok: bool, message: str, **evidence: Any) -> bool:
-    """Count one check of ``pid``. A failure raises :class:`PropertyViolation` when ``pid`` is
-    enforced, else it is recorded once and False is returned (the caller stops that command)."""
-    LEDGER.checks[pid] += 1
-    if ok:
-        return True
-    violation = KINDS.get(pid, PropertyViolation)(pid, message, evidence)
-    if LEDGER.enforced is None or pid in LEDGER.enforced:
-        raise violation
-    LEDGER.recorded.setdefault(pid, violation)
-    return False
+    def check(self, pid: str, ok: bool, message: str, **evidence: Any) -> bool:
+        """Count one check of ``pid``. A failure raises :class:`PropertyViolation` when ``pid``
+        is enforced, else it is recorded once and False is returned (the caller stops that
+        command)."""
+        self.checks[pid] += 1
+        if ok:
+            return True
+        violation = KINDS.get(pid, PropertyViolation)(pid, message, evidence)
+        if self.enforced is None or pid in self.enforced:
+            raise violation
+        self.recorded.setdefault(pid, violation)
+        return False

@@ -1,11 +1,13 @@
-"""Shared fixtures: a fresh data directory, the ASGI app over it, and a provisioned space."""
+"""Shared fixtures: a fresh data directory, the ASGI app over it, and a provisioned space; for
+the kit's runs, the reference as they serve it and the defects more than one test injects."""
 
 from __future__ import annotations
 
 import hashlib
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -264,3 +266,101 @@ PRINCIPAL = Principal(
     "tok_x", "s1", "bob", 1, ConsumerView("bob-inbox", "inbox", 1), Grants(
         frozenset({"message.read", "memory.read", "space.observe"}), True, frozenset(),
         frozenset(), frozenset()), b"\0" * 32, None)
+
+
+# ----- the kit's in-process runs ---------------------------------------------------------------
+
+KIT_ADMIN = "kit-admin"
+KitApp = Callable[..., AbstractContextManager[TestClient]]
+Patch = Callable[[pytest.MonkeyPatch, Any], None]
+
+
+@pytest.fixture
+def kit_admin() -> str:
+    """The admin token of the reference that ``kit_app`` serves."""
+    return KIT_ADMIN
+
+
+@pytest.fixture
+def kit_app() -> KitApp:
+    """``kit_app(data_dir, **settings)``: the reference as the kit's runs here serve it, like
+    the kit's sqlite target with SQLite ``synchronous=NORMAL`` (the kit checks answers, not
+    power-loss durability), and no background sweep, whose wall-clock moments would make a
+    seeded run depend on timing."""
+
+    @contextmanager
+    def serve(data_dir: Path, **extra: Any) -> Iterator[TestClient]:
+        settings = Settings(data_dir, KIT_ADMIN, synchronous="NORMAL", sweep_seconds=0, **extra)
+        with TestClient(build_app(settings)) as test_client:
+            yield test_client
+    return serve
+
+
+@pytest.fixture
+def regressions() -> list[Path]:
+    """The committed replay files every target must pass."""
+    return sorted((Path(__file__).resolve().parent.parent / "conformance" / "regressions")
+                  .glob("*.json"))
+
+
+def _patch_pages(mp: pytest.MonkeyPatch, change: Callable[[dict[str, Any]], None]) -> None:
+    from waypost.reference.service import feed
+    from waypost.reference.service.context import Outcome
+
+    original = feed.read_feed
+
+    async def read_feed(*args: Any) -> Outcome:
+        outcome = await original(*args)
+        if outcome.body["has_more"] and len(outcome.body["items"]) > 1:
+            change(outcome.body)
+        return outcome
+    mp.setattr(feed, "read_feed", read_feed)
+
+
+@pytest.fixture
+def drop_page_edges() -> Patch:
+    """A defect: a page that has more after it loses its last item (its cursor stays after
+    it)."""
+    return lambda mp, client: _patch_pages(mp, lambda page: page["items"].pop())
+
+
+@pytest.fixture
+def repeat_page_edges() -> Patch:
+    """A defect: a page's cursor points before its last item, so the next page repeats it."""
+
+    def patch(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+        from waypost.reference.service import feed
+
+        def repeat(page: dict[str, Any]) -> None:
+            ctx = client.app.state.context  # type: ignore[attr-defined]
+            *_, before_last = page["items"][:-1] or page["items"]
+            decoded = feed.cursor.decode(ctx.cursor_key, page["next_cursor"])
+            moved = feed.cursor.FeedCursor(**{**decoded.__dict__,
+                                              "position": int(before_last["sequence"])})
+            page["next_cursor"] = feed.cursor.encode(ctx.cursor_key, moved)
+        _patch_pages(mp, repeat)
+    return patch
+
+
+@pytest.fixture
+def record_temporary_errors_as_final() -> Patch:
+    """A defect: a send that meets a temporary storage error records 503 as the key's final
+    result (the key must stay retryable). It patches the service module, for every app."""
+
+    def patch(mp: pytest.MonkeyPatch, app: Any) -> None:
+        from waypost.reference.domain.errors import StorageUnavailable
+        from waypost.reference.service import messages
+        from waypost.reference.storage import submissions as submission_sql
+
+        original = messages._resume
+
+        async def resume(ctx: Any, principal: Any, request: Any, record: Any) -> Any:
+            try:
+                return await original(ctx, principal, request, record)
+            except StorageUnavailable:
+                await ctx.driver.run(submission_sql.record_failure(
+                    principal, ctx.clock.now_ms(), record.submission_id, 503, "UNAVAILABLE",
+                    "{}"))
+                raise
+        mp.setattr(messages, "_resume", resume)
+    return patch

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from waypost.conformance.crash_matrix import OPERATIONS, POINTS, crash_matrix
+import pytest
+
+from waypost.conformance.crash_matrix import OPERATIONS, POINTS, Cell, Matrix, crash_matrix
+
+pytestmark = pytest.mark.slow
 
 
 def test_the_whole_matrix_is_green_and_explained() -> None:
@@ -38,6 +42,7 @@ def test_the_cli_prints_the_table_and_json(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     assert "blob.prepare" in result.stdout
     assert "committed" in result.stdout
+    assert result.stdout.splitlines()[-1] == "crash matrix: 18 cells, 18 green"  # 2 actions
     cells = json.loads((tmp_path / "m.json").read_text())["cells"]
     assert {c["operation"] for c in cells} == {"blob.prepare"}
     assert all(c["ok"] for c in cells)
@@ -46,3 +51,9 @@ def test_the_cli_prints_the_table_and_json(tmp_path: Path) -> None:
          "--operations", "nothing"], capture_output=True, text=True, timeout=60)
     assert unknown.returncode == 2
     assert "nothing" in unknown.stderr
+
+
+def test_the_verdict_counts_failed_cells() -> None:
+    matrix = Matrix([Cell("message.send", "commit.after", ok=True),
+                     Cell("message.send", "commit.before", ok=False, note="took effect 2 times")])
+    assert matrix.verdict() == "crash matrix: 2 cells, 1 failed"

@@ -19,7 +19,6 @@ from starlette.routing import request_response
 from waypost.conformance.crash_matrix import crash_matrix
 from waypost.conformance.targets import free_port
 from waypost.reference.domain import values
-from waypost.reference.domain.errors import StorageUnavailable
 from waypost.reference.http import app as http_app
 from waypost.reference.server import Settings, build_app
 from waypost.reference.service import messages
@@ -27,6 +26,7 @@ from waypost.reference.storage import submissions as submission_sql
 
 ADMIN = "matrix-admin"
 Patch = Callable[[pytest.MonkeyPatch, Any], None]
+pytestmark = pytest.mark.slow
 
 
 class _Server(uvicorn.Server):
@@ -53,19 +53,6 @@ def serving(data_dir: Path, patch: Patch, mp: pytest.MonkeyPatch) -> Iterator[st
     finally:
         server.should_exit = True
         thread.join(timeout=30)
-
-
-def temporary_error_recorded_as_final(mp: pytest.MonkeyPatch, app: Any) -> None:
-    original = messages._resume
-
-    async def resume(ctx: Any, principal: Any, request: Any, record: Any) -> Any:
-        try:
-            return await original(ctx, principal, request, record)
-        except StorageUnavailable:
-            await ctx.driver.run(submission_sql.record_failure(
-                principal, ctx.clock.now_ms(), record.submission_id, 503, "UNAVAILABLE", "{}"))
-            raise
-    mp.setattr(messages, "_resume", resume)
 
 
 _fresh: ContextVar[bool] = ContextVar("fresh", default=False)
@@ -109,9 +96,9 @@ def replays_forgotten_after_a_restart(mp: pytest.MonkeyPatch, app: Any) -> None:
     mp.setattr(route, "app", request_response(restart_hook))
 
 
-VARIANTS: dict[str, tuple[Patch, tuple[str, ...], str]] = {
-    "a temporary error is recorded as a final failure": (
-        temporary_error_recorded_as_final, ("unavailable",), "final failure"),
+VARIANTS: dict[str, tuple[Patch | str, tuple[str, ...], str]] = {
+    "a temporary error is recorded as a final failure": (  # a conftest fixture
+        "record_temporary_errors_as_final", ("unavailable",), "final failure"),
     "a resumed submission allocates new ids": (
         resumed_submission_allocates_new_ids, ("crash",), "a second retry answered differently"),
     "a crash after commit re-commits on retry": (
@@ -131,9 +118,11 @@ def test_the_unbroken_reference_passes_the_same_matrix(tmp_path: Path,
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_the_crash_matrix_catches_a_broken_recovery(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch,
+                                                    request: pytest.FixtureRequest,
                                                     name: str) -> None:
     patch, actions, reason = VARIANTS[name]
-    with serving(tmp_path / "data", patch, monkeypatch) as url:
+    apply: Patch = request.getfixturevalue(patch) if isinstance(patch, str) else patch
+    with serving(tmp_path / "data", apply, monkeypatch) as url:
         matrix = crash_matrix(("message.send",), actions=actions, progress=False, url=url,
                               admin_token=ADMIN)
     failures = [c for c in matrix.cells if not c.ok]

@@ -6,8 +6,9 @@ import re
 from pathlib import Path
 
 from waypost.properties.catalogue import CATALOGUE
+from waypost.properties.commands import COMMANDS
 from waypost.properties.machine import WaypostMachine
-from waypost.properties.world import World
+from waypost.properties.rules import RULES
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = (ROOT / "docs" / "spec.md").read_text()
@@ -27,11 +28,17 @@ def test_catalogue_names_only_commands_and_invariants_that_exist() -> None:
         for name in prop.checked_by:
             kind, _, what = name.partition(" ")
             if kind == "command":
-                assert hasattr(World, f"do_{what}"), name
+                assert what in COMMANDS, name
             elif kind == "invariant":
                 assert hasattr(WaypostMachine, what), name
             else:
                 assert name == "history checker", name
+
+
+def test_every_command_is_performed_by_a_rule() -> None:
+    performed = {command for rule in RULES for command in rule.performs}
+    assert performed <= set(COMMANDS)
+    assert set(COMMANDS) - performed == {"setup"}  # every example's first command
 
 
 def test_the_spec_table_lists_the_catalogues_commands() -> None:

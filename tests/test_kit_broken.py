@@ -11,8 +11,8 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -21,32 +21,18 @@ from starlette.testclient import TestClient
 
 from tests.inprocess import kit_client
 from waypost.conformance import runner
+from waypost.properties.catalogue import select
 from waypost.reference.domain.errors import Forbidden, NotFound
-from waypost.reference.server import Settings, build_app
 from waypost.reference.service import acks, auth, feed, memory, messages, submissions
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.storage import memory as memory_sql
 from waypost.reference.storage.plan import CommitPlan, Statement
 
-ADMIN = "broken-admin"
-#: The ci-profile seeds a broken server is run with, the second only if the first misses: the
-#: kit's generation also follows the server's answers and the order of concurrent requests, so
-#: one seed alone does not reach the same steps on every machine.
-SEEDS = (20261130, 7)
+#: The ci-profile seed each broken server is run with.
+SEED = 20261130
 Patch = Callable[[pytest.MonkeyPatch, TestClient], None]
-
-
-def kit_settings(data_dir: Path, **extra: Any) -> Settings:
-    """The reference as the kit's runs here serve it: like the kit's sqlite target, SQLite
-    ``synchronous=NORMAL`` (the kit checks answers, not power-loss durability); and no
-    background sweep, whose wall-clock moments would make a seeded run depend on timing."""
-    return Settings(data_dir, ADMIN, synchronous="NORMAL", sweep_seconds=0, **extra)
-
-
-@contextmanager
-def serving(tmp_path: Path) -> Iterator[TestClient]:
-    with TestClient(build_app(kit_settings(tmp_path / "data"))) as client:
-        yield client
+KitApp = Callable[..., AbstractContextManager[TestClient]]  # the conftest fixture kit_app
+pytestmark = pytest.mark.slow
 
 
 def replay_ignores_fingerprint(mp: pytest.MonkeyPatch, client: TestClient) -> None:
@@ -61,33 +47,6 @@ def no_idempotency(mp: pytest.MonkeyPatch, client: TestClient) -> None:
             raw = {**raw, "request_id": f"{raw['request_id']}-{id(object())}"}
         return await original(ctx, principal, raw)
     mp.setattr(messages, "send", send)
-
-
-def _patch_pages(mp: pytest.MonkeyPatch, change: Callable[[dict[str, Any]], None]) -> None:
-    original = feed.read_feed
-
-    async def read_feed(*args: Any) -> Outcome:
-        outcome = await original(*args)
-        if outcome.body["has_more"] and len(outcome.body["items"]) > 1:
-            change(outcome.body)
-        return outcome
-    mp.setattr(feed, "read_feed", read_feed)
-
-
-def page_edge_drops_an_item(mp: pytest.MonkeyPatch, client: TestClient) -> None:
-    _patch_pages(mp, lambda page: page["items"].pop())  # the cursor stays after it
-
-
-def page_edge_repeats_an_item(mp: pytest.MonkeyPatch, client: TestClient) -> None:
-    def repeat(page: dict[str, Any]) -> None:
-        ctx: Context = client.app.state.context  # type: ignore[attr-defined]
-        *_, before_last = page["items"][:-1] or page["items"]
-        text = page["next_cursor"]
-        decoded = feed.cursor.decode(ctx.cursor_key, text)
-        moved = feed.cursor.FeedCursor(**{**decoded.__dict__,
-                                          "position": int(before_last["sequence"])})
-        page["next_cursor"] = feed.cursor.encode(ctx.cursor_key, moved)
-    _patch_pages(mp, repeat)
 
 
 def receipts_may_regress(mp: pytest.MonkeyPatch, client: TestClient) -> None:
@@ -270,7 +229,7 @@ def fixed_revision_follows_the_head(mp: pytest.MonkeyPatch, client: TestClient) 
     mp.setattr(memory_sql, "page_statement", page_statement)
 
 
-VARIANTS: dict[str, tuple[Patch, set[str]]] = {
+VARIANTS: dict[str, tuple[Patch | str, set[str]]] = {
     "CAS is skipped": (cas_skipped, {"P11"}),
     "a no-op creates a revision": (noop_creates_a_revision, {"P12"}),
     "a snapshot drops earlier tombstones": (snapshot_drops_tombstones, {"P13", "P14"}),
@@ -284,8 +243,8 @@ VARIANTS: dict[str, tuple[Patch, set[str]]] = {
     "replay ignores the fingerprint": (replay_ignores_fingerprint, {"P03"}),
     # the extra messages show in views (P08) before a retry compares answers (P03)
     "retries create new messages": (no_idempotency, {"P03", "P08"}),
-    "a page edge drops an item": (page_edge_drops_an_item, {"P06"}),
-    "a page edge repeats an item": (page_edge_repeats_an_item, {"P06"}),
+    "a page edge drops an item": ("drop_page_edges", {"P06"}),  # conftest fixtures
+    "a page edge repeats an item": ("repeat_page_edges", {"P06"}),
     "receipts may regress": (receipts_may_regress, {"P09"}),
     "a foreign id answers unlike a missing one": (foreign_ids_answer_differently, {"P01"}),
     "a cursor is not bound to its consumer": (cursor_not_bound_to_consumer, {"P07", "P01"}),
@@ -296,27 +255,23 @@ VARIANTS: dict[str, tuple[Patch, set[str]]] = {
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
-def test_the_kit_catches_and_names_a_broken_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   name: str) -> None:
-    """Each variant must be caught by a ci-profile run and named by its property. A second
-    seed is tried only when the first run's failure is attributed elsewhere or is an error of
-    the run itself (shrinking is time-bounded, so a rare run ends in Hypothesis's flakiness
-    report); a kit that misses the defect fails both."""
+def test_the_kit_catches_and_names_a_broken_server(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest,
+        kit_app: KitApp, kit_admin: str, name: str) -> None:
+    """Each variant must be caught by a ci-profile run and named by its property; whatever
+    the broken server answers, the kit reports a property violation, not an error of its
+    own."""
     patch, named = VARIANTS[name]
-    reports = []
-    for attempt, seed in enumerate(SEEDS):
-        with serving(tmp_path / str(attempt)) as client:
-            patch(monkeypatch, client)
-            report = runner.run("broken", kit_client(client), ADMIN, profile="ci", seed=seed,
-                                replay_dir=tmp_path / "replays", shrink_seconds=5)
-            monkeypatch.undo()
-        reports.append(report)
-        failed = {o.prop.pid for o in report.outcomes if o.result == "fail"}
-        if failed & named:
-            break
-    assert failed, f"{name}: the kit passed a broken server"
+    apply: Patch = request.getfixturevalue(patch) if isinstance(patch, str) else patch
+    with kit_app(tmp_path / "data") as client:
+        apply(monkeypatch, client)
+        report = runner.run("broken", kit_client(client), kit_admin, profile="ci", seed=SEED,
+                            replay_dir=tmp_path / "replays", shrink_seconds=5)
+        monkeypatch.undo()
+    failed = {o.prop.pid for o in report.outcomes if o.result == "fail"}
     assert failed & named, (f"{name}: failed {failed}, expected one of {named}: "
-                            f"{[(o.prop.pid, o.message) for r in reports for o in r.outcomes if o.message]}")
+                            f"{[(o.prop.pid, o.message) for o in report.outcomes if o.message]}")
+    assert "ERROR" not in failed
     replays = [o.replay for o in report.outcomes if o.replay]
     assert replays
     recorded = json.loads(Path(replays[0]).read_text())
@@ -325,26 +280,26 @@ def test_the_kit_catches_and_names_a_broken_server(tmp_path: Path, monkeypatch: 
 
 
 def test_the_kit_catches_a_temporary_error_recorded_as_final(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kit_app: KitApp, kit_admin: str,
+        record_temporary_errors_as_final: Patch) -> None:
     """With the fault hooks on, a server that records a 503 as the key's final result fails
-    P18 (the key must stay retryable)."""
-    from tests.test_crash_matrix_broken import temporary_error_recorded_as_final
-
-    temporary_error_recorded_as_final(monkeypatch, None)  # patches the module, for every app
-    for seed in SEEDS:  # as for the variants above: a second seed only if the first misses
-        with TestClient(build_app(kit_settings(tmp_path / str(seed), test_hooks=True))) as client:
-            report = runner.run("broken", kit_client(client), ADMIN, profile="ci", seed=seed,
-                                replay_dir=tmp_path / "replays", shrink_seconds=5)
-        failed = {o.prop.pid for o in report.outcomes if o.result == "fail"}
-        if "P18" in failed:
-            break
+    P18 (the key must stay retryable). The run draws only P18's rules, so most steps are
+    faults."""
+    record_temporary_errors_as_final(monkeypatch, None)  # patches the module, for every app
+    with kit_app(tmp_path / "data", test_hooks=True) as client:
+        report = runner.run("broken", kit_client(client), kit_admin, profile="ci", seed=SEED,
+                            selected=select("P18"), replay_dir=tmp_path / "replays",
+                            shrink_seconds=5)
+    failed = {o.prop.pid for o in report.outcomes if o.result == "fail"}
     assert "P18" in failed, [(o.prop.pid, o.message) for o in report.outcomes if o.message]
+    assert "ERROR" not in failed
     replay = next(o.replay for o in report.outcomes if o.prop.pid == "P18")
     assert replay is not None
     commands = json.loads(Path(replay).read_text())["commands"]
     assert any(c["command"] == "fault_send" for c in commands)  # the replay carries the fault
     for attempt in ("again", "once more"):  # and reruns it the same way each time
-        with TestClient(build_app(kit_settings(tmp_path / attempt, test_hooks=True))) as client:
-            violation = runner.replay_file(Path(replay), kit_client(client), ADMIN, out=io.StringIO())
+        with kit_app(tmp_path / attempt, test_hooks=True) as client:
+            violation = runner.replay_file(Path(replay), kit_client(client), kit_admin,
+                                           out=io.StringIO())
         assert violation is not None
         assert violation.pid == "P18"

@@ -13,13 +13,12 @@ from starlette.testclient import TestClient
 
 from tests.conftest import ADMIN_TOKEN as ADMIN
 from tests.inprocess import kit_client
-from tests.test_kit_reference import REGRESSIONS
 from waypost.conformance import runner
 from waypost.conformance.crash_matrix import OPERATIONS, POINTS, crash_matrix
 from waypost.properties.catalogue import CATALOGUE
 from waypost.reference.server import Settings, build_app
 
-pytestmark = pytest.mark.d1
+pytestmark = [pytest.mark.d1, pytest.mark.slow]
 
 
 def test_the_reference_on_d1_passes_the_ci_profile(tmp_path: Path, d1_settings: Settings) -> None:
@@ -33,8 +32,8 @@ def test_the_reference_on_d1_passes_the_ci_profile(tmp_path: Path, d1_settings: 
     assert all(results[p.pid] == "pass" for p in CATALOGUE if p.covered), results
 
 
-def test_committed_regressions_pass_on_d1(d1_settings: Settings) -> None:
-    paths = sorted(REGRESSIONS.glob("*.json"))
+def test_committed_regressions_pass_on_d1(d1_settings: Settings, regressions: list[Path]) -> None:
+    paths = regressions
     assert paths
     with TestClient(build_app(d1_settings)) as client:
         for path in paths:  # each replay provisions its own spaces: one database serves all

@@ -7,26 +7,32 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
 import pytest
 from starlette.testclient import TestClient
 
 from tests.inprocess import kit_client
-from tests.test_kit_broken import ADMIN, kit_settings, page_edge_drops_an_item, serving
+from waypost.conformance import report as reports
 from waypost.conformance import runner
 from waypost.properties.catalogue import CATALOGUE, select
-from waypost.reference.server import build_app
 
 REGRESSIONS = Path(__file__).resolve().parent.parent / "conformance" / "regressions"
+KitApp = Callable[..., AbstractContextManager[TestClient]]  # the conftest fixture kit_app
+Patch = Callable[[pytest.MonkeyPatch, Any], None]
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_reference_passes_the_ci_profile(tmp_path: Path, seed: int) -> None:
+def test_the_reference_passes_the_ci_profile(tmp_path: Path, kit_app: KitApp, kit_admin: str,
+                                             seed: int) -> None:
     """With the test hooks on, as the sqlite target serves: the clock and the fault points."""
-    with TestClient(build_app(kit_settings(tmp_path / "data", test_hooks=True))) as client:
-        report = runner.run("sqlite", kit_client(client), ADMIN, profile="ci", seed=seed,
+    with kit_app(tmp_path / "data", test_hooks=True) as client:
+        report = runner.run("sqlite", kit_client(client), kit_admin, profile="ci", seed=seed,
                             replay_dir=tmp_path / "replays")
     results = {o.prop.pid: o.result for o in report.outcomes}
     assert not report.failed, [(o.prop.pid, o.message, o.evidence) for o in report.outcomes
@@ -74,11 +80,37 @@ def test_only_selects_properties() -> None:
         select("P42")
 
 
-def test_expected_failures_keep_a_known_gap_green(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    with serving(tmp_path) as client:
-        page_edge_drops_an_item(monkeypatch, client)
-        report = runner.run("broken", kit_client(client), ADMIN, profile="ci", seed=5,
+def test_only_runs_the_rules_of_its_properties(tmp_path: Path, kit_app: KitApp,
+                                              kit_admin: str) -> None:
+    """P03 and P06 need sends, ACKs, feed reads, retries and faults, nothing of memory or of
+    the control plane; the other properties are skipped, in the table and in JUnit."""
+    with kit_app(tmp_path / "data", test_hooks=True) as client:
+        report = runner.run("sqlite", kit_client(client), kit_admin, profile="quick", seed=3,
+                            selected=select("P03,P06"), trace=True,
+                            replay_dir=tmp_path / "replays")
+    assert report.rules == ["send", "ack", "read_feed", "check_view", "resubmit", "fault"]
+    performed = {json.loads(line)[0] for example in report.commands or [] for line in example}
+    assert {"send", "read_feed", "check_view", "retry"} <= performed
+    assert not performed & {"publish", "race", "read_revision", "read_collection",
+                            "provision", "revoke", "change_view", "tamper", "read_message"}
+    results = {o.prop.pid: o.result for o in report.outcomes}
+    assert (results["P03"], results["P06"]) == ("pass", "pass")
+    assert {pid for pid, result in results.items() if result == "skipped"} == {
+        p.pid for p in CATALOGUE} - {"P03", "P06"}
+    reports.write_junit(report, tmp_path / "r.xml")
+    skipped = {case.get("name", "")[:3]: case.find("skipped")
+               for case in ET.parse(tmp_path / "r.xml").getroot().findall("testcase")}
+    assert skipped["P03"] is None
+    assert skipped["P11"] is not None
+    assert skipped["P11"].get("message") == "skipped (--only)"
+
+
+def test_expected_failures_keep_a_known_gap_green(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kit_app: KitApp, kit_admin: str,
+        drop_page_edges: Patch) -> None:
+    with kit_app(tmp_path / "data") as client:
+        drop_page_edges(monkeypatch, client)
+        report = runner.run("broken", kit_client(client), kit_admin, profile="ci", seed=5,
                             expected={pid: "pages drop their last item (known)"
                                       for pid in ("P06", "P08", "P09")},
                             replay_dir=tmp_path / "replays", shrink_seconds=5)
@@ -87,37 +119,35 @@ def test_expected_failures_keep_a_known_gap_green(tmp_path: Path,
     assert not report.failed, results
 
 
-def _broken_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    with serving(tmp_path / "broken") as client:
-        page_edge_drops_an_item(monkeypatch, client)
-        report = runner.run("broken", kit_client(client), ADMIN, profile="ci", seed=11,
+def test_a_replay_reruns_deterministically(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kit_app: KitApp, kit_admin: str,
+        drop_page_edges: Patch) -> None:
+    with kit_app(tmp_path / "broken" / "data") as client:
+        drop_page_edges(monkeypatch, client)
+        report = runner.run("broken", kit_client(client), kit_admin, profile="ci", seed=11,
                             replay_dir=tmp_path / "replays", shrink_seconds=5)
     replays = {o.prop.pid: o.replay for o in report.outcomes if o.replay}
     assert "P06" in replays, replays
-    return Path(str(replays["P06"]))
-
-
-def test_a_replay_reruns_deterministically(tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    path = _broken_replay(tmp_path, monkeypatch)
+    path = Path(str(replays["P06"]))
     recorded = json.loads(path.read_text())
     assert recorded["property"] == "P06"
-    with serving(tmp_path / "again") as client:
+    with kit_app(tmp_path / "again" / "data") as client:
         violations = []
         for _ in range(2):
-            violation = runner.replay_file(path, kit_client(client), ADMIN)
+            violation = runner.replay_file(path, kit_client(client), kit_admin)
             assert violation is not None
             violations.append((violation.pid, violation.message))
         assert violations[0] == violations[1] == ("P06", recorded["message"])
     monkeypatch.undo()
-    with serving(tmp_path / "healthy") as client:
-        assert runner.replay_file(path, kit_client(client), ADMIN) is None
+    with kit_app(tmp_path / "healthy" / "data") as client:
+        assert runner.replay_file(path, kit_client(client), kit_admin) is None
 
 
 @pytest.mark.parametrize("path", sorted(REGRESSIONS.glob("*.json")), ids=lambda p: p.stem)
-def test_committed_regressions_pass_on_the_reference(tmp_path: Path, path: Path) -> None:
-    with TestClient(build_app(kit_settings(tmp_path / "data"))) as client:
-        assert runner.replay_file(path, kit_client(client), ADMIN) is None
+def test_committed_regressions_pass_on_the_reference(tmp_path: Path, kit_app: KitApp,
+                                                     kit_admin: str, path: Path) -> None:
+    with kit_app(tmp_path / "data") as client:
+        assert runner.replay_file(path, kit_client(client), kit_admin) is None
 
 
 def test_the_cli_runs_the_kit_against_a_url_target(tmp_path: Path) -> None:
@@ -134,7 +164,9 @@ def test_the_cli_runs_the_kit_against_a_url_target(tmp_path: Path) -> None:
         server.stop()
     assert result.returncode == 0, result.stdout + result.stderr
     assert "P03 Idempotent submissions" in result.stdout
+    assert f"target {server.url}, profile quick" in result.stderr  # the URL named once
+    assert result.stderr.count(server.url) == 1
     lines = {line.split()[0]: line for line in result.stdout.splitlines()
              if line.strip().startswith("P")}
-    assert "not run" in lines["P01"]
+    assert "skipped (--only)" in lines["P01"]
     assert " pass " in lines["P06"]

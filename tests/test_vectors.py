@@ -73,7 +73,7 @@ def test_the_kit_reproduces_publish_fingerprints() -> None:
 
 def test_the_kit_reproduces_memory_states_and_manifests() -> None:
     from waypost.properties.fingerprints import manifest_bytes, state_fingerprint
-    from waypost.properties.model import next_state
+    from waypost.properties.memory_model import next_state
 
     for case in _load("memory_states.json"):
         parent = {e["item_id"]: e for e in case["parent"]}

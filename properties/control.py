@@ -1,0 +1,168 @@
+"""Control-plane commands of the kit (P04, P07, P08, P02): the example's spaces, consumers with
+views and filters, tokens with grants (the kit computes each grant fingerprint), rotation and
+regrants, revocation, disabling, view changes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from waypost.properties import fingerprints
+from waypost.properties.compare import epoch_ms
+from waypost.properties.memory import COLLECTIONS
+from waypost.properties.memory_model import Collection
+from waypost.properties.model import Actor, Consumer, Token
+
+if TYPE_CHECKING:
+    from waypost.properties.world import World
+
+#: The actors of the example's two spaces; the first of each is the space's default actor.
+SPACE_ACTORS = {"A": ("a0", "a1", "a2"), "B": ("b0",)}
+FULL_SCOPES = ["message.send", "message.read", "space.observe", "receipt.write",
+               "event.subscribe", "blob.write"]
+
+
+def setup(world: World) -> None:
+    """Two spaces: A (a0 default, a1, a2) and B (b0); an inbox and a full token each."""
+    described = world.session.admin("GET", "/v1/describe")
+    capabilities = described.json.get("capabilities", {}) if isinstance(
+        described.json, dict) else {}
+    world.model.hooks = isinstance(capabilities, dict) and bool(capabilities.get("test_hooks"))
+    if world.model.hooks:
+        clock = world.session.admin("GET", "/_test/clock")
+        now = epoch_ms(clock.json.get("now")) if isinstance(clock.json, dict) else None
+        world.model.hooks = now is not None  # a clock the kit cannot read is no hook
+        world.model.now_ms = now or 0
+    for name, actors in SPACE_ACTORS.items():
+        space = world.space_ids[name]
+        world.admin_ok("POST", "/admin/v1/spaces", {
+            "request_id": f"{space}.create", "space_id": space, "display_name": name,
+            "source_uri": f"waypost-kit://{space}",
+            "default_actor": {"actor_id": actors[0], "kind": "agent",
+                              "display_name": actors[0]}})
+        world.model.spaces[space] = actors[0]
+        for actor in actors:
+            if actor != actors[0]:
+                world.admin_ok("POST", f"/admin/v1/spaces/{space}/actors", {
+                    "request_id": world.rid(), "actor_id": actor, "kind": "agent",
+                    "display_name": actor})
+            world.model.actors[(space, actor)] = Actor(actor, space)
+            provision(world, name, actor, "inbox", {}, FULL_SCOPES, None)
+    _collections(world)
+
+
+def _collections(world: World) -> None:
+    """The collections, and per source actor a consumer + token that may write its own
+    collection and read every collection of its space."""
+    for space_name, cid, source in COLLECTIONS:
+        space = world.space_ids[space_name]
+        world.admin_ok("POST", f"/admin/v1/spaces/{space}/collections", {
+            "request_id": world.rid(), "collection_id": cid, "source_actor_id": source,
+            "scope": f"kit memory of {source}"})
+        world.model.collections[(space, cid)] = Collection(cid, space, source,
+                                                           f"kit memory of {source}")
+    for space_name, cid, source in COLLECTIONS:
+        grants = [[other, ["read", "write"] if other == cid else ["read"]]
+                  for name, other, _ in COLLECTIONS if name == space_name]
+        provision(world, space_name, source, "inbox", {},
+                  ["memory.write", "memory.read", "blob.write", "message.read"], None,
+                  collections=grants)
+
+
+def provision(world: World, space_name: str, actor: str, view: str,
+              filter: dict[str, list[str]], scopes: list[str], recipients: list[str] | None,
+              blobs: list[int] | None = None, collections: list[list[Any]] | None = None,
+              threads: list[int] | None = None) -> None:
+    """A new consumer of ``actor`` with ``view`` and ``filter`` (plus ``thread_ids`` of the
+    messages numbered ``threads``), and a token for it with ``collections`` grants
+    (``[[collection_id, [actions]], …]``)."""
+    space = world.space_ids[space_name]
+    consumer_id = f"c{len(world.model.consumers)}"
+    if threads:
+        filter = {**filter, "thread_ids": [
+            world.model.messages[world.message_order[n]].thread_id for n in threads]}
+    body: dict[str, Any] = {"request_id": world.rid(), "consumer_id": consumer_id,
+                            "actor_id": actor, "view": view}
+    if filter:
+        body["filter"] = filter
+    world.admin_ok("POST", f"/admin/v1/spaces/{space}/consumers", body)
+    world.model.consumers[(space, consumer_id)] = Consumer(
+        consumer_id, space, actor, view, 1, {k: frozenset(v) for k, v in filter.items()})
+    granted = [world.model.uploads[k].blob_id for k in blobs or []]
+    issue(world, space, actor, consumer_id, scopes, recipients, granted,
+          {cid: frozenset(actions) for cid, actions in collections or []})
+
+
+def issue(world: World, space: str, actor: str, consumer_id: str, scopes: list[str],
+          recipients: list[str] | None, blob_references: list[str] | None = None,
+          collections: dict[str, frozenset[str]] | None = None) -> Token | None:
+    """A token with these grants; its grant fingerprint must be the kit's own (P04)."""
+    grant = {"mode": "any"} if recipients is None else {"mode": "listed",
+                                                         "actor_ids": recipients}
+    collection_grants = [{"collection_id": cid, "actions": sorted(actions)}
+                         for cid, actions in sorted((collections or {}).items())]
+    issued = world.admin_ok("POST", f"/admin/v1/spaces/{space}/tokens", {
+        "request_id": world.rid(), "actor_id": actor, "consumer_id": consumer_id,
+        "scopes": scopes, "recipients": grant, "collections": collection_grants,
+        "blob_references": blob_references or []})
+    expected = fingerprints.grant_fingerprint(scopes, grant, collection_grants,
+                                              blob_references or [])
+    world.check("P04", issued.get("grant_fingerprint") == expected,
+                "grant fingerprint differs from SHA-256(JCS(normalised grants))",
+                answer=issued, expected=expected)
+    if not world.check("P04", isinstance(issued.get("token_id"), str)
+                       and isinstance(issued.get("token"), str),
+                       "an issued token must carry its token_id and secret", answer=issued):
+        return None
+    handle = f"t{len(world.model.tokens)}"
+    token = Token(handle, issued["token_id"], issued["token"], space, actor, consumer_id,
+                  frozenset(scopes), recipients is None, frozenset(recipients or ()),
+                  expected, blob_references=frozenset(blob_references or ()),
+                  collections=dict(collections or {}))
+    world.model.tokens[handle] = token
+    return token
+
+
+def rotate(world: World, token: str) -> None:
+    """A second token with identical grants: same fingerprint, cursors stay valid (P07)."""
+    old = world.token(token)
+    issue(world, old.space, old.actor_id, old.consumer_id, sorted(old.scopes),
+          None if old.recipients_any else sorted(old.recipient_ids),
+          sorted(old.blob_references), old.collections)
+
+
+def regrant(world: World, token: str) -> None:
+    """Another token for the same consumer with other grants: a new grant fingerprint, so held
+    cursors of the old grants are CURSOR_STALE and its checkpoint starts at 0 (P07)."""
+    old = world.token(token)
+    scopes = sorted(set(old.scopes) ^ {"event.subscribe"})
+    issue(world, old.space, old.actor_id, old.consumer_id, scopes,
+          None if old.recipients_any else sorted(old.recipient_ids),
+          sorted(old.blob_references), old.collections)
+
+
+def revoke(world: World, token: str) -> None:
+    target = world.token(token)
+    world.admin_ok("POST", f"/admin/v1/tokens/{target.token_id}/revoke",
+                   {"request_id": world.rid()})
+    target.revoked = True
+
+
+def disable(world: World, space_name: str, actor: str) -> None:
+    space = world.space_ids[space_name]
+    world.admin_ok("POST", f"/admin/v1/spaces/{space}/actors/{actor}/disable",
+                   {"request_id": world.rid()})
+    world.model.actors[(space, actor)].disabled = True
+
+
+def change_view(world: World, token: str, view: str, filter: dict[str, list[str]]) -> None:
+    """A new view revision of the token's consumer: held cursors become stale (P07)."""
+    consumer = world.model.consumer_of(world.token(token))
+    body: dict[str, Any] = {"request_id": world.rid(), "view": view}
+    if filter:
+        body["filter"] = filter
+    world.admin_ok(
+        "POST", f"/admin/v1/spaces/{consumer.space}/consumers/{consumer.consumer_id}/view",
+        body)
+    consumer.view_revision += 1  # tracked by the kit: answers need not show it
+    consumer.view = view
+    consumer.filter = {k: frozenset(v) for k, v in filter.items()}

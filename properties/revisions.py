@@ -1,0 +1,181 @@
+"""Memory reading commands of the kit (P13, P14, P12, P16, P01, P11): a collection's head,
+fixed revisions read with random page sizes, manifests compared byte for byte with the
+canonical form of the model's state, item cursors moved to another revision."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from waypost.properties import fingerprints
+from waypost.properties.compare import shaped, subset
+from waypost.properties.http import Answer
+from waypost.properties.memory import collection_of
+from waypost.properties.memory_model import Collection
+from waypost.properties.model import Token
+
+if TYPE_CHECKING:
+    from waypost.properties.world import World
+
+PAGE = {"items", "next_cursor", "has_more"}
+
+
+def read_collection(world: World, token: str, collection: str) -> None:
+    """The collection and its head for grant holders; others, in any space, the answer of a
+    missing collection (P01, P11)."""
+    reader = world.token(token)
+    answer = world.as_(reader, "GET", f"/v1/collections/{collection}")
+    if world.dead(reader, answer, "collection read"):
+        return
+    target = collection_of(world, reader, collection)
+    granted = reader.may(collection, "read") or reader.may(collection, "write")
+    if target is None or not granted:
+        foreign = any(c.collection_id == collection and c.space != reader.space
+                      for c in world.model.collections.values())
+        world.expect_like_missing(answer, reader, "/v1/collections/{}", collection,
+                                  "P01" if foreign else "P08", "a collection without a grant")
+        return
+    expected = {"collection_id": collection, "source_actor_id": target.source_actor_id,
+                "scope": target.scope, "current_revision": target.head}
+    # The protocol does not say whether writing alone lets one read the head: a refusal or
+    # the right answer both do (docs/spec.md).
+    if not _reads(reader, collection) and answer.status >= 400:
+        world.expect_refusal(answer, {"FORBIDDEN", "NOT_FOUND"}, "P02",
+                             "collection read without memory.read and a read grant")
+        return
+    world.check("P11", answer.status == 200 and subset(answer.json, expected) == expected,
+                "the collection must show its head", answer=answer.json, expected=expected)
+
+
+def _reads(reader: Token, collection: str) -> bool:
+    """``memory.read`` and a read grant: what revision metadata and item pages need."""
+    return reader.has("memory.read") and reader.may(collection, "read")
+
+
+def read_revision(world: World, token: str, collection: str, revision: int, sizes: list[int],
+                  tombstones: bool) -> None:
+    """A fixed revision: metadata, every entry page by page with the given sizes (cycled), the
+    manifest object; identical on every read, equal to the model's state (P13, P14)."""
+    reader = world.token(token)
+    base = f"/v1/collections/{collection}/revisions/{revision}"
+    answer = world.as_(reader, "GET", base)
+    target = _readable_revision(world, reader, collection, revision, answer)
+    if target is None or (revision == 0 and answer.status == 404):
+        return  # revision 0 is virtual; a server may have no metadata for it (docs/spec.md)
+    state = target.states[revision]
+    meta = answer.json if isinstance(answer.json, dict) else {}
+    if not world.check("P13", answer.status == 200 and meta.get("revision") == revision,
+                       "revision metadata", answer=answer.json):
+        return
+    world.check("P12", meta.get("state_fingerprint") == fingerprints.state_fingerprint(state),
+                "state_fingerprint is not SHA-256(JCS(entries)) of the revision's state",
+                answer=meta, expected=fingerprints.state_fingerprint(state))
+    first = target.shown.setdefault(revision, meta)
+    world.check("P13", subset(meta, first) == subset(first, first),
+                "a fixed revision's metadata changed", first=first, now=meta)
+    entries = _page_through(world, reader, base, sizes, tombstones)
+    if entries is None:
+        return
+    wanted = [state[i] for i in sorted(state) if tombstones or state[i]["state"] == "active"]
+    world.check("P13" if revision < target.head else "P14", entries == wanted,
+                "the revision's entries differ from its published state",
+                shown=entries, expected=wanted, revision=revision, head=target.head)
+    if revision > 0:
+        _check_manifest(world, reader, target, revision, meta)
+
+
+def _readable_revision(world: World, reader: Token, collection: str, revision: int,
+                       answer: Answer) -> Collection | None:
+    """The collection whose revision ``reader`` may read; else None, once the refusal in
+    ``answer`` was checked (P01, P02, P13, P16)."""
+    if world.dead(reader, answer, "revision read"):
+        return None
+    target = collection_of(world, reader, collection)
+    if target is None or not (reader.may(collection, "read") or reader.may(collection, "write")):
+        foreign = target is None and any(c.collection_id == collection
+                                         for c in world.model.collections.values())
+        world.expect_like_missing(answer, reader, f"/v1/collections/{{}}/revisions/{revision}",
+                                  collection, "P01" if foreign else "P16",
+                                  "a revision of a collection without a grant")
+        return None
+    if not _reads(reader, collection):
+        world.expect_refusal(answer, {"FORBIDDEN", "NOT_FOUND"}, "P02",
+                             "a revision read without memory.read and a read grant")
+        return None
+    if revision > target.head:
+        world.expect_refusal(answer, {"NOT_FOUND"}, "P13", "a revision not yet published")
+        return None
+    return target
+
+
+def _page_through(world: World, reader: Token, base: str, sizes: list[int],
+                  tombstones: bool) -> list[dict[str, Any]] | None:
+    """Every entry of a revision, page by page with ``sizes`` (cycled); None on a bad page."""
+    params: dict[str, Any] = {"limit": sizes[0]}
+    if tombstones:
+        params["include_tombstones"] = "true"
+    entries: list[dict[str, Any]] = []
+    for page in range(10_000):
+        answer = world.as_(reader, "GET", f"{base}/items", params=params)
+        body = answer.json if isinstance(answer.json, dict) else {}
+        if not world.check("P13", answer.status == 200 and shaped(body, PAGE)
+                           and isinstance(body["items"], list)
+                           and len(body["items"]) <= params["limit"],
+                           "a revision item page", answer=answer.json, params=params):
+            return None
+        entries += body["items"]
+        if not body["has_more"]:
+            return entries
+        params = {**params, "cursor": body["next_cursor"],
+                  "limit": sizes[(page + 1) % len(sizes)]}
+    return entries
+
+
+def _check_manifest(world: World, reader: Token, target: Collection, revision: int,
+                    meta: dict[str, Any]) -> None:
+    """The manifest object is the canonical form of the revision's state (P13), readable by
+    the revision's readers (P16)."""
+    blob_id = meta.get("manifest_blob_id")
+    item = target.items[revision]
+    if item.shown is not None:
+        shown = item.shown.get("memory_revision")
+        world.check("P05", isinstance(shown, dict) and shown.get("manifest_blob_id") == blob_id,
+                    "the feed item and the revision name different manifests", item=item.shown,
+                    revision=meta)
+    content = world.session.get_bytes(f"/v1/blobs/{blob_id}/content", bearer=reader.secret,
+                                      who=reader.handle)
+    wanted = fingerprints.manifest_bytes(target.collection_id, revision, revision - 1,
+                                         target.states[revision])
+    world.check("P13", content.status == 200 and content.data == wanted,
+                "the manifest object must be the canonical form of the revision's rows",
+                status=content.status, shown=content.data[:2000].decode(errors="replace"),
+                expected=wanted[:2000].decode())
+    outsider = next((t for t in world.model.tokens.values() if world.model.live(t)
+                     and not world.model.manifest_readable(target, t)
+                     and blob_id not in t.blob_references), None)
+    if outsider is not None and isinstance(blob_id, str):
+        probe = world.as_(outsider, "GET", f"/v1/blobs/{blob_id}")
+        world.expect_like_missing(probe, outsider, "/v1/blobs/{}", blob_id,
+                                  "P01" if outsider.space != target.space else "P16",
+                                  "a manifest blob to a token that may not read the revision")
+
+
+def cursor_elsewhere(world: World, token: str, collection: str, revision: int) -> None:
+    """An item cursor of one revision used on another is refused (P13)."""
+    reader = world.token(token)
+    target = collection_of(world, reader, collection)
+    if target is None or target.head < 2 or not world.model.live(reader) \
+            or not (reader.has("memory.read") and reader.may(collection, "read")):
+        return  # revision 0 may have no pages at all (docs/spec.md): two published ones
+    revision = min(max(revision, 1), target.head)
+    other = revision - 1 if revision > 1 else 2
+    page = world.as_(reader, "GET", f"/v1/collections/{collection}/revisions/{revision}/items",
+                     params={"limit": 1})
+    if not world.check("P13", page.status == 200 and shaped(page.json, PAGE),
+                       "a revision item page", answer=page.json):
+        return
+    moved = world.as_(reader, "GET", f"/v1/collections/{collection}/revisions/{other}/items",
+                      params={"cursor": page.json["next_cursor"]})
+    world.expect_refusal(moved, {"CURSOR_INVALID", "CURSOR_STALE"}, "P13",
+                         "an item cursor used on another revision")
+
+

@@ -1,0 +1,86 @@
+"""The rules of the state machine: each draws concrete arguments from the model and performs
+commands of its area. ``RULES`` gives each its weight in a step, the commands it performs and
+the rules whose commands it needs first; the properties a rule exercises follow from the
+catalogue (which names the commands checking each property), so ``--only`` draws only the rules
+its properties need."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+from waypost.properties.catalogue import CATALOGUE
+from waypost.properties.rules import acks, blobs, control, faults, feed, memory, messages
+from waypost.properties.rules import submissions as resubmissions
+from waypost.properties.rules.driver import Driver
+
+Draw = Callable[[Driver, st.DataObject], None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One kind of step: how often it is drawn, what it performs, what it needs first."""
+
+    name: str
+    weight: int
+    draw: Draw
+    performs: tuple[str, ...]
+    needs: tuple[str, ...] = ()
+
+    @property
+    def exercises(self) -> frozenset[str]:
+        """The properties checked by the commands this rule performs."""
+        return properties_of(self.performs)
+
+
+def properties_of(commands: Iterable[str]) -> frozenset[str]:
+    """The properties whose checks (by the catalogue) include any of ``commands``."""
+    named = {f"command {c}" for c in commands}
+    return frozenset(p.pid for p in CATALOGUE if named & set(p.checked_by))
+
+
+SENT = ("send",)  # rules reading what sends publish
+UPLOADS = ("prepare", "put", "seal")  # a writer's blob is made on the way
+#: The rules in the order a step draws from them (their weights keep publications, reads and
+#: ACKs frequent: Hypothesis would favour rules by name order otherwise).
+RULES: tuple[Rule, ...] = (
+    Rule("send", 5, messages.send, ("send",)),
+    Rule("ack", 4, acks.ack, ("ack", "send"), needs=("read_feed",)),
+    Rule("read_feed", 3, feed.read_feed, ("read_feed",), needs=SENT),
+    Rule("check_view", 4, feed.check_view, ("check_view",), needs=SENT),
+    Rule("read_message", 2, messages.read_message, ("read_message", "send")),
+    Rule("resubmit", 3, resubmissions.resubmit,
+         ("retry", "conflict", "lookup", "reuse_key", "send"), needs=("ack",)),
+    Rule("upload", 3, blobs.upload, (*UPLOADS, "read_blob", "advance_clock")),
+    Rule("memory", 6, memory.memory, ("publish", "race", "revision_limit", "read_collection",
+                                      "read_revision", "cursor_elsewhere", *UPLOADS)),
+    Rule("fault", 2, faults.fault, ("fault_send", "fault_publish", "parallel_retries",
+                                    "concurrent_sends", *UPLOADS), needs=SENT),
+    Rule("provision", 1, control.provision, ("provision",), needs=SENT),
+    Rule("change_authority", 1, control.change_authority,
+         ("rotate", "regrant", "revoke", "disable", "change_view", "ack_limits"), needs=SENT),
+    Rule("probe", 2, feed.probe, ("tamper", "probe_foreign"), needs=("read_feed",)),
+)
+BY_NAME = {rule.name: rule for rule in RULES}
+
+
+def rules_for(selected: set[str] | None) -> tuple[Rule, ...]:
+    """The rules exercising any of the ``selected`` properties (all when None), with the rules
+    they need, in ``RULES`` order."""
+    if selected is None:
+        return RULES
+    chosen = {rule.name for rule in RULES if rule.exercises & selected}
+    pending = list(chosen)
+    while pending:
+        for need in BY_NAME[pending.pop()].needs:
+            if need not in chosen:
+                chosen.add(need)
+                pending.append(need)
+    return tuple(rule for rule in RULES if rule.name in chosen)
+
+
+def weighted(rules: Iterable[Rule]) -> tuple[str, ...]:
+    """Rule names repeated by weight: what one step samples from."""
+    return tuple(name for rule in rules for name in (rule.name,) * rule.weight)

@@ -1,0 +1,44 @@
+"""Rules of uploads and blobs: prepare, PUT, seal and read, by the owner or others; the server
+clock past an upload's expiry (P15, P16)."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from waypost.properties.rules.driver import Driver, sample
+
+WANTED = {"put": "awaiting", "seal": "stored", "read": "sealed"}
+
+
+def upload(d: Driver, data: st.DataObject) -> None:
+    """Prepare, PUT (the declared or other bytes), seal, read; rarely let the server clock
+    run past the expiry where the target offers the clock hook (P15, P16)."""
+    uploads = d.model.uploads
+    mode = data.draw(st.sampled_from(["blob", "read", "put", "seal", "read", "blob",
+                                      "prepare", "clock"] if uploads else ["blob"]))
+    token = sample(data, d.handles())
+    if mode in ("prepare", "blob"):
+        content = data.draw(st.binary(max_size=64)).hex()
+        name = data.draw(st.none() | st.sampled_from(["a.txt", "notes/b.md"]))
+        d.run("prepare", token=token, content=content, filename=name)
+        if mode == "blob" and len(uploads) and uploads[-1].content.hex() == content:
+            d.run("put", token=token, upload=len(uploads) - 1, right=True)
+            d.run("seal", token=token, upload=len(uploads) - 1)
+        return
+    ready = [n for n, u in enumerate(uploads) if u.state == WANTED.get(mode)]
+    index = data.draw(st.sampled_from(ready * 3 + list(range(len(uploads)))))
+    owner = next((t.handle for t in d.model.tokens.values()
+                  if t.actor_id == uploads[index].owner_id
+                  and t.space == uploads[index].space), token)
+    mine: bool = data.draw(st.sampled_from([True, True, True, False]))
+    who = owner if mine else token
+    if mode == "put":
+        d.run("put", token=who, upload=index, right=data.draw(st.sampled_from(
+            [True, True, False])))
+    elif mode == "seal":
+        d.run("seal", token=who, upload=index)
+    elif mode == "read":
+        target = data.draw(st.sampled_from([index, index, index, None]))
+        d.run("read_blob", token=token, upload=target)
+    else:
+        d.run("advance_clock", ms=data.draw(st.sampled_from([1000, 3_600_001])))

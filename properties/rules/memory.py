@@ -1,0 +1,118 @@
+"""Rules of memory: publishes (snapshot or delta, inline or manifest, at the head or beside
+it), histories of several publishes in a row, races of two publishers, reads of heads and fixed
+revisions, item cursors moved to another revision, the revision limit (P01, P11–P14, P16)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from waypost.properties.memory import COLLECTIONS
+from waypost.properties.rules.driver import METADATA, Driver, sample
+
+ACTIONS = ["publish"] * 8 + ["read"] * 3 + ["head", "race", "cursor", "limit", "history"]
+
+
+def memory(d: Driver, data: st.DataObject) -> None:
+    """One memory action by a writer of some collection (mostly) or any token, on its own
+    collection (mostly), another or a missing one (P11–P14, P16)."""
+    action = data.draw(st.sampled_from(ACTIONS))
+    writers = d.writers()
+    writers = writers[:1] * 4 + writers  # most publishes build up one collection's history
+    token = sample(data, writers if writers and data.draw(
+        st.sampled_from([True, True, True, False])) else d.handles())
+    holder = d.model.tokens[token]
+    own = [cid for cid, actions in holder.collections.items() if "write" in actions]
+    known = [cid for _, cid, _ in COLLECTIONS]
+    collection = sample(data, [*own * 10, *known, "zz-missing"])
+    if action == "head":
+        d.run("read_collection", token=token, collection=collection)
+    elif action in ("read", "cursor"):
+        _read(d, data, action, token, collection)
+    elif action == "limit":
+        d.run("revision_limit", token=token, collection=collection)
+    elif action == "history":
+        _history(d, data, token, collection)
+    else:
+        _write(d, data, action, token, collection)
+
+
+def _head(d: Driver, token: str, collection: str) -> int:
+    target = d.model.collections.get((d.model.tokens[token].space, collection))
+    return target.head if target is not None else 0
+
+
+def _read(d: Driver, data: st.DataObject, action: str, token: str, collection: str) -> None:
+    """A fixed revision read with random page sizes, or an item cursor moved elsewhere (P13)."""
+    revision = data.draw(st.integers(0, _head(d, token, collection) + 1))
+    if action == "cursor":
+        d.run("cursor_elsewhere", token=token, collection=collection, revision=revision)
+        return
+    d.run("read_revision", token=token, collection=collection, revision=revision,
+          sizes=data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)),
+          tombstones=data.draw(st.booleans()))
+
+
+def _write(d: Driver, data: st.DataObject, action: str, token: str, collection: str) -> None:
+    """A publish or a race, with entries on blobs the writer owns (or, when deliberately
+    wrong, any blob and colliding paths)."""
+    blobs = d.owned_blobs(data, token)
+    wrong = data.draw(st.sampled_from([False, False, False, False, True]))
+    pool = blobs if not wrong else blobs + list(range(len(d.model.uploads)))
+    if not pool:
+        return
+    if action == "race":
+        fresh = list(range(7, 12))  # ids only a race adds
+        change = data.draw(st.lists(st.sampled_from(fresh).flatmap(
+            lambda n: st.tuples(st.just(n), st.just(n + 20), st.sampled_from(blobs or pool),
+                                st.none())), min_size=1, max_size=2, unique_by=lambda e: e[0]))
+        d.run("race", token=token, collection=collection, items=[list(e) for e in change])
+        return
+    _publish(d, data, token, collection, pool, wrong)
+
+
+def _history(d: Driver, data: st.DataObject, token: str, collection: str) -> None:
+    """Two to four valid publishes in a row at the head: a history whose later revisions
+    carry, or revive, the tombstones of earlier ones (P13, P14)."""
+    blobs = d.owned_blobs(data, token)
+    if not blobs:
+        return
+    for _ in range(data.draw(st.integers(2, 4))):
+        _publish(d, data, token, collection, blobs, False, offset=0, manifest=False)
+
+
+def _publish(d: Driver, data: st.DataObject, token: str, collection: str, pool: list[int],
+             wrong: bool, offset: int | None = None, manifest: bool | None = None) -> None:
+    """One publish of entries on ``pool``'s blobs (snapshot or delta, maybe deletes); the
+    offset from the head and the manifest input are drawn unless given."""
+    # An item keeps its own path (n) or moves to n + 7, so paths rarely collide unless the
+    # draw is deliberately wrong.
+    entry = st.integers(0, 6).flatmap(lambda n: st.tuples(
+        st.just(n), st.sampled_from([n, n, n, n + 7]) if not wrong else st.integers(0, 8),
+        st.sampled_from(pool), st.none() | st.fixed_dictionaries({"k": st.integers(0, 2)})
+        | st.sampled_from(METADATA)))
+    unique = {"unique_by": (lambda e: e[0], lambda e: e[1])} if not wrong else {}
+    items = data.draw(st.lists(entry, max_size=4, **unique))  # type: ignore[arg-type]
+    mode = data.draw(st.sampled_from(["delta", "snapshot"]))
+    deletes = _deletes(d, data, token, collection, mode, items, wrong)
+    if offset is None:
+        offset = data.draw(st.sampled_from([0, 0, 0, 0, 0, -1, 1]))
+    if manifest is None:
+        manifest = data.draw(st.sampled_from([False, False, False, True]))
+    d.run("publish", token=token, collection=collection, offset=offset, mode=mode,
+          items=[list(e) for e in items], deletes=deletes, manifest=manifest)
+
+
+def _deletes(d: Driver, data: st.DataObject, token: str, collection: str, mode: str,
+             items: list[Any], wrong: bool) -> list[int]:
+    """Item numbers to delete: none in a valid snapshot, else some the head holds (or, when
+    ``wrong``, any, also ids upserted at once)."""
+    target = d.model.collections.get((d.model.tokens[token].space, collection))
+    seen = sorted(int(item_id[1:]) for item_id in (target.states[-1] if target else {}))
+    if (mode == "snapshot" and not wrong) or not (seen or wrong):
+        return []
+    deletes: list[int] = data.draw(st.lists(
+        st.sampled_from(seen) if seen and not wrong else st.integers(0, 6), max_size=2,
+        unique=True))
+    return deletes if wrong else [n for n in deletes if n not in {e[0] for e in items}]

@@ -1,0 +1,25 @@
+"""Rules of idempotency: earlier writes again, changed, looked up, or under another actor's key
+(P03, P04)."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from waypost.properties.rules.driver import Driver, sample
+from waypost.properties.rules.messages import send
+
+
+def resubmit(d: Driver, data: st.DataObject) -> None:
+    """An earlier write again: unchanged → the identical stable result; altered →
+    IDEMPOTENCY_CONFLICT; looked up → the committed result and the kit's own fingerprint
+    (P03, P04)."""
+    if not d.model.submissions:
+        return send(d, data)
+    mode = data.draw(st.sampled_from(["retry", "retry", "conflict", "lookup", "reuse"]))
+    if mode == "reuse":
+        sends = [n for n, sub in enumerate(d.model.submissions.values())
+                 if sub.operation == "message.send"]
+        if sends:
+            d.run("reuse_key", token=sample(data, d.handles()), submission=sample(data, sends))
+        return
+    d.run(mode, submission=data.draw(st.integers(0, len(d.model.submissions) - 1)))
