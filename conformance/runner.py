@@ -25,7 +25,7 @@ from waypost.properties.catalogue import CATALOGUE, Property
 from waypost.properties.http import Session
 from waypost.properties.machine import KitRun, machine_for
 from waypost.properties.proxy import FaultProxy
-from waypost.properties.rules import rules_for
+from waypost.properties.rules import rules_for, step_budget
 from waypost.properties.violations import Ledger, PropertyViolation
 from waypost.properties.world import World
 
@@ -205,7 +205,8 @@ def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path,
     machine = hypothesis_seed(seed)(machine_for(kit))
     try:
         run_state_machine_as_test(machine, settings=settings(
-            max_examples=profile.examples, stateful_step_count=profile.steps, deadline=None,
+            max_examples=profile.examples, stateful_step_count=step_budget(profile.steps, kit.rules),
+            deadline=None,
             database=None, suppress_health_check=list(HealthCheck),
             phases=[Phase.generate, Phase.shrink, Phase.explain],
             # The run's own report and replay files tell a failure; Hypothesis's printed
