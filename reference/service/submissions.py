@@ -22,8 +22,7 @@ async def find(ctx: Context, principal: Principal, operation: str,
     (rows,) = await ctx.driver.read([sql.lookup_statement(principal, operation, request_id)])
     if not rows:
         return None
-    *columns, sequence = rows[0]
-    return sql.record_from(columns), None if sequence is None else int(sequence)
+    return sql.found_from(rows[0])
 
 
 def reserved(reservation: sql.Reservation) -> tuple[sql.SubmissionRecord, int | None]:
