@@ -12,8 +12,8 @@ from waypost.reference.domain.errors import (
     CursorStale,
     Forbidden,
     InvalidRequest,
-    Unauthenticated,
     WaypostError,
+    credential_refused,
 )
 from waypost.reference.domain.principal import Principal
 from waypost.reference.service.context import Context, Outcome
@@ -50,7 +50,7 @@ def check_binding(principal: Principal, decoded: cursor.FeedCursor) -> None:
 def refuse_stale(verdict: str) -> WaypostError:
     """The token died or the view changed between authentication and the page read."""
     if verdict == "UNAUTHENTICATED":
-        return Unauthenticated("missing, unknown, expired or revoked credential")
+        return credential_refused()
     return CursorStale("the consumer's view changed during the request; read again",
                        field="cursor")
 
