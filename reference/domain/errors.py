@@ -119,5 +119,16 @@ def not_found(what: str = "resource") -> NotFound:
     return NotFound(f"{what} not found")
 
 
+def credential_refused() -> Unauthenticated:
+    """The one answer for any bearer token that does not authenticate now (P02): missing,
+    malformed, unknown, expired, revoked, or of a disabled actor or consumer."""
+    return Unauthenticated("missing, unknown, expired or revoked credential")
+
+
+def internal_error() -> WaypostError:
+    """The answer to an unexpected failure: ``500 INTERNAL``, telling nothing about it."""
+    return WaypostError("internal error")
+
+
 class StorageUnavailable(Exception):
     """A temporary storage failure (busy, I/O, unreachable): the request may be retried."""

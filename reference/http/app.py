@@ -16,7 +16,7 @@ from starlette.routing import Route
 from waypost import __version__
 from waypost.reference.domain import faults, parsing, values
 from waypost.reference.domain.clock import MAX_ADVANCE_MS
-from waypost.reference.domain.errors import InvalidRequest, NotFound
+from waypost.reference.domain.errors import InvalidRequest, NotFound, internal_error
 from waypost.reference.domain.principal import Principal
 from waypost.reference.http import openapi
 from waypost.reference.http.endpoints import (
@@ -255,8 +255,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         return error_response(NotFound("no such operation at this path"))
     if status == 404:
         return error_response(NotFound("no such path"))
-    return JSONResponse({"error": {"code": "INTERNAL", "message": "internal error",
-                                   "details": {}}}, 500)
+    return error_response(internal_error())
 
 
 def create_app(ctx_factory: Any) -> Starlette:

@@ -16,6 +16,7 @@ from waypost.reference.domain.errors import (
     StorageUnavailable,
     Unavailable,
     WaypostError,
+    internal_error,
 )
 from waypost.reference.domain.parsing import json_body
 from waypost.reference.domain.principal import Principal
@@ -85,8 +86,7 @@ async def _answer(work: Callable[[], Awaitable[Outcome]]) -> Response:
         return error_response(Unavailable("storage is temporarily unavailable; retry"))
     except Exception:
         log.exception("internal error")
-        return JSONResponse({"error": {"code": "INTERNAL", "message": "internal error",
-                                       "details": {}}}, 500)
+        return error_response(internal_error())
 
 
 def data(operation: Callable[[Context, Principal, Request], Awaitable[Outcome]]) -> Handler:

@@ -15,6 +15,7 @@ from waypost.reference.service.feed import check_binding
 from waypost.reference.storage import acks as sql
 from waypost.reference.storage import feed as feed_sql
 from waypost.reference.storage import submissions as submission_sql
+from waypost.reference.storage.plan import verdict_from
 from waypost.reference.storage.submissions import SETTLED
 
 OPERATION = "receipt.ack"
@@ -24,7 +25,7 @@ async def _check_items(ctx: Context, principal: Principal, request: Ack) -> None
     """Every item must be visible to the consumer (else 404 naming it) and not a receipt."""
     ids = [item.item_id for item in request.items]
     (rows,) = await ctx.driver.read([feed_sql.visible_items_statement(principal, ids)])
-    types = {str(row[0]): str(row[1]) for row in rows}
+    types = feed_sql.visible_types(rows)
     for index, item in enumerate(request.items):
         if item.item_id not in types:
             raise NotFound("feed item not found", field=f"items[{index}].item_id",
@@ -70,14 +71,14 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         plan = sql.acknowledge(principal, ctx.clock.now_ms(), record.submission_id, lines,
                                checkpoint)
         ctx.faults.hit("commit.before")
-        (verdict, _state), = await ctx.driver.run(plan)
+        verdict = verdict_from(await ctx.driver.run(plan)).verdict
         ctx.faults.hit("ack.after_commit")
         ctx.faults.hit("commit.after")
         if verdict == "OTHER_CONSUMER":
             raise IdempotencyConflict("this ACK was started through another consumer",
                                       field="request_id")
         if verdict not in ("ok", SETTLED):
-            raise submissions.refuse(str(verdict), "feed item")
+            raise submissions.refuse(verdict, "feed item")
         found = await submissions.find(ctx, principal, OPERATION, request.request_id)
         assert found is not None
         record, sequence = found

@@ -12,7 +12,7 @@ import hmac
 import re
 import secrets
 
-from waypost.reference.domain.errors import Unauthenticated
+from waypost.reference.domain.errors import Unauthenticated, credential_refused
 from waypost.reference.domain.principal import Principal
 from waypost.reference.domain.values import new_id
 from waypost.reference.service.context import Context
@@ -32,26 +32,22 @@ def new_token() -> tuple[str, str]:
     return token_id, f"{token_id}.{secrets.token_urlsafe(32)}"
 
 
-def _refused() -> Unauthenticated:
-    return Unauthenticated("missing, unknown, expired or revoked credential")
-
-
 async def authenticate(ctx: Context, authorization: str | None) -> Principal:
     """The principal behind an ``Authorization: Bearer`` header, if it is live now."""
     match = _BEARER.fullmatch(authorization or "")
     if match is None:
-        raise _refused()
+        raise credential_refused()
     state = await load_token(ctx.driver, match.group(1))
     presented = token_digest(f"{match.group(1)}.{match.group(2)}")
     if state is None:
         hmac.compare_digest(presented, presented)  # same work whether or not the id exists
-        raise _refused()
+        raise credential_refused()
     if not hmac.compare_digest(state.digest, presented):
-        raise _refused()
+        raise credential_refused()
     now = ctx.clock.now_ms()
     if (state.revoked or state.actor_disabled or state.consumer_disabled
             or (state.expires_at is not None and state.expires_at <= now)):
-        raise _refused()
+        raise credential_refused()
     return state.principal
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -22,10 +21,11 @@ from waypost.reference.domain.errors import (
 from waypost.reference.domain.principal import Principal
 from waypost.reference.service import answers, submissions
 from waypost.reference.service.context import Context, Outcome
-from waypost.reference.storage import messages as message_sql
+from waypost.reference.storage import references
 from waypost.reference.storage import submissions as submission_sql
 from waypost.reference.storage import uploads as sql
 from waypost.reference.storage.blob_store import FactsMismatch, ObjectFacts
+from waypost.reference.storage.plan import verdict_from
 
 PREPARE, COMMIT = "blob.prepare", "blob.commit"
 
@@ -79,10 +79,10 @@ async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
                         record.object_ref, size, sha256, content_type, filename,
                         now + ctx.limits.upload_expiry_seconds * 1000)
         ctx.faults.hit("commit.before")
-        (verdict, _state), = await ctx.driver.run(sql.prepare(principal, now, slot))
+        verdict = verdict_from(await ctx.driver.run(sql.prepare(principal, now, slot))).verdict
         ctx.faults.hit("commit.after")
         if verdict not in ("ok", submission_sql.SETTLED):
-            raise submissions.refuse(str(verdict), "upload")
+            raise submissions.refuse(verdict, "upload")
         prepared = replace(record, state="committed", result_status=201)
         outcome = await answers.stable_result(ctx, PREPARE, prepared, None)
         if verdict == "ok":
@@ -101,8 +101,8 @@ async def check_referenceable(ctx: Context, principal: Principal, blob_ids: Sequ
     what must name such blobs, e.g. "attachments must be")."""
     if not blob_ids:
         return
-    (rows,) = await ctx.driver.read([message_sql.referenceable_statement(principal, blob_ids)])
-    allowed = {row[0] for row in rows}
+    (rows,) = await ctx.driver.read([references.referenceable_statement(principal, blob_ids)])
+    allowed = references.referenceable_ids(rows)
     for blob_id in blob_ids:
         if blob_id not in allowed:
             raise ReferenceInvalid(f"{rule} sealed blobs of this space that the producer owns "
@@ -112,9 +112,10 @@ async def check_referenceable(ctx: Context, principal: Principal, blob_ids: Sequ
 async def _mine(ctx: Context, principal: Principal, upload_id: str) -> sql.UploadRow:
     uid = values.object_id(upload_id, "upload_id")
     (rows,) = await ctx.driver.read([sql.upload_statement(principal.space_id, uid)])
-    if not rows or rows[0][2] != principal.actor_id:
+    upload = sql.upload_from(rows[0]) if rows else None
+    if upload is None or upload.owner_id != principal.actor_id:
         raise not_found("upload")
-    return sql.upload_from(rows[0])
+    return upload
 
 
 async def put_content(ctx: Context, principal: Principal, upload_id: str,
@@ -134,12 +135,12 @@ async def put_content(ctx: Context, principal: Principal, upload_id: str,
         raise ContentMismatch("the bytes differ from the declared size and sha256",
                               field="content") from None
     ctx.faults.hit("upload.after_store")
-    (verdict, state), = await ctx.driver.run(sql.mark_stored(principal.space_id,
-                                                             upload.upload_id, now))
-    if verdict != "ok":
+    stored = verdict_from(await ctx.driver.run(sql.mark_stored(principal.space_id,
+                                                               upload.upload_id, now)))
+    if stored.verdict != "ok":
         raise UploadExpired("the upload expired", field="upload_id")
     return Outcome(200, {"upload_id": upload.upload_id, "blob_id": upload.blob_id,
-                         "state": "sealed" if state == "sealed" else "stored",
+                         "state": "sealed" if stored.state == "sealed" else "stored",
                          "size": upload.expected_size, "sha256": upload.expected_sha256.hex()})
 
 
@@ -164,12 +165,12 @@ async def commit(ctx: Context, principal: Principal, upload_id: str, raw: Any) -
         plan = sql.seal(principal, ctx.clock.now_ms(), record.submission_id, uid)
         ctx.faults.hit("seal.before_commit")
         ctx.faults.hit("commit.before")
-        (verdict, _state), = await ctx.driver.run(plan)
+        verdict = verdict_from(await ctx.driver.run(plan)).verdict
         ctx.faults.hit("commit.after")
         if verdict == "NOT_READY":
             raise NotReady("the upload has no verified content yet", field="upload_id")
         if verdict not in ("ok", "UPLOAD_EXPIRED", submission_sql.SETTLED):
-            raise submissions.refuse(str(verdict), "upload")
+            raise submissions.refuse(verdict, "upload")
         found = await submissions.find(ctx, principal, COMMIT, request_id)
         assert found is not None
         if verdict == "ok":
@@ -186,43 +187,40 @@ async def commit(ctx: Context, principal: Principal, upload_id: str, raw: Any) -
     return outcome
 
 
-async def _readable(ctx: Context, principal: Principal, blob_id: str) -> tuple[Any, ...]:
+async def _readable(ctx: Context, principal: Principal, blob_id: str) -> sql.BlobRow:
     bid = values.object_id(blob_id, "blob_id")
     rows, allowed = await ctx.driver.read([sql.blob_statement(principal.space_id, bid),
                                            sql.blob_readers_statement(principal, bid)])
-    if not rows or not allowed[0][0]:
+    if not rows or not sql.readable_from(allowed):
         raise not_found("blob")
-    row: tuple[Any, ...] = rows[0]
-    return row
+    return sql.blob_from(rows[0])
 
 
 async def read_blob(ctx: Context, principal: Principal, blob_id: str) -> Outcome:
-    blob_id_, _owner, _ref, size, sha256, content_type, filename, sealed_at = await _readable(
-        ctx, principal, blob_id)
-    return Outcome(200, {"blob_id": blob_id_, "size": size, "sha256": sha256.hex(),
-                         "content_type": content_type, "filename": filename,
-                         "sealed_at": values.format_timestamp(sealed_at)})
+    blob = await _readable(ctx, principal, blob_id)
+    return Outcome(200, {"blob_id": blob.blob_id, "size": blob.size, "sha256": blob.sha256.hex(),
+                         "content_type": blob.content_type, "filename": blob.filename,
+                         "sealed_at": values.format_timestamp(blob.sealed_at)})
 
 
 async def read_content(ctx: Context, principal: Principal,
                        blob_id: str) -> tuple[bytes, str, str]:
     """The verified bytes, their content type and ETag (the SHA-256)."""
-    _id, _owner, object_ref, size, sha256, content_type, _name, _sealed = await _readable(
-        ctx, principal, blob_id)
-    data = await ctx.blobs.read(object_ref)
-    if len(data) != size:
-        raise RuntimeError(f"stored blob {_id} fails its verified facts")
-    return data, content_type, sha256.hex()
+    blob = await _readable(ctx, principal, blob_id)
+    data = await ctx.blobs.read(blob.object_ref)
+    if len(data) != blob.size:
+        raise RuntimeError(f"stored blob {blob.blob_id} fails its verified facts")
+    return data, blob.content_type, blob.sha256.hex()
 
 
 async def sweep(ctx: Context) -> list[str]:
     """Clean expired unsealed uploads: claim (the race with sealing is decided here), remove
     the object, mark cleaned. Returns the upload ids cleaned."""
-    (claimed,), = await ctx.driver.run(sql.claim_expired(ctx.clock.now_ms()))
+    claimed = sql.claimed_from(await ctx.driver.run(sql.claim_expired(ctx.clock.now_ms())))
     ctx.faults.hit("cleanup.after_claim")
     cleaned = []
-    for space_id, upload_id, object_ref in json.loads(claimed):
-        await ctx.blobs.remove(object_ref)
-        await ctx.driver.run(sql.mark_cleaned(space_id, upload_id))
-        cleaned.append(upload_id)
+    for upload in claimed:
+        await ctx.blobs.remove(upload.object_ref)
+        await ctx.driver.run(sql.mark_cleaned(upload.space_id, upload.upload_id))
+        cleaned.append(upload.upload_id)
     return cleaned

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from typing import Any
 
@@ -13,8 +12,8 @@ from waypost.reference.domain.errors import (
     CursorStale,
     Forbidden,
     InvalidRequest,
-    Unauthenticated,
     WaypostError,
+    credential_refused,
 )
 from waypost.reference.domain.principal import Principal
 from waypost.reference.service.context import Context, Outcome
@@ -51,33 +50,33 @@ def check_binding(principal: Principal, decoded: cursor.FeedCursor) -> None:
 def refuse_stale(verdict: str) -> WaypostError:
     """The token died or the view changed between authentication and the page read."""
     if verdict == "UNAUTHENTICATED":
-        return Unauthenticated("missing, unknown, expired or revoked credential")
+        return credential_refused()
     return CursorStale("the consumer's view changed during the request; read again",
                        field="cursor")
 
 
-def item_json(row: tuple[Any, ...]) -> dict[str, Any]:
-    """A :data:`FEED_COLUMNS` row as the protocol's feed item shape."""
-    (sequence, item_id, item_type, producer_id, thread_id, resource_id, collection_id,
-     committed_at, recipients, subject, kind, *receipt, revision, parent, manifest_blob_id) = row
+def item_json(row: sql.FeedRow) -> dict[str, Any]:
+    """A feed row as the protocol's feed item shape."""
     item: dict[str, Any] = {
-        "item_id": item_id, "sequence": values.sequence_text(int(sequence)), "type": item_type,
-        "producer_id": producer_id, "recipient_ids": json.loads(recipients or "[]"),
-        "thread_id": thread_id, "committed_at": values.format_timestamp(committed_at)}
-    if item_type == "message":
-        item["message"] = {"message_id": resource_id, "subject": subject, "kind": kind}
-    elif item_type == "receipt":
-        (receipt_id, version, subject_item_id, subject_resource_id, consumer_id, actor_id,
-         stage, updated_at) = receipt
+        "item_id": row.item_id, "sequence": values.sequence_text(row.sequence),
+        "type": row.item_type, "producer_id": row.producer_id,
+        "recipient_ids": list(row.recipient_ids), "thread_id": row.thread_id,
+        "committed_at": values.format_timestamp(row.committed_at)}
+    if row.item_type == "message":
+        item["message"] = {"message_id": row.resource_id, "subject": row.subject,
+                           "kind": row.kind}
+    elif row.item_type == "receipt":
+        assert row.updated_at is not None
         item["receipt"] = {
-            "receipt_id": receipt_id, "receipt_version": version,
-            "subject_item_id": subject_item_id, "subject_resource_id": subject_resource_id,
-            "consumer_id": consumer_id, "actor_id": actor_id, "stage": stage,
-            "updated_at": values.format_timestamp(updated_at)}
+            "receipt_id": row.receipt_id, "receipt_version": row.receipt_version,
+            "subject_item_id": row.subject_item_id,
+            "subject_resource_id": row.subject_resource_id, "consumer_id": row.consumer_id,
+            "actor_id": row.actor_id, "stage": row.stage,
+            "updated_at": values.format_timestamp(row.updated_at)}
     else:
-        item["memory_revision"] = {"collection_id": collection_id, "revision": revision,
-                                   "parent_revision": parent,
-                                   "manifest_blob_id": manifest_blob_id}
+        item["memory_revision"] = {"collection_id": row.collection_id, "revision": row.revision,
+                                   "parent_revision": row.parent_revision,
+                                   "manifest_blob_id": row.manifest_blob_id}
     return item
 
 
@@ -105,22 +104,24 @@ async def read_feed(ctx: Context, principal: Principal, cursor_text: str | None,
     if cursor_text is not None:
         position = position_of(ctx, principal, cursor_text)
     else:
-        (rows,) = await ctx.driver.read([sql.checkpoint_statement(principal)])
-        position = int(rows[0][0]) if rows else 0
+        (saved,) = await ctx.driver.read([sql.checkpoint_statement(principal)])
+        position = sql.checkpoint_from(saved)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     while True:
         woken = ctx.signal.event(principal.space_id)
-        rows, ((current,),) = await ctx.driver.read([
+        page, current = await ctx.driver.read([
             sql.page_statement(principal, position, limit + 1),
             sql.current_statement(principal, ctx.clock.now_ms())])
-        if current != "ok":
-            raise refuse_stale(str(current))
+        verdict = sql.current_from(current)
+        if verdict != "ok":
+            raise refuse_stale(verdict)
+        rows = [sql.feed_row_from(row) for row in page]
         remaining = deadline - loop.time()
         if rows or remaining <= 0:
             break
         await ctx.signal.wait(woken, remaining)
     items = [item_json(row) for row in rows[:limit]]
-    last = int(rows[limit - 1][0] if len(rows) > limit else rows[-1][0]) if rows else position
+    last = (rows[limit - 1] if len(rows) > limit else rows[-1]).sequence if rows else position
     return Outcome(200, {"items": items, "next_cursor": mint(ctx, principal, last),
                          "has_more": len(rows) > limit})

@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from waypost.reference.domain import values
 from waypost.reference.domain.errors import not_found
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.storage import listings as sql
+from waypost.reference.storage.memory import CollectionRow, collection_from
 
 _time = values.format_timestamp
 
 
-def _space_json(row: tuple[Any, ...]) -> dict[str, Any]:
-    space_id, name, uri, default_actor, created = row
-    return {"space_id": space_id, "display_name": name, "source_uri": uri,
-            "default_actor_id": default_actor, "created_at": _time(created)}
+def _space_json(space: sql.SpaceRow) -> dict[str, Any]:
+    return {"space_id": space.space_id, "display_name": space.display_name,
+            "source_uri": space.source_uri, "default_actor_id": space.default_actor_id,
+            "created_at": _time(space.created_at)}
 
 
 async def spaces(ctx: Context) -> Outcome:
     (rows,) = await ctx.driver.read([sql.spaces()])
-    return Outcome(200, {"spaces": [_space_json(row) for row in rows]})
+    return Outcome(200, {"spaces": [_space_json(sql.space_from(row)) for row in rows]})
 
 
 async def space(ctx: Context, space_id: str) -> Outcome:
@@ -33,27 +33,44 @@ async def space(ctx: Context, space_id: str) -> Outcome:
     if not found:
         raise not_found("space")
     return Outcome(200, {
-        **_space_json(found[0]),
-        "actors": [{"actor_id": a, "kind": k, "display_name": n, "disabled": bool(d),
-                    "authority_version": v, "created_at": _time(c)}
-                   for a, k, n, d, v, c in actors],
-        "consumers": [{"consumer_id": c, "actor_id": a, "view": v, "view_revision": r,
-                       "disabled": bool(d), "filter": _filter(f), "created_at": _time(t)}
-                      for c, a, v, r, d, f, t in consumers],
-        "collections": [{"collection_id": c, "source_actor_id": a, "scope": s,
-                         "current_revision": r, "created_at": _time(t)}
-                        for c, a, s, r, t in collections],
-        "tokens": [{"token_id": t, "actor_id": a, "consumer_id": c, "grant_fingerprint": g.hex(),
-                    "expires_at": None if e is None else _time(e), "revoked": r is not None,
-                    "scopes": json.loads(s), "created_at": _time(ct)}
-                   for t, a, c, g, e, r, ct, s in tokens],
-        "threads": [{"thread_id": t, "member_ids": json.loads(m), "created_at": _time(c)}
-                    for t, c, m in threads],
+        **_space_json(sql.space_from(found[0])),
+        "actors": [_actor_json(sql.actor_from(row)) for row in actors],
+        "consumers": [_consumer_json(sql.consumer_from(row)) for row in consumers],
+        "collections": [_collection_json(collection_from(row)) for row in collections],
+        "tokens": [_token_json(sql.token_from(row)) for row in tokens],
+        "threads": [_thread_json(sql.thread_from(row)) for row in threads],
     })
 
 
-def _filter(pairs_json: str) -> dict[str, list[str]]:
-    result: dict[str, list[str]] = {}
-    for dimension, value in json.loads(pairs_json):
-        result.setdefault(dimension, []).append(value)
-    return result
+def _actor_json(a: sql.ActorRow) -> dict[str, Any]:
+    return {"actor_id": a.actor_id, "kind": a.kind, "display_name": a.display_name,
+            "disabled": a.disabled, "authority_version": a.authority_version,
+            "created_at": _time(a.created_at)}
+
+
+def _consumer_json(c: sql.ConsumerRow) -> dict[str, Any]:
+    filter_: dict[str, list[str]] = {}
+    for dimension, value in c.filter_pairs:
+        filter_.setdefault(dimension, []).append(value)
+    return {"consumer_id": c.consumer_id, "actor_id": c.actor_id, "view": c.view,
+            "view_revision": c.view_revision, "disabled": c.disabled, "filter": filter_,
+            "created_at": _time(c.created_at)}
+
+
+def _collection_json(c: CollectionRow) -> dict[str, Any]:
+    return {"collection_id": c.collection_id, "source_actor_id": c.source_actor_id,
+            "scope": c.scope, "current_revision": c.current_revision,
+            "created_at": _time(c.created_at)}
+
+
+def _token_json(t: sql.TokenListing) -> dict[str, Any]:
+    return {"token_id": t.token_id, "actor_id": t.actor_id, "consumer_id": t.consumer_id,
+            "grant_fingerprint": t.grant_fingerprint.hex(),
+            "expires_at": None if t.expires_at is None else _time(t.expires_at),
+            "revoked": t.revoked_at is not None, "scopes": list(t.scopes),
+            "created_at": _time(t.created_at)}
+
+
+def _thread_json(t: sql.ThreadRow) -> dict[str, Any]:
+    return {"thread_id": t.thread_id, "member_ids": list(t.member_ids),
+            "created_at": _time(t.created_at)}

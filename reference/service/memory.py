@@ -37,23 +37,18 @@ from waypost.reference.service.feed import parse_limit
 from waypost.reference.storage import memory as sql
 from waypost.reference.storage import submissions as submission_sql
 from waypost.reference.storage.blob_store import one_chunk
+from waypost.reference.storage.plan import verdict_from
 
 OPERATION = "memory.publish"
 
 
-@dataclass(frozen=True)
-class Collection:
-    collection_id: str
-    source_actor_id: str
-    scope: str
-    current_revision: int
-
-    def body(self) -> dict[str, Any]:
-        return {"collection_id": self.collection_id, "source_actor_id": self.source_actor_id,
-                "scope": self.scope, "current_revision": self.current_revision}
+def _collection_body(collection: sql.CollectionRow) -> dict[str, Any]:
+    return {"collection_id": collection.collection_id,
+            "source_actor_id": collection.source_actor_id, "scope": collection.scope,
+            "current_revision": collection.current_revision}
 
 
-async def _collection(ctx: Context, principal: Principal, collection_id: str) -> Collection:
+async def _collection(ctx: Context, principal: Principal, collection_id: str) -> sql.CollectionRow:
     """The collection, if the token holds any grant on it; otherwise exactly like a missing
     one (also in another space)."""
     cid = values.object_id(collection_id, "collection_id")
@@ -61,15 +56,7 @@ async def _collection(ctx: Context, principal: Principal, collection_id: str) ->
     granted = principal.grants.may(cid, "read") or principal.grants.may(cid, "write")
     if not rows or not granted:
         raise not_found("collection")
-    cid_, source, scope, head = rows[0]
-    return Collection(str(cid_), str(source), str(scope), int(head))
-
-
-def _entry(row: tuple[Any, ...]) -> Entry:
-    item_id, kind, path, blob_id, metadata_json, deleted_in = row
-    if kind == "active":
-        return Entry(str(item_id), str(path), str(blob_id), json.loads(str(metadata_json)))
-    return Entry(str(item_id), deleted_in_revision=int(deleted_in))
+    return sql.collection_from(rows[0])
 
 
 async def _state(ctx: Context, space_id: str, collection_id: str, revision: int
@@ -77,7 +64,7 @@ async def _state(ctx: Context, space_id: str, collection_id: str, revision: int
     if revision == 0:
         return {}
     (rows,) = await ctx.driver.read([sql.entries_statement(space_id, collection_id, revision)])
-    return {str(row[0]): _entry(row) for row in rows}
+    return {entry.item_id: entry for entry in map(sql.entry_from, rows)}
 
 
 async def _changes(ctx: Context, principal: Principal, request: PublishMemory) -> Changes:
@@ -112,7 +99,7 @@ class Outlook:
     """What a publish would do on the head as read now: ``state`` and its fingerprint and
     manifest when the head is ``expected_revision`` (else all ``None``: a conflict)."""
 
-    collection: Collection
+    collection: sql.CollectionRow
     state: dict[str, Entry] | None = None
     fingerprint: bytes | None = None
     manifest: bytes | None = None
@@ -120,7 +107,7 @@ class Outlook:
 
 
 async def _outlook(ctx: Context, principal: Principal, request: PublishMemory,
-                   changes: Changes, collection: Collection | None = None) -> Outlook:
+                   changes: Changes, collection: sql.CollectionRow | None = None) -> Outlook:
     """Read the head (unless ``collection`` was just read); on the expected revision, derive
     the next state (invalid input raises)."""
     if collection is None:
@@ -136,7 +123,7 @@ async def _outlook(ctx: Context, principal: Principal, request: PublishMemory,
     if head:
         (rows,) = await ctx.driver.read([sql.revision_statement(
             principal.space_id, collection.collection_id, head)])
-        parent_fingerprint = bytes(rows[0][3])
+        parent_fingerprint = sql.revision_from(rows[0]).state_fingerprint
     unchanged = fingerprint == parent_fingerprint
     if not unchanged and head >= values.MAX_REVISION:
         raise ResourceLimit("the collection is at the largest revision", field="expected_revision",
@@ -196,14 +183,14 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
             record.submission_id, outlook.collection.collection_id, request.expected_revision,
             request.mode, outlook.fingerprint, EMPTY_FINGERPRINT, values.new_id("upl")))
         ctx.faults.hit("commit.before")
-        (verdict, *_outcome), = await ctx.driver.run(plan)
+        verdict = verdict_from(await ctx.driver.run(plan)).verdict
         ctx.faults.hit("commit.after")
         if verdict == "NOT_READY" and outlook.fingerprint is None:
             outlook = None
             continue
         break
     if verdict not in ("ok", sql.CONFLICT, sql.UNCHANGED, submission_sql.SETTLED):
-        raise submissions.refuse(str(verdict), "collection")
+        raise submissions.refuse(verdict, "collection")
     if verdict == "ok":
         ctx.signal.committed(principal.space_id)
     found = await submissions.find(ctx, principal, OPERATION, request.request_id)
@@ -221,9 +208,9 @@ async def _fail(ctx: Context, principal: Principal, request: PublishMemory,
                 record: submission_sql.SubmissionRecord, error: WaypostError) -> Outcome:
     plan = submission_sql.record_failure(principal, ctx.clock.now_ms(), record.submission_id,
                                          error.status, error.code, json.dumps(error.details))
-    (verdict, _state), = await ctx.driver.run(plan)
+    verdict = verdict_from(await ctx.driver.run(plan)).verdict
     if verdict not in ("ok", submission_sql.SETTLED):
-        raise submissions.refuse(str(verdict))
+        raise submissions.refuse(verdict)
     found = await submissions.find(ctx, principal, OPERATION, request.request_id)
     assert found is not None
     if verdict == submission_sql.SETTLED:
@@ -242,10 +229,11 @@ async def _prepare(ctx: Context, principal: Principal, record: submission_sql.Su
                               canonical_json(item.metadata or {}).decode())
               for item in changes.items] + [sql.StagedInput(item_id)
                                             for item_id in changes.delete_ids]
-    (verdict, _state), = await ctx.driver.run(sql.stage(
-        principal, ctx.clock.now_ms(), record.submission_id, inputs, facts.sha256, facts.size))
+    verdict = verdict_from(await ctx.driver.run(sql.stage(
+        principal, ctx.clock.now_ms(), record.submission_id, inputs, facts.sha256,
+        facts.size))).verdict
     if verdict not in ("ok", "NOT_RESERVED"):
-        raise submissions.refuse(str(verdict))
+        raise submissions.refuse(verdict)
     ctx.faults.hit("prepare.after")
 
 
@@ -255,11 +243,11 @@ async def read_collection(ctx: Context, principal: Principal, collection_id: str
     collection = await _collection(ctx, principal, collection_id)
     if not (principal.has("memory.read") or principal.has("memory.write")):
         raise Forbidden("the token lacks the memory.read scope", field="scope")
-    return Outcome(200, collection.body())
+    return Outcome(200, _collection_body(collection))
 
 
 async def _readable_revision(ctx: Context, principal: Principal, collection_id: str,
-                             revision: str) -> tuple[Collection, int]:
+                             revision: str) -> tuple[sql.CollectionRow, int]:
     collection = await _collection(ctx, principal, collection_id)
     if not (principal.has("memory.read") and principal.grants.may(collection.collection_id,
                                                                     "read")):
@@ -290,11 +278,13 @@ async def read_revision(ctx: Context, principal: Principal, collection_id: str,
                              "feed_item_id": None, "sequence": None})
     (rows,) = await ctx.driver.read([sql.revision_statement(
         principal.space_id, collection.collection_id, number)])
-    _rev, parent, manifest_blob_id, fingerprint, committed_at, item_id, sequence = rows[0]
-    return Outcome(200, {**body, "parent_revision": parent, "manifest_blob_id": manifest_blob_id,
-                         "state_fingerprint": bytes(fingerprint).hex(),
-                         "committed_at": values.format_timestamp(int(committed_at)),
-                         "feed_item_id": item_id, "sequence": values.sequence_text(int(sequence))})
+    found = sql.revision_from(rows[0])
+    return Outcome(200, {**body, "parent_revision": found.parent_revision,
+                         "manifest_blob_id": found.manifest_blob_id,
+                         "state_fingerprint": found.state_fingerprint.hex(),
+                         "committed_at": values.format_timestamp(found.committed_at),
+                         "feed_item_id": found.feed_item_id,
+                         "sequence": values.sequence_text(found.sequence)})
 
 
 async def read_items(ctx: Context, principal: Principal, collection_id: str, revision: str,
@@ -314,7 +304,7 @@ async def read_items(ctx: Context, principal: Principal, collection_id: str, rev
         after = decoded.position
     (rows,) = await ctx.driver.read([sql.page_statement(
         principal.space_id, collection.collection_id, number, after, tombstones, limit + 1)])
-    page = [_entry(row) for row in rows[:limit]]
+    page = [sql.entry_from(row) for row in rows[:limit]]
     has_more = len(rows) > limit
     position = page[-1].item_id if page else after
     next_cursor = cursor.encode(ctx.cursor_key, cursor.MemoryCursor(

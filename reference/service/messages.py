@@ -17,6 +17,7 @@ from waypost.reference.service.context import Context, Outcome
 from waypost.reference.storage import messages as sql
 from waypost.reference.storage import submissions as submission_sql
 from waypost.reference.storage.blob_store import one_chunk
+from waypost.reference.storage.rows import texts
 
 OPERATION = "message.send"
 
@@ -27,9 +28,9 @@ async def _recipients(ctx: Context, principal: Principal, request: SendMessage) 
         wanted = list(request.recipient_ids)
     else:
         (rows,) = await ctx.driver.read([sql.default_actor_statement(principal.space_id)])
-        wanted = [str(rows[0][0])]
+        wanted = [sql.default_actor_from(rows)]
     (found,) = await ctx.driver.read([sql.actors_statement(principal.space_id, wanted)])
-    known = {row[0] for row in found}
+    known = set(texts(found))
     for actor_id in wanted:
         if actor_id not in known:
             raise NotFound("recipient not found", field="recipient_ids", actor_id=actor_id)
@@ -47,7 +48,7 @@ async def _check_thread(ctx: Context, principal: Principal, request: SendMessage
     assert request.thread_id is not None
     (members,) = await ctx.driver.read([sql.thread_statements(
         principal.space_id, request.thread_id, [principal.actor_id, *recipients])])
-    member_ids = {row[0] for row in members}
+    member_ids = set(texts(members))
     if principal.actor_id not in member_ids:
         raise NotFound("thread not found", field="thread.thread_id")
     for actor_id in recipients:
@@ -57,9 +58,11 @@ async def _check_thread(ctx: Context, principal: Principal, request: SendMessage
     if request.in_reply_to is not None:
         (rows,) = await ctx.driver.read([sql.reply_statement(principal.space_id,
                                                              request.in_reply_to)])
-        readable = rows and rows[0][0] == request.thread_id and principal.has("message.read") and (
-            rows[0][1] == principal.actor_id or principal.has("space.observe")
-            or principal.actor_id in json.loads(str(rows[0][2])))
+        reply = sql.reply_from(rows[0]) if rows else None
+        readable = reply is not None and reply.thread_id == request.thread_id and principal.has(
+            "message.read") and (reply.producer_id == principal.actor_id
+                                 or principal.has("space.observe")
+                                 or principal.actor_id in reply.recipient_ids)
         if not readable:
             raise NotFound("message not found", field="in_reply_to")
 
@@ -111,18 +114,19 @@ async def _resume(ctx: Context, principal: Principal, request: SendMessage,
         record.feed_item_id, request.in_reply_to, request.kind, request.subject,
         request.attachment_ids, request.metadata))
     ctx.faults.hit("commit.before")
-    (verdict, _state, committed_at, sequence), = await ctx.driver.run(plan)
+    outcome = sql.message_outcome_from(await ctx.driver.run(plan))
     ctx.faults.hit("commit.after")
-    if verdict == submission_sql.SETTLED:
+    if outcome.verdict == submission_sql.SETTLED:
         found = await submissions.find(ctx, principal, OPERATION, request.request_id)
         assert found is not None
         return await submissions.replay(ctx, OPERATION, *found)
-    if verdict != "ok":
-        raise submissions.refuse(str(verdict), "message")
+    if outcome.verdict != "ok":
+        raise submissions.refuse(outcome.verdict, "message")
     ctx.signal.committed(principal.space_id)
-    assert isinstance(committed_at, int)
-    committed = replace(record, state="committed", result_status=201, committed_at=committed_at)
-    return await answers.stable_result(ctx, OPERATION, committed, int(sequence))
+    assert outcome.committed_at is not None
+    committed = replace(record, state="committed", result_status=201,
+                        committed_at=outcome.committed_at)
+    return await answers.stable_result(ctx, OPERATION, committed, outcome.sequence)
 
 
 async def read_message(ctx: Context, principal: Principal, message_id: str) -> Outcome:
@@ -133,24 +137,24 @@ async def read_message(ctx: Context, principal: Principal, message_id: str) -> O
         sql.message_statements(principal.space_id, mid))
     if not rows:
         raise not_found("message")
-    (message_id_, thread_id, in_reply_to, producer_id, kind, subject, body_ref, body_sha256,
-     body_size, metadata_json, committed_at, item_id, sequence) = rows[0]
-    recipient_ids = [str(row[0]) for row in recipients]
-    if not (producer_id == principal.actor_id or principal.actor_id in recipient_ids
+    message = sql.message_from(rows[0])
+    recipient_ids = texts(recipients)
+    if not (message.producer_id == principal.actor_id or principal.actor_id in recipient_ids
             or principal.has("space.observe")):
         raise not_found("message")
     if not principal.has("message.read"):
         raise Forbidden("the token lacks the message.read scope", field="scope")
-    raw_body = await ctx.blobs.read(str(body_ref))
-    if len(raw_body) != body_size or hashlib.sha256(raw_body).digest() != body_sha256:
-        raise RuntimeError(f"stored body of {message_id_!s} fails its verified facts")
+    raw_body = await ctx.blobs.read(message.body_ref)
+    if len(raw_body) != message.body_size or \
+            hashlib.sha256(raw_body).digest() != message.body_sha256:
+        raise RuntimeError(f"stored body of {message.message_id} fails its verified facts")
     return Outcome(200, {
-        "message_id": message_id_, "thread_id": thread_id, "in_reply_to": in_reply_to,
-        "producer_id": producer_id, "recipient_ids": recipient_ids, "kind": kind,
-        "subject": subject, "body": json.loads(raw_body),
-        "attachment_ids": [str(row[0]) for row in attachments],
-        "metadata": None if metadata_json is None else json.loads(str(metadata_json)),
-        "committed_at": values.format_timestamp(int(committed_at)),
-        "feed_item_id": item_id, "sequence": values.sequence_text(int(sequence)),
+        "message_id": message.message_id, "thread_id": message.thread_id,
+        "in_reply_to": message.in_reply_to, "producer_id": message.producer_id,
+        "recipient_ids": recipient_ids, "kind": message.kind, "subject": message.subject,
+        "body": json.loads(raw_body), "attachment_ids": texts(attachments),
+        "metadata": None if message.metadata_json is None else json.loads(message.metadata_json),
+        "committed_at": values.format_timestamp(message.committed_at),
+        "feed_item_id": message.item_id, "sequence": values.sequence_text(message.sequence),
     })
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from waypost.reference.domain import values
 from waypost.reference.domain.errors import (
     IdempotencyConflict,
-    Unauthenticated,
     WaypostError,
+    credential_refused,
     from_code,
     not_found,
 )
@@ -22,8 +22,7 @@ async def find(ctx: Context, principal: Principal, operation: str,
     (rows,) = await ctx.driver.read([sql.lookup_statement(principal, operation, request_id)])
     if not rows:
         return None
-    *columns, sequence = rows[0]
-    return sql.record_from(columns), None if sequence is None else int(sequence)
+    return sql.found_from(rows[0])
 
 
 def reserved(reservation: sql.Reservation) -> tuple[sql.SubmissionRecord, int | None]:
@@ -59,7 +58,7 @@ def refuse(verdict: str, what: str = "resource") -> WaypostError:
     """Turn a plan's failure verdict (``CODE`` or ``CODE:field``) into its error."""
     code, _, field = verdict.partition(":")
     if code == "UNAUTHENTICATED":
-        return Unauthenticated("missing, unknown, expired or revoked credential")
+        return credential_refused()
     error: WaypostError
     if code == "NOT_FOUND":
         error = not_found(field or what)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from waypost.reference.domain.principal import Principal
 from waypost.reference.storage.authority import authority_cases, authority_params
+from waypost.reference.storage.counter import sequence_exhausted
 from waypost.reference.storage.feed import FILTERED, VISIBLE, visibility_params
-from waypost.reference.storage.messages import sequence_exhausted
 from waypost.reference.storage.plan import (
     GUARD_OK,
     CommitPlan,
@@ -18,9 +18,9 @@ from waypost.reference.storage.plan import (
     guarded,
     new_plan_id,
     plan,
-    verdict_read,
 )
-from waypost.reference.storage.submissions import ADVANCED, SETTLED_CASE
+from waypost.reference.storage.stages import ADVANCED
+from waypost.reference.storage.submissions import SETTLED_CASE, state_read
 
 _OTHER_CONSUMER = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
                    " AND resource_id = :consumer_id)", "OTHER_CONSUMER")
@@ -118,6 +118,4 @@ def acknowledge(principal: Principal, now: int, submission_id: str, lines: list[
                     AND grant_fingerprint = :grant_fingerprint) END
             WHERE submission_id = :submission_id AND {GUARD_OK}""",
     )]
-    outcome = verdict_read(plan_id, "s.state",
-                           "JOIN submissions s ON s.submission_id = :submission_id", p)
-    return plan("acknowledge", plan_id, writes, outcome)
+    return plan("acknowledge", plan_id, writes, state_read(plan_id, p))

@@ -16,10 +16,12 @@ from waypost.reference.storage.plan import (
     Statement,
     guard,
     guarded,
+    json_list,
     new_plan_id,
     plan,
     verdict_read,
 )
+from waypost.reference.storage.rows import decode, only
 
 #: The ledger already holds this (operation, request_id): the outcome carries its record.
 REPLAY = "REPLAY"
@@ -64,27 +66,17 @@ def admin_plan(name: str, key: tuple[str, str, bytes], status: int, result: dict
         SELECT :op, :request_id, :fingerprint, :status, {result_sql}, :now WHERE {GUARD_OK}""",
         record_params))
     outcome = verdict_read(
-        plan_id, "a.fingerprint, a.result_status, a.result_json",
+        plan_id, AdminOutcome,
         "LEFT JOIN admin_submissions a ON a.operation = :op AND a.request_id = :request_id",
-        {"op": op, "request_id": request_id})
+        {"op": op, "request_id": request_id}, fingerprint="a.fingerprint",
+        status="a.result_status", result="a.result_json")
     return plan(name, plan_id, statements, outcome)
 
 
 async def run_admin(driver: Driver, admin: CommitPlan) -> AdminOutcome:
-    """Execute a control-plane plan and decode its outcome row."""
-    (verdict, fingerprint, status, result_json), = await driver.run(admin)
-    assert isinstance(verdict, str)
-    return AdminOutcome(
-        verdict,
-        fingerprint if isinstance(fingerprint, bytes) else None,
-        status if isinstance(status, int) else None,
-        json.loads(result_json) if isinstance(result_json, str) else None,
-    )
-
-
-def json_list(values: Sequence[Any]) -> str:
-    """A list bound as one JSON parameter and expanded with ``json_each`` (one bound value)."""
-    return json.dumps(list(values))
+    """Execute a control-plane plan and decode its outcome row (the ledger's columns are
+    ``NULL`` unless it holds the key)."""
+    return decode(AdminOutcome, only(await driver.run(admin)), result=json.loads)
 
 
 Key = tuple[str, str, bytes]  # (operation, request_id, fingerprint)

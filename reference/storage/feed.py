@@ -11,19 +11,60 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from waypost.reference.domain.principal import Principal
 from waypost.reference.storage.authority import NOT_LIVE, authority_params
-from waypost.reference.storage.control import json_list
-from waypost.reference.storage.plan import SEQUENCE, SqlValue, Statement, stmt
+from waypost.reference.storage.plan import SEQUENCE, Row, SqlValue, Statement, json_list, stmt
+from waypost.reference.storage.rows import decode, only, select_list
 
-FEED_COLUMNS = f"""{SEQUENCE}, f.item_id, f.item_type, f.producer_id, f.thread_id,
-    f.resource_id, f.collection_id, f.committed_at,
-    (SELECT json_group_array(actor_id) FROM (SELECT r.actor_id FROM feed_recipients r
-        WHERE r.space_id = f.space_id AND r.item_id = f.item_id ORDER BY r.actor_id)),
-    m.subject, m.kind,
-    u.receipt_id, u.receipt_version, u.subject_item_id, u.subject_resource_id, u.consumer_id,
-    u.actor_id, u.stage, u.updated_at, v.revision, v.parent_revision, v.manifest_blob_id"""
+
+@dataclass(frozen=True)
+class FeedRow:
+    """A feed item with what its type carries: the message's subject and kind, the receipt
+    update, or the revision (the columns of the other types are ``None``)."""
+
+    sequence: int
+    item_id: str
+    item_type: str
+    producer_id: str
+    thread_id: str | None
+    resource_id: str
+    collection_id: str | None
+    committed_at: int
+    recipient_ids: tuple[str, ...]
+    subject: str | None
+    kind: str | None
+    receipt_id: str | None
+    receipt_version: int | None
+    subject_item_id: str | None
+    subject_resource_id: str | None
+    consumer_id: str | None
+    actor_id: str | None
+    stage: str | None
+    updated_at: int | None
+    revision: int | None
+    parent_revision: int | None
+    manifest_blob_id: str | None
+
+
+_RECIPIENTS = """(SELECT json_group_array(actor_id) FROM (SELECT r.actor_id FROM feed_recipients r
+        WHERE r.space_id = f.space_id AND r.item_id = f.item_id ORDER BY r.actor_id))"""
+
+FEED_COLUMNS = select_list(
+    FeedRow, "f.", sequence=SEQUENCE, recipient_ids=_RECIPIENTS,
+    **{name: f"m.{name}" for name in ("subject", "kind")},
+    **{name: f"u.{name}" for name in ("receipt_id", "receipt_version", "subject_item_id",
+                                      "subject_resource_id", "consumer_id", "actor_id", "stage",
+                                      "updated_at")},
+    **{name: f"v.{name}" for name in ("revision", "parent_revision", "manifest_blob_id")})
+
+
+def feed_row_from(row: Row) -> FeedRow:
+    """Decode :data:`FEED_COLUMNS` (the sequence arrives as decimal text, the recipients as a
+    JSON list)."""
+    return decode(FeedRow, row, sequence=int,
+                  recipient_ids=lambda text: tuple(json.loads(text)))
 
 _JOINS = """LEFT JOIN messages m ON f.item_type = 'message' AND m.space_id = f.space_id
         AND m.message_id = f.resource_id
@@ -91,19 +132,33 @@ def page_statement(principal: Principal, after: int, limit: int) -> Statement:
         LIMIT :limit""", {**visibility_params(principal), "after": after, "limit": limit})
 
 
+@dataclass(frozen=True)
+class VisibleItem:
+    item_id: str
+    item_type: str
+
+
 def visible_items_statement(principal: Principal, item_ids: Sequence[str]) -> Statement:
-    """Which of ``item_ids`` the consumer sees, with their type and resource."""
+    """Which of ``item_ids`` the consumer sees, with their type (decoded by
+    :func:`visible_types`)."""
     return stmt(f"""
-        SELECT f.item_id, f.item_type
+        SELECT {select_list(VisibleItem, "f.")}
         FROM feed_items f
         WHERE f.space_id = :space_id AND f.item_id IN (SELECT value FROM json_each(:ids))
           AND {VISIBLE}
           AND {FILTERED}""", {**visibility_params(principal), "ids": json_list(item_ids)})
 
 
+def visible_types(rows: Sequence[Row]) -> dict[str, str]:
+    """The rows of :func:`visible_items_statement` as ``{item_id: item_type}``."""
+    return {item.item_id: item.item_type for item in (decode(VisibleItem, row) for row in rows)}
+
+
 def checkpoint_statement(principal: Principal) -> Statement:
-    """The saved checkpoint for (consumer, view revision, grant fingerprint); none means 0."""
-    return stmt("""SELECT CAST(sequence AS TEXT) FROM consumer_checkpoints WHERE space_id = :space_id
+    """The saved checkpoint for (consumer, view revision, grant fingerprint), decoded by
+    :func:`checkpoint_from`."""
+    return stmt("""SELECT CAST(sequence AS TEXT) AS sequence FROM consumer_checkpoints
+                   WHERE space_id = :space_id
                    AND consumer_id = :consumer_id AND view_revision = :view_revision
                    AND grant_fingerprint = :grant_fingerprint""",
                 {"space_id": principal.space_id, "consumer_id": principal.consumer.consumer_id,
@@ -111,13 +166,24 @@ def checkpoint_statement(principal: Principal) -> Statement:
                  "grant_fingerprint": principal.grant_fingerprint})
 
 
+def checkpoint_from(rows: Sequence[Row]) -> int:
+    """The position of :func:`checkpoint_statement`'s row (decimal text); no row means 0."""
+    return int(only(rows)[0]) if rows else 0
+
+
 def current_statement(principal: Principal, now: int) -> Statement:
-    """Read in the same snapshot as a page: is the token still live and the view unchanged?"""
+    """Read in the same snapshot as a page: is the token still live and the view unchanged?
+    (``verdict``: ``ok``, ``UNAUTHENTICATED`` or ``CURSOR_STALE``, see :func:`current_from`)"""
     return stmt(f"""
         SELECT CASE WHEN {NOT_LIVE} THEN 'UNAUTHENTICATED'
             WHEN NOT EXISTS (SELECT 1 FROM consumers WHERE space_id = :space_id
                 AND consumer_id = :consumer_id AND view_revision = :view_revision)
-            THEN 'CURSOR_STALE' ELSE 'ok' END""",
+            THEN 'CURSOR_STALE' ELSE 'ok' END AS verdict""",
         {**authority_params(principal, now, ""), "space_id": principal.space_id,
          "consumer_id": principal.consumer.consumer_id,
          "view_revision": principal.consumer.view_revision})
+
+
+def current_from(rows: Sequence[Row]) -> str:
+    """The verdict of :func:`current_statement`."""
+    return str(only(rows)[0])

@@ -2,55 +2,146 @@
 
 from __future__ import annotations
 
-from waypost.reference.storage.plan import Statement, stmt
+import json
+from dataclasses import dataclass
+
+from waypost.reference.storage.memory import COLLECTION_COLUMNS
+from waypost.reference.storage.plan import Row, Statement, stmt
+from waypost.reference.storage.rows import decode, select_list
+
+
+@dataclass(frozen=True)
+class SpaceRow:
+    space_id: str
+    display_name: str
+    source_uri: str
+    default_actor_id: str
+    created_at: int
+
+
+@dataclass(frozen=True)
+class ActorRow:
+    actor_id: str
+    kind: str
+    display_name: str
+    disabled: bool
+    authority_version: int
+    created_at: int
+
+
+@dataclass(frozen=True)
+class ConsumerRow:
+    consumer_id: str
+    actor_id: str
+    view: str
+    view_revision: int
+    disabled: bool
+    #: the filter as ``[dimension, value]`` pairs, ordered
+    filter_pairs: tuple[tuple[str, str], ...]
+    created_at: int
+
+
+@dataclass(frozen=True)
+class TokenListing:
+    """A token without its secret's digest."""
+
+    token_id: str
+    actor_id: str
+    consumer_id: str
+    grant_fingerprint: bytes
+    expires_at: int | None
+    revoked_at: int | None
+    created_at: int
+    scopes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ThreadRow:
+    thread_id: str
+    created_at: int
+    member_ids: tuple[str, ...]
+
+
+def _json_tuple(text: str) -> tuple[object, ...]:
+    """A JSON list column as a tuple (inner lists as tuples too)."""
+    return tuple(tuple(v) if isinstance(v, list) else v for v in json.loads(text))
+
+
+_SPACE_COLUMNS = select_list(SpaceRow)
 
 
 def spaces() -> Statement:
-    return stmt("""SELECT space_id, display_name, source_uri, default_actor_id, created_at
-                   FROM spaces ORDER BY space_id""")
+    return stmt(f"SELECT {_SPACE_COLUMNS} FROM spaces ORDER BY space_id")
 
 
 def space(space_id: str) -> Statement:
-    return stmt("""SELECT space_id, display_name, source_uri, default_actor_id, created_at
-                   FROM spaces WHERE space_id = :space_id""", {"space_id": space_id})
+    return stmt(f"SELECT {_SPACE_COLUMNS} FROM spaces WHERE space_id = :space_id",
+                {"space_id": space_id})
+
+
+def space_from(row: Row) -> SpaceRow:
+    """Decode a row of the listing of spaces."""
+    return decode(SpaceRow, row)
 
 
 def actors(space_id: str) -> Statement:
-    return stmt("""SELECT actor_id, kind, display_name, disabled, authority_version, created_at
+    return stmt(f"""SELECT {select_list(ActorRow)}
                    FROM actors WHERE space_id = :space_id ORDER BY actor_id""",
                 {"space_id": space_id})
 
 
+def actor_from(row: Row) -> ActorRow:
+    """Decode a row of the listing of actors."""
+    return decode(ActorRow, row, disabled=bool)
+
+
 def consumers(space_id: str) -> Statement:
-    return stmt("""SELECT c.consumer_id, c.actor_id, c.view, c.view_revision, c.disabled,
-                       (SELECT json_group_array(json_array(dimension, value)) FROM
-                           (SELECT dimension, value FROM consumer_filters f
-                            WHERE f.space_id = c.space_id AND f.consumer_id = c.consumer_id
-                            ORDER BY dimension, value)),
-                       c.created_at
+    columns = select_list(ConsumerRow, "c.", filter_pairs="""(
+        SELECT json_group_array(json_array(dimension, value)) FROM
+            (SELECT dimension, value FROM consumer_filters f
+             WHERE f.space_id = c.space_id AND f.consumer_id = c.consumer_id
+             ORDER BY dimension, value))""")
+    return stmt(f"""SELECT {columns}
                    FROM consumers c WHERE c.space_id = :space_id ORDER BY c.consumer_id""",
                 {"space_id": space_id})
 
 
+def consumer_from(row: Row) -> ConsumerRow:
+    """Decode a row of the listing of consumers."""
+    return decode(ConsumerRow, row, disabled=bool, filter_pairs=_json_tuple)
+
+
 def collections(space_id: str) -> Statement:
-    return stmt("""SELECT collection_id, source_actor_id, scope, current_revision, created_at
+    """The space's collections, decoded by ``memory.collection_from``."""
+    return stmt(f"""SELECT {COLLECTION_COLUMNS}
                    FROM collections WHERE space_id = :space_id ORDER BY collection_id""",
                 {"space_id": space_id})
 
 
 def tokens(space_id: str) -> Statement:
-    return stmt("""SELECT t.token_id, t.actor_id, t.consumer_id, t.grant_fingerprint,
-                       t.expires_at, t.revoked_at, t.created_at,
-                       (SELECT json_group_array(scope) FROM (SELECT scope FROM token_scopes s
-                            WHERE s.token_id = t.token_id ORDER BY scope))
+    columns = select_list(TokenListing, "t.", scopes="""(
+        SELECT json_group_array(scope) FROM (SELECT scope FROM token_scopes s
+            WHERE s.token_id = t.token_id ORDER BY scope))""")
+    return stmt(f"""SELECT {columns}
                    FROM tokens t WHERE t.space_id = :space_id ORDER BY t.token_id""",
                 {"space_id": space_id})
 
 
+def token_from(row: Row) -> TokenListing:
+    """Decode a row of the listing of tokens."""
+    return decode(TokenListing, row, scopes=_json_tuple)
+
+
 def threads(space_id: str) -> Statement:
-    return stmt("""SELECT t.thread_id, t.created_at,
-                       (SELECT json_group_array(actor_id) FROM (SELECT actor_id
-                            FROM thread_members m WHERE m.space_id = t.space_id
-                            AND m.thread_id = t.thread_id ORDER BY actor_id))
+    columns = select_list(ThreadRow, "t.", member_ids="""(
+        SELECT json_group_array(actor_id) FROM (SELECT actor_id
+            FROM thread_members m WHERE m.space_id = t.space_id
+            AND m.thread_id = t.thread_id ORDER BY actor_id))""")
+    return stmt(f"""SELECT {columns}
                    FROM threads t WHERE t.space_id = :space_id ORDER BY t.thread_id""",
                 {"space_id": space_id})
+
+
+def thread_from(row: Row) -> ThreadRow:
+    """Decode a row of the listing of threads."""
+    return decode(ThreadRow, row, member_ids=_json_tuple)

@@ -11,14 +11,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from waypost.reference.domain.memory_state import Entry
 from waypost.reference.domain.principal import Principal
 from waypost.reference.domain.values import MAX_REVISION
 from waypost.reference.storage.authority import NOT_LIVE, authority_cases, authority_params
-from waypost.reference.storage.messages import sequence_exhausted
+from waypost.reference.storage.counter import sequence_exhausted
 from waypost.reference.storage.plan import (
     GUARD_OK,
     SEQUENCE,
     CommitPlan,
+    Row,
     SqlValue,
     Statement,
     guard,
@@ -26,9 +28,15 @@ from waypost.reference.storage.plan import (
     new_plan_id,
     plan,
     stmt,
-    verdict_read,
 )
-from waypost.reference.storage.submissions import SETTLED_CASE, settle_on_verdict
+from waypost.reference.storage.references import referenceable
+from waypost.reference.storage.rows import decode, select_list
+from waypost.reference.storage.submissions import (
+    NOT_PREPARED_CASE,
+    SETTLED_CASE,
+    settle_on_verdict,
+    state_read,
+)
 
 #: Staged inputs per INSERT statement, one JSON parameter each: at most this many inputs and
 #: this many bytes of JSON (D1 takes values up to 2,000,000 bytes), so any publish is a few
@@ -39,7 +47,6 @@ STAGE_CHUNK_BYTES = 1_900_000
 #: Verdicts the commit records as the key's stable result (not refusals).
 CONFLICT, UNCHANGED = "REVISION_CONFLICT", "UNCHANGED"
 
-ENTRY_COLUMNS = "item_id, entry_kind, path, blob_id, metadata_json, deleted_in_revision"
 
 
 @dataclass(frozen=True)
@@ -52,20 +59,83 @@ class StagedInput:
     metadata_json: str | None = None
 
 
+@dataclass(frozen=True)
+class CollectionRow:
+    """A collection with its head revision."""
+
+    collection_id: str
+    source_actor_id: str
+    scope: str
+    current_revision: int
+    created_at: int
+
+
+COLLECTION_COLUMNS = select_list(CollectionRow)
+
+
+def collection_from(row: Row) -> CollectionRow:
+    """Decode :data:`COLLECTION_COLUMNS`."""
+    return decode(CollectionRow, row)
+
+
 def collection_statement(space_id: str, collection_id: str) -> Statement:
-    return stmt("""SELECT collection_id, source_actor_id, scope, current_revision
+    """One collection of the space, decoded by :func:`collection_from`."""
+    return stmt(f"""SELECT {COLLECTION_COLUMNS}
                    FROM collections WHERE space_id = :space_id AND collection_id = :cid""",
                 {"space_id": space_id, "cid": collection_id})
 
 
+@dataclass(frozen=True)
+class RevisionRow:
+    """A published revision's metadata with the sequence of its feed item."""
+
+    revision: int
+    parent_revision: int
+    manifest_blob_id: str
+    state_fingerprint: bytes
+    committed_at: int
+    feed_item_id: str
+    sequence: int
+
+
+def revision_from(row: Row) -> RevisionRow:
+    """Decode a row of :func:`revision_statement` (the sequence arrives as decimal text)."""
+    return decode(RevisionRow, row, sequence=int)
+
+
 def revision_statement(space_id: str, collection_id: str, revision: int) -> Statement:
     """A published revision's metadata with the sequence of its feed item."""
-    return stmt(f"""SELECT r.revision, r.parent_revision, r.manifest_blob_id, r.state_fingerprint,
-                       r.committed_at, r.feed_item_id, {SEQUENCE}
+    return stmt(f"""SELECT {select_list(RevisionRow, "r.", sequence=SEQUENCE)}
                    FROM memory_revisions r JOIN feed_items f ON f.item_id = r.feed_item_id
                    WHERE r.space_id = :space_id AND r.collection_id = :cid
                      AND r.revision = :revision""",
                 {"space_id": space_id, "cid": collection_id, "revision": revision})
+
+
+@dataclass(frozen=True)
+class EntryRow:
+    """An entry of one revision as stored: active, or a tombstone (path, blob and metadata
+    ``NULL``)."""
+
+    item_id: str
+    entry_kind: str
+    path: str | None
+    blob_id: str | None
+    metadata_json: str | None
+    deleted_in_revision: int | None
+
+
+ENTRY_COLUMNS = select_list(EntryRow)
+
+
+def entry_from(row: Row) -> Entry:
+    """Decode :data:`ENTRY_COLUMNS` into the domain's entry."""
+    entry = decode(EntryRow, row)
+    if entry.entry_kind == "active":
+        return Entry(entry.item_id, str(entry.path), str(entry.blob_id),
+                     json.loads(str(entry.metadata_json)))
+    assert entry.deleted_in_revision is not None
+    return Entry(entry.item_id, deleted_in_revision=entry.deleted_in_revision)
 
 
 def entries_statement(space_id: str, collection_id: str, revision: int) -> Statement:
@@ -111,9 +181,7 @@ def stage(principal: Principal, now: int, submission_id: str, inputs: Sequence[S
         UPDATE submissions SET state = 'prepared', object_sha256 = :sha256, object_size = :size,
             prepared_at = :now
         WHERE submission_id = :submission_id AND state = 'reserved' AND {GUARD_OK}""", p))
-    outcome = verdict_read(plan_id, "s.state",
-                           "JOIN submissions s ON s.submission_id = :submission_id", p)
-    return plan("stage_publish", plan_id, writes, outcome)
+    return plan("stage_publish", plan_id, writes, state_read(plan_id, p))
 
 
 def stage_chunks(inputs: Sequence[StagedInput]) -> list[str]:
@@ -176,13 +244,10 @@ def commit_revision(principal: Principal, now: int, commit: RevisionCommit) -> C
         (f"{head} <> :expected", CONFLICT),
         (":new_fp IS NOT NULL AND :new_fp = COALESCE((SELECT state_fingerprint FROM"
          f" memory_revisions WHERE {here} AND revision = :expected), :empty_fp)", UNCHANGED),
-        ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
-         " AND state = 'prepared')", "NOT_READY"),
+        NOT_PREPARED_CASE,
         (":new_revision > :max_revision", "RESOURCE_LIMIT:expected_revision"),
-        (f"EXISTS (SELECT 1 FROM {staged} AND i.action = 'upsert' AND NOT EXISTS (SELECT 1"
-         " FROM blobs b WHERE b.space_id = :space_id AND b.blob_id = i.blob_id AND ("
-         " b.owner_id = :producer_id OR EXISTS (SELECT 1 FROM token_blob_reference_grants g"
-         " WHERE g.token_id = :token_id AND g.blob_id = i.blob_id))))", "REFERENCE_INVALID:items"),
+        (f"EXISTS (SELECT 1 FROM {staged} AND i.action = 'upsert' AND NOT"
+         f" {referenceable('i.blob_id', ':producer_id')})", "REFERENCE_INVALID:items"),
         sequence_exhausted("1"),
     ], p)]
     submission = "FROM submissions s WHERE s.submission_id = :submission_id"
@@ -254,8 +319,5 @@ def commit_revision(principal: Principal, now: int, commit: RevisionCommit) -> C
                 AND EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id
                     AND state IN ('committed', 'failed'))""", p),
     ]
-    outcome = verdict_read(plan_id, f"s.state, s.result_status, s.revision, {SEQUENCE}",
-                           """JOIN submissions s ON s.submission_id = :submission_id
-                              LEFT JOIN feed_items f ON f.item_id = s.feed_item_id""", p)
-    return plan("commit_revision", plan_id, writes, outcome)
+    return plan("commit_revision", plan_id, writes, state_read(plan_id, p))
 

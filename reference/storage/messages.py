@@ -9,29 +9,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from waypost.reference.domain.principal import Principal
-from waypost.reference.domain.values import MAX_SEQUENCE
 from waypost.reference.storage.authority import authority_cases, authority_params
-from waypost.reference.storage.control import json_list
+from waypost.reference.storage.counter import sequence_exhausted
 from waypost.reference.storage.plan import (
     GUARD_OK,
     SEQUENCE,
     CommitPlan,
+    Row,
     SqlValue,
     Statement,
     guard,
     guarded,
+    json_list,
     new_plan_id,
     plan,
     stmt,
     verdict_read,
 )
-from waypost.reference.storage.submissions import SETTLED_CASE
-
-
-def sequence_exhausted(count: str) -> tuple[str, str]:
-    """The guard case for a feed counter that cannot take ``count`` more items (never wraps)."""
-    return (f"COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'feed_items'), 0)"
-            f" > {MAX_SEQUENCE} - ({count})", "RESOURCE_LIMIT")
+from waypost.reference.storage.references import referenceable
+from waypost.reference.storage.rows import decode, only, select_list
+from waypost.reference.storage.submissions import NOT_PREPARED_CASE, SETTLED_CASE
 
 
 @dataclass(frozen=True)
@@ -85,13 +82,9 @@ def commit_message(principal: Principal, now: int, message: MessageCommit) -> Co
          "   AND mr.actor_id = :producer_id) OR EXISTS (SELECT 1 FROM token_scopes"
          "   WHERE token_id = :token_id AND scope = 'space.observe')))",
          "NOT_FOUND:in_reply_to"),
-        ("EXISTS (SELECT 1 FROM json_each(:attachments) j WHERE NOT EXISTS (SELECT 1"
-         " FROM blobs b WHERE b.space_id = :space_id AND b.blob_id = j.value AND ("
-         " b.owner_id = :producer_id OR EXISTS (SELECT 1 FROM token_blob_reference_grants g"
-         " WHERE g.token_id = :token_id AND g.blob_id = j.value))))",
-         "REFERENCE_INVALID:attachment_ids"),
-        ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
-         " AND state = 'prepared')", "NOT_READY"),
+        (f"EXISTS (SELECT 1 FROM json_each(:attachments) j WHERE NOT"
+         f" {referenceable('j.value', ':producer_id')})", "REFERENCE_INVALID:attachment_ids"),
+        NOT_PREPARED_CASE,
         sequence_exhausted("1"),
     ]
     writes: list[Statement] = [guard(plan_id, cases, p)] + [guarded(plan_id, sql, p) for sql in (
@@ -125,19 +118,59 @@ def commit_message(principal: Principal, now: int, message: MessageCommit) -> Co
         f"""UPDATE submissions SET state = 'committed', result_status = 201, committed_at = :now
             WHERE submission_id = :submission_id AND {GUARD_OK}""",
     )]
-    outcome = verdict_read(plan_id, f"s.state, s.committed_at, {SEQUENCE}",
+    outcome = verdict_read(plan_id, MessageOutcome,
                            """JOIN submissions s ON s.submission_id = :submission_id
-                              LEFT JOIN feed_items f ON f.item_id = s.feed_item_id""", p)
+                              LEFT JOIN feed_items f ON f.item_id = s.feed_item_id""", p,
+                           state="s.state", committed_at="s.committed_at", sequence=SEQUENCE)
     return plan("commit_message", plan_id, writes, outcome)
 
 
+@dataclass(frozen=True)
+class MessageOutcome:
+    """What :func:`commit_message` decided, and on ``ok`` when and where it committed."""
+
+    verdict: str
+    state: str | None
+    committed_at: int | None
+    sequence: int | None
+
+
+def message_outcome_from(rows: Sequence[Row]) -> MessageOutcome:
+    """Decode the outcome of :func:`commit_message` (the sequence arrives as decimal text)."""
+    return decode(MessageOutcome, only(rows), sequence=int)
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    """A published message's columns with its feed item."""
+
+    message_id: str
+    thread_id: str
+    in_reply_to: str | None
+    producer_id: str
+    kind: str
+    subject: str
+    body_ref: str
+    body_sha256: bytes
+    body_size: int
+    metadata_json: str | None
+    committed_at: int
+    item_id: str
+    sequence: int
+
+
+def message_from(row: Row) -> MessageRow:
+    """Decode the first statement of :func:`message_statements`."""
+    return decode(MessageRow, row, sequence=int)
+
+
 def message_statements(space_id: str, message_id: str) -> list[Statement]:
-    """The message row (with its feed item), its recipients, its attachments in order."""
+    """The message row (with its feed item, see :func:`message_from`), its recipients, its
+    attachments in order."""
     p: dict[str, SqlValue] = {"space_id": space_id, "message_id": message_id}
+    columns = select_list(MessageRow, "m.", item_id="f.item_id", sequence=SEQUENCE)
     return [
-        stmt(f"""SELECT m.message_id, m.thread_id, m.in_reply_to, m.producer_id, m.kind,
-                    m.subject, m.body_ref, m.body_sha256, m.body_size, m.metadata_json,
-                    m.committed_at, f.item_id, {SEQUENCE}
+        stmt(f"""SELECT {columns}
                 FROM messages m
                 JOIN feed_items f ON f.space_id = m.space_id AND f.item_type = 'message'
                     AND f.resource_id = m.message_id
@@ -156,18 +189,6 @@ def thread_statements(space_id: str, thread_id: str, actor_ids: Sequence[str]) -
                 {"space_id": space_id, "thread_id": thread_id, "ids": json_list(actor_ids)})
 
 
-def referenceable_statement(principal: Principal, blob_ids: Sequence[str]) -> Statement:
-    """Which of ``blob_ids`` the principal may reference: sealed blobs of its space that its
-    actor owns or its token holds a ``blob.reference`` grant for (P16)."""
-    return stmt("""SELECT b.blob_id FROM blobs b WHERE b.space_id = :space_id
-                   AND b.blob_id IN (SELECT value FROM json_each(:ids))
-                   AND (b.owner_id = :actor_id OR EXISTS (SELECT 1
-                        FROM token_blob_reference_grants g WHERE g.token_id = :token_id
-                        AND g.blob_id = b.blob_id))""",
-                {"space_id": principal.space_id, "actor_id": principal.actor_id,
-                 "token_id": principal.token_id, "ids": json_list(blob_ids)})
-
-
 def actors_statement(space_id: str, actor_ids: Sequence[str]) -> Statement:
     """Which of ``actor_ids`` are actors of the space."""
     return stmt("""SELECT actor_id FROM actors WHERE space_id = :space_id
@@ -176,14 +197,36 @@ def actors_statement(space_id: str, actor_ids: Sequence[str]) -> Statement:
 
 
 def default_actor_statement(space_id: str) -> Statement:
+    """The space's default recipient, decoded by :func:`default_actor_from`."""
     return stmt("SELECT default_actor_id FROM spaces WHERE space_id = :space_id",
                 {"space_id": space_id})
 
 
+def default_actor_from(rows: Sequence[Row]) -> str:
+    """The one ``default_actor_id`` of :func:`default_actor_statement`."""
+    return str(only(rows)[0])
+
+
+@dataclass(frozen=True)
+class ReplyRow:
+    """What decides whether a message may be replied to: its thread, producer, recipients."""
+
+    thread_id: str
+    producer_id: str
+    recipient_ids: tuple[str, ...]
+
+
 def reply_statement(space_id: str, message_id: str) -> Statement:
-    """The thread, producer and recipients-membership facts of a message one replies to."""
-    return stmt("""SELECT m.thread_id, m.producer_id,
-                       (SELECT json_group_array(actor_id) FROM message_recipients r
-                        WHERE r.space_id = m.space_id AND r.message_id = m.message_id)
+    """The thread, producer and recipients of a message one replies to (see
+    :func:`reply_from`)."""
+    columns = select_list(ReplyRow, "m.", recipient_ids="""(SELECT json_group_array(actor_id)
+                        FROM message_recipients r
+                        WHERE r.space_id = m.space_id AND r.message_id = m.message_id)""")
+    return stmt(f"""SELECT {columns}
                    FROM messages m WHERE m.space_id = :space_id AND m.message_id = :message_id""",
                 {"space_id": space_id, "message_id": message_id})
+
+
+def reply_from(row: Row) -> ReplyRow:
+    """Decode :func:`reply_statement` (the recipients arrive as a JSON list)."""
+    return decode(ReplyRow, row, recipient_ids=lambda text: tuple(json.loads(text)))

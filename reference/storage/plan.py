@@ -13,12 +13,15 @@ parameters (the only kinds D1 binds), each distinct name bound once.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from textwrap import dedent
 from typing import Any
+
+from waypost.reference.storage.rows import decode, only, select_list
 
 SqlValue = int | str | bytes | float | None
 Row = tuple[Any, ...]  # decoded where it is read: SQL values are dynamically typed
@@ -27,7 +30,7 @@ _NAME = re.compile(r"(?<![:\w]):([A-Za-z_][A-Za-z0-9_]*)")
 
 #: The feed sequence of ``feed_items f`` as decimal text. Sequences may pass 2^53, so they never
 #: cross a JavaScript number (D1): read as text, decoded with ``int``; bound via ``CAST(… AS INTEGER)``.
-SEQUENCE = "CAST(f.sequence AS TEXT) AS sequence"
+SEQUENCE = "CAST(f.sequence AS TEXT)"
 
 #: Condition that a plan's guard said yes; use inside a write's WHERE clause.
 GUARD_OK = "EXISTS (SELECT 1 FROM commit_guards WHERE plan_id = :plan AND verdict = 'ok')"
@@ -86,6 +89,11 @@ class CommitPlan:
         return len(self.writes)
 
 
+def json_list(values: Sequence[Any]) -> str:
+    """A list bound as one JSON parameter and expanded with ``json_each`` (one bound value)."""
+    return json.dumps(list(values))
+
+
 def new_plan_id() -> str:
     """A fresh id for one plan execution's verdict row."""
     return secrets.token_hex(12)
@@ -116,7 +124,30 @@ def guarded(plan_id: str, sql: str, params: Mapping[str, SqlValue] | None = None
     return stmt(sql, {**(params or {}), "plan": plan_id})
 
 
-def verdict_read(plan_id: str, columns: str, joins: str, params: Mapping[str, SqlValue]) -> Statement:
-    """The outcome read: the verdict first, then ``columns`` from what ``joins`` finds."""
-    sql = f"SELECT g.verdict, {columns}\nFROM commit_guards g\n{joins}\nWHERE g.plan_id = :plan"
+def outcome_read(plan_id: str, columns: str, joins: str,
+                 params: Mapping[str, SqlValue]) -> Statement:
+    """The outcome read: ``columns`` (a select list over ``commit_guards g`` and what ``joins``
+    finds) of this plan's verdict row."""
+    sql = f"SELECT {columns}\nFROM commit_guards g\n{joins}\nWHERE g.plan_id = :plan"
     return stmt(sql, {**params, "plan": plan_id})
+
+
+def verdict_read(plan_id: str, shape: type[Any], joins: str, params: Mapping[str, SqlValue],
+                 **expressions: str) -> Statement:
+    """The outcome read of ``shape`` (a dataclass whose first field is ``verdict``), its other
+    columns given by ``expressions`` over what ``joins`` finds."""
+    return outcome_read(plan_id, select_list(shape, verdict="g.verdict", **expressions), joins,
+                        params)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of most plans: what the guard decided and the state of the row written."""
+
+    verdict: str
+    state: str | None
+
+
+def verdict_from(rows: Sequence[Row]) -> Verdict:
+    """Decode the outcome read of a plan whose shape is :class:`Verdict`."""
+    return decode(Verdict, only(rows))

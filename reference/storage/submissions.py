@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
 from waypost.reference.domain.principal import Principal
 from waypost.reference.storage.authority import NOT_LIVE, authority_params
-from waypost.reference.storage.control import json_list
 from waypost.reference.storage.driver import Driver
 from waypost.reference.storage.plan import (
     GUARD_OK,
@@ -17,13 +15,19 @@ from waypost.reference.storage.plan import (
     Row,
     SqlValue,
     Statement,
+    Verdict,
     guard,
     guarded,
+    json_list,
     new_plan_id,
+    outcome_read,
     plan,
     stmt,
+    verdict_from,
     verdict_read,
 )
+from waypost.reference.storage.rows import decode, only, select_list
+from waypost.reference.storage.stages import ADVANCED
 
 SETTLED = "SETTLED"
 
@@ -31,10 +35,9 @@ SETTLED = "SETTLED"
 SETTLED_CASE = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
                 " AND state IN ('reserved', 'prepared'))", SETTLED)
 
-SUBMISSION_COLUMNS = """s.submission_id, s.fingerprint, s.state, s.resource_id, s.thread_id,
-    s.feed_item_id, s.object_ref, s.object_sha256, s.object_size, s.result_status,
-    s.committed_at, CAST(s.checkpoint_sequence AS TEXT) AS checkpoint_sequence, s.error_code,
-    s.error_detail, s.blob_id, s.revision"""
+#: The submission holds no prepared object yet, so nothing can be committed from it.
+NOT_PREPARED_CASE = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
+                     " AND state = 'prepared')", "NOT_READY")
 
 
 @dataclass(frozen=True)
@@ -63,11 +66,19 @@ class SubmissionRecord:
         return self.state in ("reserved", "prepared")
 
 
+SUBMISSION_COLUMNS = select_list(SubmissionRecord, "s.",
+                                 checkpoint_sequence="CAST(s.checkpoint_sequence AS TEXT)")
+
+
 def record_from(row: Sequence[SqlValue]) -> SubmissionRecord:
     """Decode :data:`SUBMISSION_COLUMNS` (the checkpoint arrives as decimal text)."""
-    record = SubmissionRecord(*row)  # type: ignore[arg-type]
-    checkpoint: Any = record.checkpoint_sequence
-    return record if checkpoint is None else replace(record, checkpoint_sequence=int(checkpoint))
+    return decode(SubmissionRecord, row, checkpoint_sequence=int)
+
+
+def found_from(row: Sequence[SqlValue]) -> tuple[SubmissionRecord, int | None]:
+    """Decode :data:`SUBMISSION_COLUMNS` followed by the ``sequence`` of the key's feed item."""
+    *columns, sequence = row
+    return record_from(columns), None if sequence is None else int(sequence)
 
 
 @dataclass(frozen=True)
@@ -121,13 +132,13 @@ async def reserve(driver: Driver, principal: Principal, now: int, operation: str
             WHERE {GUARD_OK} AND EXISTS (SELECT 1 FROM submissions
                 WHERE submission_id = :submission_id)""", params),
     ]
-    outcome = verdict_read(plan_id, f"{SUBMISSION_COLUMNS}, {SEQUENCE}",
+    outcome = outcome_read(plan_id, f"g.verdict AS verdict, {_FOUND_COLUMNS}",
                            f"{_BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id", params)
-    (verdict, *row, sequence), = await driver.run(plan("reserve", plan_id, writes, outcome))
-    assert isinstance(verdict, str)
-    record = record_from(row) if row[0] is not None else None
-    return Reservation(verdict, record, record is not None and record.submission_id == submission_id,
-                       None if sequence is None else int(sequence))
+    verdict, *row = only(await driver.run(plan("reserve", plan_id, writes, outcome)))
+    if row[0] is None:  # refused before any row was written: the key's columns are all NULL
+        return Reservation(str(verdict), None, False)
+    record, sequence = found_from(row)
+    return Reservation(str(verdict), record, record.submission_id == submission_id, sequence)
 
 
 async def mark_prepared(driver: Driver, principal: Principal, now: int, submission_id: str,
@@ -145,12 +156,18 @@ async def mark_prepared(driver: Driver, principal: Principal, now: int, submissi
             WHERE submission_id = :submission_id AND state = 'reserved' AND {GUARD_OK}""",
             params),
     ]
-    outcome = verdict_read(plan_id, "s.state",
-                           "JOIN submissions s ON s.submission_id = :submission_id", params)
-    (verdict, state), = await driver.run(plan("mark_prepared", plan_id, writes, outcome))
-    if verdict != "ok":
-        return str(verdict)
-    return str(state)
+    outcome = state_read(plan_id, params)
+    decided = verdict_from(await driver.run(plan("mark_prepared", plan_id, writes, outcome)))
+    if decided.verdict != "ok":
+        return decided.verdict
+    return str(decided.state)
+
+
+def state_read(plan_id: str, params: Mapping[str, SqlValue]) -> Statement:
+    """The outcome read of a plan about ``:submission_id``: the verdict and the submission's
+    state after the plan (decoded by :func:`verdict_from`)."""
+    return verdict_read(plan_id, Verdict, "JOIN submissions s ON s.submission_id = :submission_id",
+                        params, state="s.state")
 
 
 def settle_on_verdict(plan_id: str, verdict: str, sets: str,
@@ -177,24 +194,21 @@ def record_failure(principal: Principal, now: int, submission_id: str, status: i
                 error_code = :code, error_detail = :detail, committed_at = :now
             WHERE submission_id = :submission_id AND {GUARD_OK}""", params),
     ]
-    outcome = verdict_read(plan_id, "s.state",
-                           "JOIN submissions s ON s.submission_id = :submission_id", params)
-    return plan("record_failure", plan_id, writes, outcome)
+    return plan("record_failure", plan_id, writes, state_read(plan_id, params))
+
+
+_FOUND_COLUMNS = f"{SUBMISSION_COLUMNS},\n    {SEQUENCE} AS sequence"
 
 
 def lookup_statement(principal: Principal, operation: str, request_id: str) -> Statement:
-    """The submission of one key, with the feed sequence of its item if any."""
+    """The submission of one key, with the feed sequence of its item if any (decoded by
+    :func:`found_from`)."""
     return stmt(f"""
-        SELECT {SUBMISSION_COLUMNS}, {SEQUENCE}
+        SELECT {_FOUND_COLUMNS}
         FROM submissions s LEFT JOIN feed_items f ON f.item_id = s.feed_item_id
         WHERE s.space_id = :space_id AND s.producer_id = :producer_id
           AND s.operation = :operation AND s.request_id = :request_id""",
         key_params(principal, operation, request_id))
-
-
-def recipients_statement(submission_id: str) -> Statement:
-    return stmt("""SELECT actor_id FROM submission_recipients WHERE submission_id = :sid
-                   ORDER BY actor_id""", {"sid": submission_id})
 
 
 @dataclass(frozen=True)
@@ -209,25 +223,16 @@ class AckLine:
 
 def ack_items_statement(submission_id: str) -> Statement:
     """Per-item ACK results as recorded at commit, decoded by :func:`ack_line_from`."""
+    columns = select_list(
+        AckLine, stage=f"CASE WHEN {ADVANCED} THEN requested_stage ELSE prior_stage END",
+        receipt_version=f"CASE WHEN {ADVANCED} THEN prior_version + 1 ELSE prior_version END",
+        changed=ADVANCED)
     return stmt(f"""
-        SELECT item_id,
-               CASE WHEN {ADVANCED} THEN requested_stage ELSE prior_stage END AS stage,
-               CASE WHEN {ADVANCED} THEN prior_version + 1 ELSE prior_version END
-                   AS receipt_version,
-               {ADVANCED} AS changed
+        SELECT {columns}
         FROM submission_ack_items WHERE submission_id = :sid ORDER BY position""",
         {"sid": submission_id})
 
 
 def ack_line_from(row: Row) -> AckLine:
     """Decode a row of :func:`ack_items_statement`."""
-    item_id, stage, version, changed = row
-    return AckLine(item_id, stage, int(version), bool(changed))
-
-
-def stage_rank(column: str) -> str:
-    """none < received < processed, as an SQL expression."""
-    return f"(CASE {column} WHEN 'processed' THEN 2 WHEN 'received' THEN 1 ELSE 0 END)"
-
-
-ADVANCED = f"({stage_rank('requested_stage')} > {stage_rank('prior_stage')})"
+    return decode(AckLine, row, receipt_version=int, changed=bool)

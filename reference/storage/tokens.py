@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from waypost.reference.domain.grants import Grants
 from waypost.reference.domain.principal import ConsumerView, Principal
 from waypost.reference.storage.driver import Driver
-from waypost.reference.storage.plan import stmt
+from waypost.reference.storage.plan import Row, Statement, stmt
+from waypost.reference.storage.rows import decode, select_list
 
 
 @dataclass(frozen=True)
@@ -23,43 +24,78 @@ class TokenState:
     principal: Principal
 
 
-async def load_token(driver: Driver, token_id: str) -> TokenState | None:
-    """Everything needed to authenticate ``token_id``, or None if there is no such token."""
-    (rows,) = await driver.read([stmt("""
-        SELECT t.token_digest, t.revoked_at, t.expires_at, t.space_id, t.actor_id,
-            t.consumer_id, t.recipients_mode, t.grant_fingerprint,
-            a.disabled AS actor_disabled, a.authority_version, c.disabled AS consumer_disabled, c.view,
-            c.view_revision,
-            (SELECT json_group_array(scope) FROM token_scopes WHERE token_id = t.token_id),
-            (SELECT json_group_array(recipient_actor_id) FROM token_recipient_grants
-                WHERE token_id = t.token_id),
-            (SELECT json_group_array(json_array(collection_id, action))
-                FROM token_collection_grants WHERE token_id = t.token_id),
-            (SELECT json_group_array(blob_id) FROM token_blob_reference_grants
-                WHERE token_id = t.token_id),
-            (SELECT json_group_array(json_array(dimension, value)) FROM consumer_filters f
-                WHERE f.space_id = t.space_id AND f.consumer_id = t.consumer_id)
+@dataclass(frozen=True)
+class TokenRecord:
+    """A token's row with its actor's and consumer's, its scopes, grants and filter (the lists
+    as JSON text)."""
+
+    token_digest: bytes
+    revoked_at: int | None
+    expires_at: int | None
+    space_id: str
+    actor_id: str
+    consumer_id: str
+    recipients_mode: str
+    grant_fingerprint: bytes
+    actor_disabled: int
+    authority_version: int
+    consumer_disabled: int
+    view: str
+    view_revision: int
+    scopes: str
+    recipients: str
+    collections: str
+    blob_references: str
+    filters: str
+
+
+_TOKEN_COLUMNS = select_list(
+    TokenRecord, "t.", actor_disabled="a.disabled", authority_version="a.authority_version",
+    consumer_disabled="c.disabled", view="c.view", view_revision="c.view_revision",
+    scopes="(SELECT json_group_array(scope) FROM token_scopes WHERE token_id = t.token_id)",
+    recipients="""(SELECT json_group_array(recipient_actor_id) FROM token_recipient_grants
+        WHERE token_id = t.token_id)""",
+    collections="""(SELECT json_group_array(json_array(collection_id, action))
+        FROM token_collection_grants WHERE token_id = t.token_id)""",
+    blob_references="""(SELECT json_group_array(blob_id) FROM token_blob_reference_grants
+        WHERE token_id = t.token_id)""",
+    filters="""(SELECT json_group_array(json_array(dimension, value)) FROM consumer_filters f
+        WHERE f.space_id = t.space_id AND f.consumer_id = t.consumer_id)""")
+
+
+def token_statement(token_id: str) -> Statement:
+    """The token ``token_id`` with all it decides, decoded by :func:`token_from`."""
+    return stmt(f"""
+        SELECT {_TOKEN_COLUMNS}
         FROM tokens t
         JOIN actors a ON a.space_id = t.space_id AND a.actor_id = t.actor_id
         JOIN consumers c ON c.space_id = t.space_id AND c.consumer_id = t.consumer_id
-        WHERE t.token_id = :token_id""", {"token_id": token_id})])
-    if not rows:
-        return None
-    (digest, revoked_at, expires_at, space_id, actor_id, consumer_id, mode, grant_fp,
-     actor_disabled, authority_version, consumer_disabled, view, view_revision,
-     scopes, recipients, collections, blobs, filters) = rows[0]
+        WHERE t.token_id = :token_id""", {"token_id": token_id})
+
+
+def token_from(token_id: str, row: Row) -> TokenState:
+    """Decode :func:`token_statement`'s row into the token's state and principal."""
+    record = decode(TokenRecord, row)
     filter_: dict[str, list[str]] = {}
-    for dimension, value in sorted(json.loads(filters)):
+    for dimension, value in sorted(json.loads(record.filters)):
         filter_.setdefault(str(dimension), []).append(str(value))
     grants = Grants(
-        frozenset(json.loads(scopes)), mode == "any", frozenset(json.loads(recipients)),
-        frozenset((str(cid), str(action)) for cid, action in json.loads(collections)),
-        frozenset(json.loads(blobs)))
-    consumer = ConsumerView(str(consumer_id), str(view), int(view_revision),
+        frozenset(json.loads(record.scopes)), record.recipients_mode == "any",
+        frozenset(json.loads(record.recipients)),
+        frozenset((str(cid), str(action)) for cid, action in json.loads(record.collections)),
+        frozenset(json.loads(record.blob_references)))
+    consumer = ConsumerView(record.consumer_id, record.view, int(record.view_revision),
                             {dim: tuple(vals) for dim, vals in filter_.items()})
-    principal = Principal(token_id, str(space_id), str(actor_id), int(authority_version),
-                          consumer, grants, bytes(grant_fp),
-                          expires_at if isinstance(expires_at, int) else None)
-    return TokenState(bytes(digest), revoked_at is not None,
-                      principal.expires_at, bool(actor_disabled), bool(consumer_disabled),
-                      principal)
+    expires_at = record.expires_at if isinstance(record.expires_at, int) else None
+    principal = Principal(token_id, record.space_id, record.actor_id,
+                          int(record.authority_version), consumer, grants,
+                          bytes(record.grant_fingerprint), expires_at)
+    return TokenState(bytes(record.token_digest), record.revoked_at is not None,
+                      principal.expires_at, bool(record.actor_disabled),
+                      bool(record.consumer_disabled), principal)
+
+
+async def load_token(driver: Driver, token_id: str) -> TokenState | None:
+    """Everything needed to authenticate ``token_id``, or None if there is no such token."""
+    (rows,) = await driver.read([token_statement(token_id)])
+    return token_from(token_id, rows[0]) if rows else None

@@ -4,6 +4,8 @@ exactly one wins."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from waypost.reference.domain.principal import Principal
@@ -14,6 +16,7 @@ from waypost.reference.storage.plan import (
     Row,
     SqlValue,
     Statement,
+    Verdict,
     guard,
     guarded,
     new_plan_id,
@@ -21,10 +24,9 @@ from waypost.reference.storage.plan import (
     stmt,
     verdict_read,
 )
-from waypost.reference.storage.submissions import SETTLED_CASE, settle_on_verdict
-
-UPLOAD_COLUMNS = """u.upload_id, u.blob_id, u.owner_id, u.expected_size, u.expected_sha256,
-    u.content_type, u.filename, u.object_ref, u.expires_at, u.state"""
+from waypost.reference.storage.references import reference_grant
+from waypost.reference.storage.rows import decode, names, only, select_list
+from waypost.reference.storage.submissions import SETTLED_CASE, settle_on_verdict, state_read
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,12 @@ class UploadRow:
     state: str
 
 
+UPLOAD_COLUMNS = select_list(UploadRow, "u.")
+
+
 def upload_from(row: Row) -> UploadRow:
-    return UploadRow(*row)
+    """Decode :data:`UPLOAD_COLUMNS`."""
+    return decode(UploadRow, row)
 
 
 @dataclass(frozen=True)
@@ -80,9 +86,7 @@ def prepare(principal: Principal, now: int, slot: Slot) -> CommitPlan:
             f"""UPDATE submissions SET state = 'committed', result_status = 201,
                     committed_at = :now
                 WHERE submission_id = :submission_id AND {GUARD_OK}""")]
-    outcome = verdict_read(plan_id, "s.state", "JOIN submissions s ON s.submission_id = "
-                           ":submission_id", p)
-    return plan("prepare_upload", plan_id, writes, outcome)
+    return plan("prepare_upload", plan_id, writes, state_read(plan_id, p))
 
 
 def upload_statement(space_id: str, upload_id: str) -> Statement:
@@ -105,8 +109,13 @@ def mark_stored(space_id: str, upload_id: str, now: int) -> CommitPlan:
          " OR (state = 'awaiting' AND expires_at <= :now)))", "UPLOAD_EXPIRED")], p),
         guarded(plan_id, f"""UPDATE uploads SET state = 'stored', stored_at = :now
                              WHERE {here} AND state = 'awaiting' AND {GUARD_OK}""", p)]
-    outcome = verdict_read(plan_id, "u.state", f"JOIN uploads u ON u.{here.replace(' AND ', ' AND u.')}", p)
-    return plan("mark_stored", plan_id, writes, outcome)
+    return plan("mark_stored", plan_id, writes, _upload_state_read(plan_id, p))
+
+
+def _upload_state_read(plan_id: str, params: dict[str, SqlValue]) -> Statement:
+    """The verdict and the state of upload ``:upload_id`` after the plan (a :class:`Verdict`)."""
+    return verdict_read(plan_id, Verdict, "JOIN uploads u ON u.space_id = :space_id"
+                        " AND u.upload_id = :upload_id", params, state="u.state")
 
 
 def seal(principal: Principal, now: int, submission_id: str, upload_id: str) -> CommitPlan:
@@ -137,14 +146,7 @@ def seal(principal: Principal, now: int, submission_id: str, upload_id: str) -> 
     )]
     writes.append(settle_on_verdict(plan_id, "UPLOAD_EXPIRED", "state = 'failed', "
                                     "result_status = 410, error_code = 'UPLOAD_EXPIRED'", p))
-    outcome = verdict_read(plan_id, "s.state", "JOIN submissions s ON s.submission_id = "
-                           ":submission_id", p)
-    return plan("seal_upload", plan_id, writes, outcome)
-
-
-def blob_statement(space_id: str, blob_id: str) -> Statement:
-    return stmt(f"SELECT {BLOB_COLUMNS} FROM blobs WHERE space_id = :space_id AND blob_id = :blob_id",
-                {"space_id": space_id, "blob_id": blob_id})
+    return plan("seal_upload", plan_id, writes, state_read(plan_id, p))
 
 
 @dataclass(frozen=True)
@@ -161,12 +163,18 @@ class BlobRow:
     sealed_at: int
 
 
-BLOB_COLUMNS = "blob_id, owner_id, object_ref, size, sha256, content_type, filename, sealed_at"
+BLOB_COLUMNS = select_list(BlobRow)
 
 
 def blob_from(row: Row) -> BlobRow:
     """Decode :data:`BLOB_COLUMNS`."""
-    return BlobRow(*row)
+    return decode(BlobRow, row)
+
+
+def blob_statement(space_id: str, blob_id: str) -> Statement:
+    """A blob of the space, decoded by :func:`blob_from`."""
+    return stmt(f"SELECT {BLOB_COLUMNS} FROM blobs WHERE space_id = :space_id AND blob_id = :blob_id",
+                {"space_id": space_id, "blob_id": blob_id})
 
 
 def blob_by_id(blob_id: str) -> Statement:
@@ -177,12 +185,12 @@ def blob_by_id(blob_id: str) -> Statement:
 
 def blob_readers_statement(principal: Principal, blob_id: str) -> Statement:
     """1 if the principal may read the blob (P16): owner, a reader of a message attaching it,
-    a reader of a revision referencing it (entry or manifest), or a ``blob.reference`` grant."""
+    a reader of a revision referencing it (entry or manifest), or a ``blob.reference`` grant
+    (see :func:`readable_from`)."""
     return stmt(f"""
         SELECT EXISTS (SELECT 1 FROM blobs b WHERE b.space_id = :space_id
                 AND b.blob_id = :blob_id AND b.owner_id = :actor_id)
-            OR EXISTS (SELECT 1 FROM token_blob_reference_grants g WHERE g.token_id = :token_id
-                AND g.blob_id = :blob_id)
+            OR {reference_grant(":blob_id")}
             OR EXISTS (SELECT 1 FROM message_attachments a JOIN messages m
                 ON m.space_id = a.space_id AND m.message_id = a.message_id
                 WHERE a.space_id = :space_id AND a.blob_id = :blob_id AND :reads = 1 AND (
@@ -193,11 +201,17 @@ def blob_readers_statement(principal: Principal, blob_id: str) -> Statement:
                 EXISTS (SELECT 1 FROM memory_revision_items e WHERE e.space_id = :space_id
                     AND e.blob_id = :blob_id AND {_READ_GRANT.format(c="e")})
                 OR EXISTS (SELECT 1 FROM memory_revisions v WHERE v.space_id = :space_id
-                    AND v.manifest_blob_id = :blob_id AND {_READ_GRANT.format(c="v")})))""",
+                    AND v.manifest_blob_id = :blob_id AND {_READ_GRANT.format(c="v")})))
+            AS readable""",
         {"space_id": principal.space_id, "blob_id": blob_id, "actor_id": principal.actor_id,
          "token_id": principal.token_id, "reads": int(principal.has("message.read")),
          "observes": int(principal.has("space.observe")),
          "memory_reads": int(principal.has("memory.read"))})
+
+
+def readable_from(rows: Sequence[Row]) -> bool:
+    """The answer of :func:`blob_readers_statement`."""
+    return bool(only(rows)[0])
 
 
 _READ_GRANT = ("EXISTS (SELECT 1 FROM token_collection_grants g WHERE g.token_id = :token_id"
@@ -211,9 +225,24 @@ def claim_expired(now: int) -> CommitPlan:
     writes = [guard(plan_id, [], p), guarded(plan_id, f"""
         UPDATE uploads SET state = 'cleaning'
         WHERE state IN ('awaiting', 'stored') AND expires_at <= :now AND {GUARD_OK}""", p)]
-    outcome = stmt("""SELECT json_group_array(json_array(space_id, upload_id, object_ref))
-                      FROM uploads WHERE state = 'cleaning'""")
+    pairs = ", ".join(f"'{name}', {name}" for name in names(Claimed))
+    outcome = stmt(f"""SELECT json_group_array(json_object({pairs})) AS claimed
+                       FROM uploads WHERE state = 'cleaning'""")
     return plan("claim_expired", plan_id, writes, outcome)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """An upload claimed for cleanup: where it is and whose bytes to remove."""
+
+    space_id: str
+    upload_id: str
+    object_ref: str
+
+
+def claimed_from(rows: Sequence[Row]) -> list[Claimed]:
+    """The uploads in ``cleaning`` that :func:`claim_expired`'s outcome lists."""
+    return [Claimed(**claimed) for claimed in json.loads(only(rows)[0])]
 
 
 def mark_cleaned(space_id: str, upload_id: str) -> CommitPlan:
@@ -223,6 +252,4 @@ def mark_cleaned(space_id: str, upload_id: str) -> CommitPlan:
     writes = [guard(plan_id, [], p), guarded(plan_id, f"""
         UPDATE uploads SET state = 'cleaned' WHERE space_id = :space_id
         AND upload_id = :upload_id AND state = 'cleaning' AND {GUARD_OK}""", p)]
-    outcome = verdict_read(plan_id, "u.state",
-                           "JOIN uploads u ON u.space_id = :space_id AND u.upload_id = :upload_id", p)
-    return plan("mark_cleaned", plan_id, writes, outcome)
+    return plan("mark_cleaned", plan_id, writes, _upload_state_read(plan_id, p))
