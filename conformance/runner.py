@@ -162,7 +162,9 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
         proxy: FaultProxy | None = None, trace: bool = False) -> Report:
     """Run the command model; every property ends as pass, fail, xfail, xpass, skipped or not
     covered. ``proxy`` (the transport of ``client``) injects network faults where the target
-    has no fault points; ``trace`` keeps each example's commands in the report. A target that
+    has no fault points; ``trace`` keeps each example's commands in the report;
+    ``shrink_seconds`` bounds shrinking a failure (0: report it as first found, the same on any
+    machine, as the tests of broken servers do). A target that
     cannot be reached, or refuses the admin token, raises ``TargetError`` before anything
     runs."""
     check_target(client, admin_token)
@@ -176,9 +178,9 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
                  rules_for(wanted), wanted, trace=[] if trace else None, on_example=progress)
     report.rules = [rule.name for rule in kit.rules]
     started = time.monotonic()
-    with shrinking_budget(shrink_seconds if shrink_seconds is not None
-                          else chosen.shrink_seconds):
-        failures = _explore(kit, chosen, seed, replay_dir, report)
+    budget = chosen.shrink_seconds if shrink_seconds is None else shrink_seconds
+    with shrinking_budget(budget):
+        failures = _explore(kit, chosen, seed, replay_dir, report, shrink=budget > 0)
     report.seconds = time.monotonic() - started
     report.examples, report.steps, report.commands = kit.examples, kit.steps, kit.trace
     report.fault_sources = sorted(
@@ -196,9 +198,11 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
 Failures = dict[str, tuple[PropertyViolation | None, BaseException, Path]]
 
 
-def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path,
-             report: Report) -> Failures:
-    """Run the machine under Hypothesis; each failure it ends with, by property."""
+def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path, report: Report, *,
+             shrink: bool = True) -> Failures:
+    """Run the machine under Hypothesis; each failure it ends with, by property. Without
+    ``shrink`` a failure is reported as first found: shrinking stops on a clock, so only a run
+    without it names the same failure on a busy machine as on an idle one."""
     failures: Failures = {}
     if not kit.rules:
         return failures  # nothing selected has a rule (P17): no example to run
@@ -208,7 +212,7 @@ def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path,
             max_examples=profile.examples, stateful_step_count=step_budget(profile.steps, kit.rules),
             deadline=None,
             database=None, suppress_health_check=list(HealthCheck),
-            phases=[Phase.generate, Phase.shrink, Phase.explain],
+            phases=[Phase.generate, *([Phase.shrink, Phase.explain] if shrink else [])],
             # The run's own report and replay files tell a failure; Hypothesis's printed
             # notes (its blob, its "five minutes" shrinking warning) would only mislead.
             verbosity=Verbosity.quiet))

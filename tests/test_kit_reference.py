@@ -113,7 +113,7 @@ def test_expected_failures_keep_a_known_gap_green(
         report = runner.run("broken", kit_client(client), kit_admin, profile="ci", seed=5,
                             expected={pid: "pages drop their last item (known)"
                                       for pid in ("P06", "P08", "P09")},
-                            replay_dir=tmp_path / "replays", shrink_seconds=5)
+                            replay_dir=tmp_path / "replays", shrink_seconds=0)
     results = {o.prop.pid: o.result for o in report.outcomes}
     assert results["P06"] == "xfail"  # a tolerated gap can make the model drift (docs/spec.md)
     assert not report.failed, results
@@ -125,7 +125,7 @@ def test_a_replay_reruns_deterministically(
     with kit_app(tmp_path / "broken" / "data") as client:
         drop_page_edges(monkeypatch, client)
         report = runner.run("broken", kit_client(client), kit_admin, profile="ci", seed=11,
-                            replay_dir=tmp_path / "replays", shrink_seconds=5)
+                            replay_dir=tmp_path / "replays", shrink_seconds=0)
     replays = {o.prop.pid: o.replay for o in report.outcomes if o.replay}
     assert "P06" in replays, replays
     path = Path(str(replays["P06"]))
