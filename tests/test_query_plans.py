@@ -1,4 +1,4 @@
-"""Look-ups use indexes: ``EXPLAIN QUERY PLAN`` shows no full-table scan (seed §5.3)."""
+"""Look-ups use indexes: ``EXPLAIN QUERY PLAN`` shows no full-table scan (docs/schema.md)."""
 
 from __future__ import annotations
 

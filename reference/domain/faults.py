@@ -1,4 +1,4 @@
-"""Named fault points (architecture.md "Test hooks and fault points"; reference only, armed
+"""Named fault points (protocol.md §14; optional for a server, armed
 through ``/_test/faults`` when serving with ``--test-hooks``).
 
 Each point is a place between durable steps where a real process could die or a store could

@@ -33,5 +33,5 @@ class Limits:
 #: (Workers Free). The largest entry escaped in JSON is under 15 KB (a 1 KiB path of control
 #: characters is 6 KiB as \u00XX, 4 KiB of metadata of quotes 8 KiB, two 96-byte ids), so 4,000
 #: entries need at most 32 chunks: the prepare batch fits with its guard, its state change, its
-#: outcome read and its cleanup. Everything else fits D1 as the RFC defaults do.
+#: outcome read and its cleanup. Everything else fits D1 as the defaults of protocol.md §11 do.
 D1_LIMITS = Limits(memory_entries_per_revision=4_000)

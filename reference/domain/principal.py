@@ -1,4 +1,4 @@
-"""Who is asking: the authenticated facts of one request (seed §4.1).
+"""Who is asking: the authenticated facts of one request (protocol.md §4).
 
 A principal is where a request starts, not a permit: every write re-checks the token, actor,
 consumer and grants inside its commit plan.

@@ -30,7 +30,7 @@ class FactsMismatch(Exception):
 
 
 class BlobStore(Protocol):
-    """Create-only object storage (seed §6.1): the service decides who may read what."""
+    """Create-only object storage (protocol.md §10): the service decides who may read what."""
 
     async def create_only(self, object_ref: str, chunks: AsyncIterable[bytes],
                           expected: ObjectFacts | None = None) -> tuple[Written, ObjectFacts]:

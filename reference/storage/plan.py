@@ -1,4 +1,4 @@
-"""The commit-plan type both drivers execute (architecture.md "Storage core").
+"""The commit-plan type both drivers execute (docs/d1.md "A commit plan is one batch", docs/schema.md).
 
 A plan is an ordered list of parameterised statements. Its first statement records a verdict in
 ``commit_guards`` from the live database state; every business write is conditioned on that
