@@ -21,8 +21,18 @@ def _load(name: str) -> list[dict[str, Any]]:
     return vectors
 
 
-@pytest.mark.parametrize("name", ["request_fingerprints.json", "grant_fingerprints.json",
-                                  "memory_states.json"])
+FILES = ["request_fingerprints.json", "grant_fingerprints.json", "memory_states.json",
+         "validation.json", "errors.json"]
+
+
+def test_every_vector_file_is_listed_and_described() -> None:
+    assert sorted(p.name for p in VECTORS.glob("*.json")) == sorted(FILES)
+    readme = (VECTORS / "README.md").read_text()
+    for name in FILES:
+        assert f"`{name}`" in readme, f"{name} is not described in conformance/vectors/README.md"
+
+
+@pytest.mark.parametrize("name", FILES)
 def test_vector_files_are_current(name: str) -> None:
     assert json.loads((VECTORS / name).read_text()) == build()[name], (
         "stale vectors: run python tools/make_vectors.py")
@@ -88,3 +98,63 @@ def test_the_kit_reproduces_memory_states_and_manifests() -> None:
         assert hashlib.sha256(document).hexdigest() == case["manifest_sha256"]
     empty = [c for c in _load("memory_states.json") if not c["entries"]]
     assert empty[0]["state_fingerprint"] == hashlib.sha256(b"[]").hexdigest()
+
+
+def test_the_kit_reproduces_the_value_rules() -> None:
+    """The kit's own grammar (properties/grammar.py) gives every validation vector's answer."""
+    from waypost.properties.grammar import refusal
+
+    cases = _load("validation.json")
+    for case in cases:
+        found = refusal(case["kind"], case["value"], case["field"])
+        expected = case["error"]
+        assert (found is None) == case["valid"], case["description"]
+        if expected is None:
+            continue
+        assert found is not None
+        shown = {"status": found.status, "code": found.code, "field": found.field}
+        shown.update({k: v for k, v in (("limit", found.limit), ("max", found.max)) if v})
+        assert shown == expected, f"{case['kind']}: {case['description']}"
+    kinds = {case["kind"] for case in cases}
+    assert kinds == {"object_id", "request_id", "sha256", "revision", "relative_path", "subject",
+                     "content_type"}
+    for kind in kinds:  # each kind has valid and invalid cases
+        assert {case["valid"] for case in cases if case["kind"] == kind} == {True, False}, kind
+
+
+def test_reference_disagreements_are_marked_and_explained() -> None:
+    marked = [case for case in _load("validation.json") if "reference_disagrees" in case]
+    assert all(not case["valid"] and case["reference_disagrees"] for case in marked)
+    assert {case["kind"] for case in marked} <= {"relative_path", "content_type"}
+
+
+def test_the_kit_reproduces_the_error_envelopes() -> None:
+    from waypost.properties.grammar import REQUIRED_DETAILS, STATUS, envelope_problems
+
+    cases = _load("errors.json")
+    assert sorted(case["code"] for case in cases) == sorted(STATUS)
+    for case in cases:
+        assert STATUS[case["code"]] == case["status"] == case["example"]["status"], case["code"]
+        assert case["example"]["body"]["error"]["code"] == case["code"]
+        assert envelope_problems(case["status"], case["example"]["body"]) == [], case["code"]
+        assert list(REQUIRED_DETAILS.get(case["code"], ())) == case["required_details"]
+    assert envelope_problems(404, {"error": {"code": "NOT_FOUND", "message": "x"}})
+    assert envelope_problems(400, {"error": {"code": "NOT_FOUND", "message": "x", "details": {}}})
+    assert envelope_problems(409, {"error": {"code": "REVISION_CONFLICT", "message": "x",
+                                             "details": {}}})
+
+
+def test_the_server_answers_the_vectors_over_http(api: Api) -> None:
+    """A sample through the reference's HTTP API: the vector's status, code and field."""
+    cases = [c for c in _load("validation.json")
+             if c["kind"] == "content_type" and "reference_disagrees" not in c]
+    for index, case in enumerate(cases):
+        body = {"request_id": f"ct{index}", "size": 0, "sha256": hashlib.sha256(b"").hexdigest(),
+                "content_type": case["value"]}
+        answer = api.as_("s1/bob", "POST", "/v1/blobs", body)
+        if case["valid"]:
+            assert answer.status_code == 201, (case["description"], answer.text)
+            continue
+        error = answer.json()["error"]
+        assert (answer.status_code, error["code"], error["details"].get("field")) == (
+            case["error"]["status"], case["error"]["code"], case["error"]["field"])

@@ -9,12 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from waypost.reference.domain import errors, values
 from waypost.reference.domain.canonical import canonical_json, digest
 from waypost.reference.domain.grants import parse_grants
 from waypost.reference.domain.limits import Limits
 from waypost.reference.domain.memory_requests import parse_publish
 from waypost.reference.domain.memory_state import Entry, ItemInput, manifest, next_state, state_fingerprint
 from waypost.reference.domain.requests import parse_ack, parse_send
+from waypost.reference.service.blobs import _text as blob_text  # blob.prepare's content_type rule
 
 OUT = Path(__file__).resolve().parent.parent / "conformance" / "vectors"
 
@@ -119,6 +121,163 @@ GRANT_CASES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+#: Value kinds of protocol.md §3: (the reference's validator, the field it is checked as, the
+#: operation that field belongs to). Every other place a kind appears follows the same rule.
+KINDS: dict[str, tuple[Any, str, str]] = {
+    "object_id": (values.object_id, "items[0].item_id", "memory.publish"),
+    "request_id": (values.request_id, "request_id", "message.send"),
+    "sha256": (values.sha256_hex, "sha256", "blob.prepare"),
+    "revision": (values.revision, "expected_revision", "memory.publish"),
+    "relative_path": (values.relative_path, "items[0].path", "memory.publish"),
+    "subject": (values.subject, "subject", "message.send"),
+    "content_type": (lambda v, f: blob_text(v, f, values.BLOB_TEXT_BYTES), "content_type",
+                     "blob.prepare"),
+}
+
+PATH_ALIAS = "the reference accepts '.' segments; protocol.md §3.4 refuses them (no aliases)"
+PATH_CONTROL = "the reference accepts C0 controls other than NUL; protocol.md §3.4 refuses them"
+MEDIA_TYPE = ("the reference accepts any 1-255 bytes as a content type; protocol.md §3.6 "
+              "refuses what is not a media type")
+
+#: (kind, description, value, valid by the protocol, why the reference disagrees or None).
+VALUE_CASES: list[tuple[str, str, Any, bool, str | None]] = [
+    ("object_id", "one letter", "a", True, None),
+    ("object_id", "every kind of allowed character", "A-z_09", True, None),
+    ("object_id", "96 characters", "x" * 96, True, None),
+    ("object_id", "97 characters", "x" * 97, False, None),
+    ("object_id", "empty", "", False, None),
+    ("object_id", "a dot", "a.b", False, None),
+    ("object_id", "a colon", "a:b", False, None),
+    ("object_id", "a space", "a b", False, None),
+    ("object_id", "a slash", "a/b", False, None),
+    ("object_id", "non-ASCII", "ü", False, None),
+    ("object_id", "a number, not a string", 7, False, None),
+    ("object_id", "null", None, False, None),
+    ("request_id", "one character", "r", True, None),
+    ("request_id", "dots, colons, dashes and underscores", "req-1.2:3_x", True, None),
+    ("request_id", "128 characters", "x" * 128, True, None),
+    ("request_id", "129 characters", "x" * 129, False, None),
+    ("request_id", "empty", "", False, None),
+    ("request_id", "a slash (never a path)", "../x/y", False, None),
+    ("request_id", "a space", "a b", False, None),
+    ("request_id", "a line feed", "a\n", False, None),
+    ("request_id", "non-ASCII", "é", False, None),
+    ("request_id", "a number, not a string", 12, False, None),
+    ("sha256", "the SHA-256 of no bytes", hashlib.sha256(b"").hexdigest(), True, None),
+    ("sha256", "uppercase hex", hashlib.sha256(b"").hexdigest().upper(), False, None),
+    ("sha256", "63 characters", hashlib.sha256(b"").hexdigest()[:63], False, None),
+    ("sha256", "65 characters", hashlib.sha256(b"").hexdigest() + "0", False, None),
+    ("sha256", "not hex", "g" * 64, False, None),
+    ("revision", "zero", 0, True, None),
+    ("revision", "one", 1, True, None),
+    ("revision", "2^53-1", 2**53 - 1, True, None),
+    ("revision", "2^53", 2**53, False, None),
+    ("revision", "negative", -1, False, None),
+    ("revision", "a fraction", 1.5, False, None),
+    ("revision", "1.0 is not an integer", 1.0, False, None),
+    ("revision", "a decimal string", "1", False, None),
+    ("revision", "a boolean", True, False, None),
+    ("revision", "null", None, False, None),
+    ("relative_path", "one segment", "a", True, None),
+    ("relative_path", "nested", "dir/sub/file.md", True, None),
+    ("relative_path", "non-ASCII", "notes/ü.md", True, None),
+    ("relative_path", "DEL is not a C0 control", "odd\x7fname", True, None),
+    ("relative_path", "spaces", "a b/c d", True, None),
+    ("relative_path", "dots inside names", "..a/.b/c..", True, None),
+    ("relative_path", "1024 bytes", "x" * 1024, True, None),
+    ("relative_path", "1024 bytes of two-byte characters", "é" * 512, True, None),
+    ("relative_path", "1025 bytes", "x" * 1025, False, None),
+    ("relative_path", "1026 bytes of two-byte characters", "é" * 513, False, None),
+    ("relative_path", "empty", "", False, None),
+    ("relative_path", "a leading slash", "/a", False, None),
+    ("relative_path", "a trailing slash", "a/", False, None),
+    ("relative_path", "an empty segment", "a//b", False, None),
+    ("relative_path", "a '..' segment", "a/../b", False, None),
+    ("relative_path", "a leading '..' segment", "../a", False, None),
+    ("relative_path", "only '..'", "..", False, None),
+    ("relative_path", "a backslash", "a\\b", False, None),
+    ("relative_path", "NUL", "a\x00b", False, None),
+    ("relative_path", "a number, not a string", 5, False, None),
+    ("relative_path", "a '.' segment: an alias of a/b", "a/./b", False, PATH_ALIAS),
+    ("relative_path", "a leading '.' segment: an alias of a", "./a", False, PATH_ALIAS),
+    ("relative_path", "a trailing '.' segment", "a/.", False, PATH_ALIAS),
+    ("relative_path", "only '.'", ".", False, PATH_ALIAS),
+    ("relative_path", "a tab", "a\tb", False, PATH_CONTROL),
+    ("relative_path", "a line feed", "a\nb", False, PATH_CONTROL),
+    ("relative_path", "a carriage return", "a\rb", False, PATH_CONTROL),
+    ("relative_path", "U+001F", "a\x1f", False, PATH_CONTROL),
+    ("subject", "plain", "Hello", True, None),
+    ("subject", "non-ASCII", "Grüße ✓", True, None),
+    ("subject", "256 bytes", "x" * 256, True, None),
+    ("subject", "empty", "", False, None),
+    ("subject", "257 bytes: over the published limit", "x" * 257, False, None),
+    ("subject", "258 bytes of two-byte characters", "é" * 129, False, None),
+    ("subject", "a number, not a string", 5, False, None),
+    ("content_type", "plain", "application/octet-stream", True, None),
+    ("content_type", "a parameter", "text/plain; charset=utf-8", True, None),
+    ("content_type", "a quoted parameter value, no space", 'text/plain;charset="utf-8"', True,
+     None),
+    ("content_type", "a quoted value with a space", 'multipart/form-data; boundary="a b"', True,
+     None),
+    ("content_type", "a suffix", "application/vnd.api+json", True, None),
+    ("content_type", "letter case is kept, not refused", "TEXT/Plain", True, None),
+    ("content_type", "255 bytes", "a/" + "b" * 253, True, None),
+    ("content_type", "256 bytes", "a/" + "b" * 254, False, None),
+    ("content_type", "empty", "", False, None),
+    ("content_type", "a number, not a string", 5, False, None),
+    ("content_type", "no subtype", "text", False, MEDIA_TYPE),
+    ("content_type", "an empty subtype", "text/", False, MEDIA_TYPE),
+    ("content_type", "an empty type", "/plain", False, MEDIA_TYPE),
+    ("content_type", "CR LF and another header", "text/plain\r\nX-Evil: 1", False, MEDIA_TYPE),
+    ("content_type", "a trailing line feed", "text/plain\n", False, MEDIA_TYPE),
+    ("content_type", "NUL", "text/plain\x00", False, MEDIA_TYPE),
+    ("content_type", "a tab", "text/plain;\tcharset=utf-8", False, MEDIA_TYPE),
+    ("content_type", "non-ASCII", "text/plaín", False, MEDIA_TYPE),
+    ("content_type", "blank", " ", False, MEDIA_TYPE),
+    ("content_type", "a leading space", " text/plain", False, MEDIA_TYPE),
+    ("content_type", "a parameter without a value", "text/plain; charset", False, MEDIA_TYPE),
+    ("content_type", "an empty parameter", "text/plain;", False, MEDIA_TYPE),
+]
+
+#: Per code of protocol.md §7: (what it means, the details it requires, an example the
+#: reference builds).
+ERROR_CASES: list[tuple[str, list[str], errors.WaypostError]] = [
+    ("malformed JSON, unknown member, bad value", ["field"],
+     errors.InvalidRequest("subject must not be empty", field="subject")),
+    ("missing, unknown, expired or revoked credential", [], errors.credential_refused()),
+    ("a scope or grant is missing for a visible resource", [],
+     errors.Forbidden("the token lacks the message.send scope", field="scope")),
+    ("nonexistent, invisible or of another space", [], errors.not_found("message")),
+    ("same key, another fingerprint", [],
+     errors.IdempotencyConflict("request_id was used for a different request",
+                                field="request_id")),
+    ("expected_revision is not the head", ["current_revision"],
+     errors.RevisionConflict("expected_revision is not the collection's head",
+                             current_revision=3)),
+    ("an attempt of this key is in flight; retry after Retry-After", [],
+     errors.SubmissionPending("an attempt with this request_id is in flight")),
+    ("tampered, foreign or undecodable cursor", [],
+     errors.CursorInvalid("cursor is invalid", field="cursor")),
+    ("cursor minted for another view revision, filter or grant fingerprint", [],
+     errors.CursorStale("cursor was minted for another view or grant", field="cursor")),
+    ("uploaded bytes differ from the declared size or SHA-256", [],
+     errors.ContentMismatch("the bytes differ from the declared size and sha256",
+                            field="content")),
+    ("upload content not yet stored", [],
+     errors.NotReady("the upload has no verified content yet", field="upload_id")),
+    ("upload past its expiry or taken by cleanup", [],
+     errors.UploadExpired("the upload expired", field="upload_id")),
+    ("blob not sealed, not in the space, or not referenceable", [],
+     errors.ReferenceInvalid("attachments must be sealed blobs of this space that the producer "
+                             "owns or may reference", field="attachment_ids", blob_id="blb_1")),
+    ("over a published limit (limit and max), or a counter at its maximum (neither)", [],
+     values.over_limit("subject", "subject_bytes", 256)),
+    ("temporary storage or dependency failure; safe to retry", [],
+     errors.Unavailable("storage is temporarily unavailable; retry")),
+    ("an unexpected failure; nothing about it is shown", [], errors.internal_error()),
+]
+
+
 def vector(description: str, operation: str, request: dict[str, Any],
            normalised: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"description": description, "operation": operation, "request": request, **extra,
@@ -127,7 +286,7 @@ def vector(description: str, operation: str, request: dict[str, Any],
 
 
 def build() -> dict[str, Any]:
-    """Both vector files as Python values."""
+    """Every vector file as Python values."""
     requests = [vector(d, "message.send", r, parse_send(r, Limits()).normalised)
                 for d, r in SEND_CASES]
     requests += [vector(d, "receipt.ack", r, parse_ack(r, Limits()).normalised(position),
@@ -151,7 +310,50 @@ def build() -> dict[str, Any]:
             "about": "Grant fingerprints (protocol.md §4): SHA-256 of the RFC 8785 canonical "
                      "JSON of the normalised grants; the token id never enters.",
             "vectors": grants},
+        "validation.json": {
+            "about": "Value rules (protocol.md §3): each value as the field named, valid or "
+                     "refused with the error given (status, code, details.field, and details."
+                     "limit and details.max for a published limit).",
+            "vectors": [_value_vector(*case) for case in VALUE_CASES]},
+        "errors.json": {
+            "about": "Error envelopes (protocol.md §7): each code with its HTTP status, the "
+                     "details it requires, and an example answer.",
+            "vectors": [_error_vector(*case) for case in ERROR_CASES]},
     }
+
+
+def _refusal(error: errors.WaypostError) -> dict[str, Any]:
+    found = {"status": error.status, "code": error.code, "field": error.details.get("field")}
+    found.update({key: error.details[key] for key in ("limit", "max") if key in error.details})
+    return found
+
+
+def _value_vector(kind: str, description: str, value: Any, valid: bool,
+                  disagreement: str | None) -> dict[str, Any]:
+    """The protocol's answer to one value; where the reference answers otherwise, the vector
+    keeps the protocol's answer and says why the reference differs."""
+    check, field, operation = KINDS[kind]
+    try:
+        check(value, field)
+        reference: dict[str, Any] | None = None
+    except errors.WaypostError as error:
+        reference = _refusal(error)
+    found: dict[str, Any] = {"kind": kind, "description": description, "operation": operation,
+                             "field": field, "value": value, "valid": valid}
+    if (reference is None) == valid:
+        return {**found, "error": reference}
+    if disagreement is None:
+        raise AssertionError(f"the reference disagrees with the protocol on {kind} {value!r}")
+    return {**found, "error": None if valid else {"status": 400, "code": "INVALID_REQUEST",
+                                                   "field": field},
+            "reference_disagrees": disagreement}
+
+
+def _error_vector(meaning: str, required: list[str], error: errors.WaypostError) -> dict[str, Any]:
+    headers = {"Retry-After": "1"} if error.code == "SUBMISSION_PENDING" else {}
+    return {"code": error.code, "status": error.status, "meaning": meaning,
+            "required_details": required,
+            "example": {"status": error.status, "headers": headers, "body": error.envelope()}}
 
 
 def _entry(entry: dict[str, Any]) -> Entry:
