@@ -356,3 +356,17 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                      "Show the local file's state: items, work by state, outbound writes by "
                      "state with the latest request ids and answers, the checkpoint. Local only.")
     state.add_argument("--recent", type=int, default=10, help="outbound writes shown (default 10)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m waypost.consumer_cli COMMAND …`` is ``waypost consumer COMMAND …`` without
+    loading the rest of the command line (the conformance kit starts it many times)."""
+    top = argparse.ArgumentParser(prog="waypost")
+    add_commands(top.add_subparsers(dest="command", required=True))
+    args = top.parse_args(["consumer", *(sys.argv[1:] if argv is None else argv)])
+    code: int = args.run(args)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
