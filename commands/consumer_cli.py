@@ -68,19 +68,25 @@ def _init(args: argparse.Namespace, store: LocalStore) -> Any:
     return {"db": str(store.path), "server": profile.server_url, "label": profile.label}
 
 
-def _progress(result: sync.SyncResult) -> None:
+def _progress(result: sync.SyncResult, shown: list[int]) -> None:
+    """The progress line on stderr: rewritten in place on a terminal, else one line for each
+    page that brought items."""
     line = (f"sync: {result.pages} pages, {result.items} items ({result.messages} messages), "
             f"{result.flushed} queued writes sent")
     if sys.stderr.isatty():
         sys.stderr.write("\r" + line + "   ")
-        sys.stderr.flush()
+    elif result.pages != shown[0]:
+        sys.stderr.write(line + "\n")
+    shown[0] = result.pages
+    sys.stderr.flush()
 
 
 def _sync(args: argparse.Namespace, store: LocalStore) -> Any:
+    shown = [0]
     with _api(args, store) as api:
         try:
             result = sync.sync(store, api, limit=args.limit, wait=args.wait, watch=args.watch,
-                               progress=_progress)
+                               progress=lambda result: _progress(result, shown))
         finally:
             if sys.stderr.isatty():
                 sys.stderr.write("\n")

@@ -44,10 +44,12 @@ def test_a_broken_consumer_fails_p17(server: str, tmp_path: Path, defect: str, f
         failures = for_run(client, ADMIN, ledger, {"P17"}, tmp_path, "run1",
                            command=(sys.executable, str(WRAPPER), defect), flows=(flow,))
     violation, _, replay = failures["P17"]
-    assert violation is not None and violation.pid == "P17"
+    assert violation is not None
+    assert violation.pid == "P17"
     assert caught_by in violation.message, violation.message
     assert ledger.checks["P17"] > 0
-    assert replay.exists() and "FAIL" in replay.read_text()
+    assert replay.exists()
+    assert "FAIL" in replay.read_text()
 
 
 def test_the_healthy_consumer_passes_the_same_cells(server: str) -> None:
