@@ -56,5 +56,5 @@ def test_cli_help_names_every_command() -> None:
     from waypost.cli import parser
 
     text = parser().format_help()
-    for command in ("serve", "admin", "conformance", "bench"):
+    for command in ("serve", "admin", "conformance", "bench", "consumer"):
         assert command in text
