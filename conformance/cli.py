@@ -11,6 +11,7 @@ import httpx
 
 from waypost.conformance import report as reports
 from waypost.conformance import runner
+from waypost.conformance.consumer_cli import add_command as add_consumer_matrix
 from waypost.conformance.targets import check_target, open_target
 from waypost.properties.catalogue import select
 from waypost.properties.proxy import FaultProxy
@@ -84,6 +85,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                         help="fault actions to try at each point (default: crash,unavailable)")
     matrix.add_argument("--json", type=Path, default=None, help="also write the cells as JSON")
     matrix.set_defaults(run=_crash_matrix)
+    add_consumer_matrix(kit_commands)  # P17
 
 
 def _crash_matrix(args: argparse.Namespace) -> int:

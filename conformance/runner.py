@@ -20,6 +20,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
 
+from waypost.conformance import consumer_matrix
 from waypost.conformance.targets import check_target
 from waypost.properties.catalogue import CATALOGUE, Property
 from waypost.properties.http import Session
@@ -181,6 +182,8 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     budget = chosen.shrink_seconds if shrink_seconds is None else shrink_seconds
     with shrinking_budget(budget):
         failures = _explore(kit, chosen, seed, replay_dir, report, shrink=budget > 0)
+    failures.update(consumer_matrix.for_run(client, admin_token, kit.ledger, wanted, replay_dir,
+                                            report.run_id))  # P17: the reference consumer
     report.seconds = time.monotonic() - started
     report.examples, report.steps, report.commands = kit.examples, kit.steps, kit.trace
     report.fault_sources = sorted(

@@ -96,9 +96,12 @@ CATALOGUE: tuple[Property, ...] = (
              "grant; referencing needs a sealed blob of the space, owned or granted.",
              ("command read_blob", "command send", "command provision", "command put",
               "command seal", "command publish", "command read_revision"), True),
-    Property("P17", "Reference consumer reliability", "The reference consumer loses nothing "
-             "across crashes.", (), False,
-             "the reference consumer (waypost consumer) is not built yet"),
+    Property("P17", "Reference consumer reliability",
+             "The reference consumer stores a page, its work records and its checkpoint in one "
+             "local transaction before acknowledging received; sends processed only after the "
+             "local mark; a crash at any of its fault points loses no item, repeats no "
+             "completed work and resubmits outbound writes with their original request_id.",
+             ("consumer matrix",), True),
     Property("P18", "Crash-safe lifecycle",
              "A crash, a lost response or a temporary error at any fault point leaves one "
              "stable result that a lookup and a retry find; temporary errors are never final.",

@@ -33,7 +33,7 @@ def test_catalogue_names_only_commands_and_invariants_that_exist() -> None:
             elif kind == "invariant":
                 assert hasattr(WaypostMachine, what), name
             else:
-                assert name == "history checker", name
+                assert name in ("history checker", "consumer matrix"), name
 
 
 def test_every_command_is_performed_by_a_rule() -> None:
@@ -57,7 +57,7 @@ def test_cli_help_names_every_command() -> None:
     from waypost.cli import parser
 
     text = parser().format_help()
-    for command in ("serve", "admin", "conformance", "bench"):
+    for command in ("serve", "admin", "conformance", "bench", "consumer"):
         assert command in text
 
 

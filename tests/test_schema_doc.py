@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tools.schema_doc import OUT, build
+from tools.schema_doc import CONSUMER_OUT, OUT, build, build_consumer
+from waypost.reference.consumer.migrations import all_migrations as consumer_migrations
 from waypost.reference.storage.migrations import all_migrations
 
 
@@ -17,3 +18,13 @@ def test_every_table_and_trigger_is_documented() -> None:
                            if line.startswith("CREATE ") and len(line.split()) > 2):
             if word in ("TABLE", "TRIGGER"):
                 assert f"{name}" in text, name
+
+
+def test_consumer_schema_doc_is_current() -> None:
+    assert CONSUMER_OUT.read_text() == build_consumer(), \
+        "stale docs/consumer-schema.md: run python tools/schema_doc.py"
+    text = CONSUMER_OUT.read_text()
+    for migration in consumer_migrations():
+        for line in migration.sql.splitlines():
+            if line.startswith(("CREATE TABLE", "CREATE TRIGGER")):
+                assert line.split()[2] in text, line

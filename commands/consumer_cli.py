@@ -1,0 +1,378 @@
+"""``waypost consumer``: the reference consumer (P17) on the command line.
+
+A thin layer over ``waypost.reference.consumer``: options, the token, tables or JSON, and
+one-line errors. The token comes from ``--token-file`` or ``WAYPOST_TOKEN`` and is never
+stored or printed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from waypost.reference.consumer import faults, outbox, sync, views, work
+from waypost.reference.consumer.client import Api, ConsumerError
+from waypost.reference.consumer.store import LocalStore
+
+DEFAULT_DB = "waypost-consumer.sqlite3"
+Handler = Callable[[argparse.Namespace, LocalStore], Any]
+
+
+def _token(args: argparse.Namespace) -> str:
+    if args.token_file is not None:
+        try:
+            return Path(args.token_file).read_text().strip()
+        except OSError as error:
+            raise ConsumerError(f"cannot read the token file: {error.strerror}") from None
+    token = os.environ.get("WAYPOST_TOKEN", "").strip()
+    if not token:
+        raise ConsumerError("no token: pass --token-file FILE or set WAYPOST_TOKEN")
+    return token
+
+
+@contextmanager
+def _api(args: argparse.Namespace, store: LocalStore) -> Iterator[Api]:
+    profile = store.require_profile()
+    if args.server and args.server.rstrip("/") != profile.server_url:
+        raise ConsumerError(f"{store.path} belongs to {profile.server_url}, not {args.server}")
+    api = Api(profile.server_url, _token(args))
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
+    """A plain-text table: ``columns`` are (key, heading)."""
+    cells = [[heading for _, heading in columns]]
+    cells += [["" if row.get(key) is None else str(row[key]) for key, _ in columns] for row in rows]
+    widths = [min(max(len(line[i]) for line in cells), 48) for i in range(len(columns))]
+    return "\n".join("  ".join(c[:48].ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+                     for line in cells)
+
+
+def _init(args: argparse.Namespace, store: LocalStore) -> Any:
+    server = args.server or os.environ.get("WAYPOST_URL")
+    if not server:
+        raise ConsumerError("init needs --server URL (or WAYPOST_URL)")
+    if not server.startswith(("http://", "https://")):
+        raise ConsumerError(f"not an http(s) URL: {server}")
+    profile = store.init_profile(server, args.label)
+    return {"db": str(store.path), "server": profile.server_url, "label": profile.label}
+
+
+def _progress(result: sync.SyncResult, shown: list[int]) -> None:
+    """The progress line on stderr: rewritten in place on a terminal, else one line for each
+    page that brought items."""
+    line = (f"sync: {result.pages} pages, {result.items} items ({result.messages} messages), "
+            f"{result.flushed} queued writes sent")
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + line + "   ")
+    elif result.pages != shown[0]:
+        sys.stderr.write(line + "\n")
+    shown[0] = result.pages
+    sys.stderr.flush()
+
+
+def _sync(args: argparse.Namespace, store: LocalStore) -> Any:
+    shown = [0]
+    with _api(args, store) as api:
+        try:
+            result = sync.sync(store, api, limit=args.limit, wait=args.wait, watch=args.watch,
+                               progress=lambda result: _progress(result, shown))
+        finally:
+            if sys.stderr.isatty():
+                sys.stderr.write("\n")
+    return {"synced": result.__dict__, "status": views.status(store)}
+
+
+def _list(args: argparse.Namespace, store: LocalStore) -> Any:
+    return views.work_items(store, None if args.state == "all" else args.state)
+
+
+def _show(args: argparse.Namespace, store: LocalStore) -> Any:
+    return views.item(store, args.item)
+
+
+def _start(args: argparse.Namespace, store: LocalStore) -> Any:
+    return {"started": work.start(store, args.items)}
+
+
+def _done(args: argparse.Namespace, store: LocalStore) -> Any:
+    with _api(args, store) as api:
+        return {"done": work.done(store, api, args.items)}
+
+
+def _fail(args: argparse.Namespace, store: LocalStore) -> Any:
+    return {"failed": work.fail(store, args.items, args.reason)}
+
+
+def _submit(args: argparse.Namespace, store: LocalStore, outbound_id: int) -> Any:
+    with _api(args, store) as api:
+        outbox.flush(store, api)
+    row = store.row("SELECT request_id, operation, state, result_status, result_json,"
+                    " error_code, error_message FROM local_outbound WHERE outbound_id = ?",
+                    (outbound_id,))
+    assert row is not None
+    if row["state"] == "failed":
+        raise ConsumerError(f"{row['operation']} {row['request_id']} refused: "
+                            f"{row['error_code']} ({row['result_status']}): {row['error_message']}")
+    return {"request_id": row["request_id"], "operation": row["operation"],
+            "state": row["state"], "result": json.loads(row["result_json"])}
+
+
+def _text(args: argparse.Namespace) -> str:
+    if args.text_file is not None:
+        return Path(args.text_file).read_text()
+    if args.text is None:
+        raise ConsumerError("give the body with --text TEXT or --text-file FILE")
+    return str(args.text)
+
+
+def _send(args: argparse.Namespace, store: LocalStore) -> Any:
+    store.require_profile()
+    send = outbox.Send(tuple(args.to or ()), args.subject, _text(args), args.kind, args.thread)
+    return _submit(args, store, outbox.enqueue_send(store, send))
+
+
+def _reply(args: argparse.Namespace, store: LocalStore) -> Any:
+    shown = views.item(store, args.item)
+    message = shown.get("message")
+    if message is None:
+        raise ConsumerError(f"{args.item} is not a message: only messages can be replied to")
+    subject = args.subject or ("Re: " + message["subject"])[:256]
+    send = outbox.Send((message["producer_id"],), subject, _text(args), args.kind,
+                       message["thread_id"], message["message_id"], args.item)
+    return _submit(args, store, outbox.enqueue_send(store, send))
+
+
+def _entry(text: str) -> tuple[str, str, str]:
+    parts = text.split("=")
+    if len(parts) != 3 or not all(parts):
+        raise argparse.ArgumentTypeError(f"an entry is ITEM_ID=PATH=BLOB_ID, not {text!r}")
+    return parts[0], parts[1], parts[2]
+
+
+def _publish(args: argparse.Namespace, store: LocalStore) -> Any:
+    expected = args.expected_revision
+    if expected is None:  # the head now, fixed in the outbox: a retry never chases a new head
+        with _api(args, store) as api:
+            expected = int(api.collection(args.collection)["current_revision"])
+    publish = outbox.Publish(args.collection, expected, args.mode, tuple(args.entry or ()),
+                             tuple(args.delete or ()))
+    return _submit(args, store, outbox.enqueue_publish(store, publish))
+
+
+def _status(args: argparse.Namespace, store: LocalStore) -> Any:
+    return {**views.status(store), "recent_outbound": views.outbound(store, args.recent)}
+
+
+ITEM_COLUMNS = (("item_id", "ITEM"), ("sequence", "SEQ"), ("type", "TYPE"), ("sender", "FROM"),
+                ("subject", "SUBJECT"), ("state", "STATE"))
+OUTBOUND_COLUMNS = (("request_id", "REQUEST ID"), ("operation", "OPERATION"), ("state", "STATE"),
+                    ("attempts", "TRIES"), ("result_status", "STATUS"), ("error_code", "ERROR"))
+
+
+def human(command: str, result: Any) -> str:
+    """The default, human-readable rendering of a command's result."""
+    if command == "list":
+        return table(result, ITEM_COLUMNS) if result else "no work items"
+    if command == "show":
+        message = result.get("message")
+        lines = [f"{k}: {v}" for k, v in result["item"].items()]
+        lines += [f"work: {result['work']['state']}" if result.get("work") else "work: none"]
+        if message:
+            lines += [f"from: {message['producer_id']}", f"to: {', '.join(message['recipient_ids'])}",
+                      f"kind: {message['kind']}", f"subject: {message['subject']}", "",
+                      message["body_text"]]
+        if result.get("memory_revision"):
+            lines += ["", table(result["memory_revision"]["entries"],
+                                (("entry_id", "ENTRY"), ("state", "STATE"), ("path", "PATH"),
+                                 ("blob_id", "BLOB")))]
+        return "\n".join(lines)
+    if command == "sync":
+        done, state = result["synced"], result["status"]
+        return (f"synced {done['pages']} pages, {done['items']} items ({done['messages']} "
+                f"messages); {done['flushed']} queued writes sent first; work pending: "
+                f"{state['work']['pending'] + state['work']['in_progress']}; checkpoint at "
+                f"sequence {state['checkpoint_sequence']}")
+    if command == "status":
+        recent = result.pop("recent_outbound")
+        return "\n".join([human("", result)]
+                         + (["", table(recent, OUTBOUND_COLUMNS)] if recent else []))
+    if isinstance(result, dict):
+        return "\n".join(f"{k}: {json.dumps(v) if isinstance(v, dict | list) else v}"
+                         for k, v in result.items())
+    return str(result)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Open the local file, run one consumer command, print its result; expected failures are
+    one line on stderr with exit status 1."""
+    name = f"waypost consumer {args.consumer_command}"
+    try:
+        faults.arm_from_environment()
+        faults.arm(args.fault or ())
+    except ValueError as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        return 2
+    try:
+        store = LocalStore(Path(args.db), create=args.consumer_command == "init")
+        try:
+            result = args.handler(args, store)
+        finally:
+            store.close()
+    except ConsumerError as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        return 1
+    except apsw.Error as error:
+        print(f"{name}: the local database refused the change: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    print(json.dumps(result, indent=2, default=str) if args.json
+          else human(args.consumer_command, result))
+    return 0
+
+
+def _common() -> argparse.ArgumentParser:
+    """Options every consumer command takes."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", default=os.environ.get("WAYPOST_CONSUMER_DB", DEFAULT_DB),
+                        help="the consumer's local SQLite file (default: $WAYPOST_CONSUMER_DB, "
+                             f"else ./{DEFAULT_DB})")
+    common.add_argument("--server", default=None, metavar="URL",
+                        help="the server's base URL: fixed by init (default there: "
+                             "$WAYPOST_URL); later commands check it matches")
+    common.add_argument("--token-file", default=None, metavar="FILE",
+                        help="read the bearer token from FILE (default: $WAYPOST_TOKEN); the "
+                             "token is never stored or printed")
+    common.add_argument("--json", action="store_true", help="print JSON instead of text")
+    common.add_argument("--fault", action="append", choices=faults.POINTS, metavar="POINT",
+                        help="crash tests only: end the process at this fault point with exit "
+                             f"status {faults.CRASH_EXIT} (also ${faults.ENVIRONMENT}); one of "
+                             f"{', '.join(faults.POINTS)}")
+    return common
+
+
+def _command(commands: Any, name: str, handler: Handler, help_text: str,
+             description: str) -> argparse.ArgumentParser:
+    command: argparse.ArgumentParser = commands.add_parser(
+        name, help=help_text, description=description, parents=[_common()])
+    command.set_defaults(run=run, handler=handler)
+    return command
+
+
+def _message_arguments(command: argparse.ArgumentParser, kind: str) -> None:
+    command.add_argument("--text", default=None, help="the body text")
+    command.add_argument("--text-file", default=None, metavar="FILE",
+                         help="read the body text from FILE")
+    command.add_argument("--kind", default=kind,
+                         choices=["info", "question", "result", "todo_suggestion",
+                                  "memory_notice", "processing_result"],
+                         help=f"message kind (default: {kind})")
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``consumer`` and its commands on the top-level parser."""
+    consumer = commands.add_parser(
+        "consumer", help="the reference consumer: a crash-safe local mailbox on SQLite",
+        description="The reference consumer (P17): a client of a Waypost server with its own "
+                    "SQLite file. sync stores each feed page, its work records and the local "
+                    "checkpoint in one transaction before acknowledging 'received'; done "
+                    "acknowledges 'processed' only after the local mark; sends, replies, ACKs "
+                    "and publishes are written to the local outbox with a fixed request_id "
+                    "before they are submitted, and resubmitted with it after a crash. It never "
+                    "acts on a message's text. The token: --token-file or WAYPOST_TOKEN.")
+    sub = consumer.add_subparsers(dest="consumer_command", required=True, metavar="COMMAND")
+    init = _command(sub, "init", _init, "create the local file for one server",
+                    "Create (or open) the local SQLite file and fix the server it belongs to. "
+                    "Needs no token.")
+    init.add_argument("--label", default="default",
+                      help="a name for this consumer's local checkpoints (default: default)")
+    watch = _command(sub, "sync", _sync, "send queued writes, then read and store the feed",
+                     "Send every queued write, then read the feed after the local checkpoint "
+                     "page by page: store each page with its message bodies, pinned memory "
+                     "revisions, work records and checkpoint in one transaction, then "
+                     "acknowledge 'received'. Ends when the feed has no more, unless --watch.")
+    watch.add_argument("--watch", action="store_true",
+                       help="keep going: long-poll for new items (Ctrl-C stops)")
+    watch.add_argument("--wait", type=int, default=30, choices=range(0, 31), metavar="SECONDS",
+                       help="long-poll seconds per empty page with --watch (0-30, default 30; "
+                            "needs the event.subscribe scope)")
+    watch.add_argument("--limit", type=int, default=sync.MAX_LIMIT,
+                       choices=range(1, sync.MAX_LIMIT + 1), metavar="N",
+                       help=f"items per page (1-{sync.MAX_LIMIT}, default {sync.MAX_LIMIT})")
+    listing = _command(sub, "list", _list, "list work items", "List received messages and "
+                       "memory revisions with their local work state, in feed order.")
+    listing.add_argument("--state", default="all",
+                         choices=["all", "pending", "in_progress", "done", "error"],
+                         help="only items in this state (default: all)")
+    show = _command(sub, "show", _show, "show one item in full",
+                    "Show one received item: the message with its body, or the pinned memory "
+                    "revision with its entries, and its work state. Local only.")
+    show.add_argument("item", help="a feed item id (see list)")
+    begin = _command(sub, "start", _start, "mark items in progress",
+                     "Mark pending items in progress (local only).")
+    begin.add_argument("items", nargs="+", metavar="ITEM")
+    finish = _command(sub, "done", _done, "mark items done and acknowledge 'processed'",
+                      "Mark items done locally and queue their 'processed' ACK in the same "
+                      "transaction, then send it (and any other queued write).")
+    finish.add_argument("items", nargs="+", metavar="ITEM")
+    failing = _command(sub, "fail", _fail, "mark items failed with a reason",
+                       "Mark items failed locally with a reason. Nothing is sent: the protocol "
+                       "has no error stage, the server keeps 'received'.")
+    failing.add_argument("items", nargs="+", metavar="ITEM")
+    failing.add_argument("--reason", required=True, help="why the work failed")
+    send = _command(sub, "send", _send, "send a message (once, whatever happens)",
+                    "Queue a message with a fixed request_id, then send it. After a crash the "
+                    "next command resends it with the same request_id: it is published once.")
+    send.add_argument("--to", action="append", metavar="ACTOR",
+                      help="a recipient (repeatable; default: the space's default actor)")
+    send.add_argument("--subject", required=True, help="the subject")
+    send.add_argument("--thread", default=None, metavar="THREAD_ID",
+                      help="an existing thread (default: a new thread)")
+    _message_arguments(send, "info")
+    reply = _command(sub, "reply", _reply, "reply to a received message",
+                     "Queue and send a reply to a received message: to its sender, in its "
+                     "thread, in reply to it.")
+    reply.add_argument("item", help="the feed item id of the message")
+    reply.add_argument("--subject", default=None, help="the subject (default: Re: <subject>)")
+    _message_arguments(reply, "result")
+    publish = _command(sub, "publish", _publish, "publish a memory revision (once)",
+                       "Queue a memory publish with a fixed request_id and expected revision, "
+                       "then submit it. Entries name sealed blobs.")
+    publish.add_argument("collection", help="the collection id")
+    publish.add_argument("--entry", action="append", type=_entry, metavar="ITEM_ID=PATH=BLOB_ID",
+                         help="an entry to upsert (repeatable)")
+    publish.add_argument("--delete", action="append", metavar="ITEM_ID",
+                         help="an entry to tombstone (repeatable; delta only)")
+    publish.add_argument("--mode", choices=["delta", "snapshot"], default="delta",
+                         help="delta (default) or snapshot")
+    publish.add_argument("--expected-revision", type=int, default=None, metavar="N",
+                         help="the head it applies to (default: the head read now, then fixed)")
+    state = _command(sub, "status", _status, "counts, checkpoint and recent outbound writes",
+                     "Show the local file's state: items, work by state, outbound writes by "
+                     "state with the latest request ids and answers, the checkpoint. Local only.")
+    state.add_argument("--recent", type=int, default=10, help="outbound writes shown (default 10)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m waypost.consumer_cli COMMAND …`` is ``waypost consumer COMMAND …`` without
+    loading the rest of the command line (the conformance kit starts it many times)."""
+    top = argparse.ArgumentParser(prog="waypost")
+    add_commands(top.add_subparsers(dest="command", required=True))
+    args = top.parse_args(["consumer", *(sys.argv[1:] if argv is None else argv)])
+    code: int = args.run(args)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,186 @@
+"""The reference consumer (P17): its local schema refuses what would break the invariants, and
+over real HTTP two consumers exchange messages, survive a crash and never show the token."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+import httpx
+import pytest
+
+from waypost.bootstrap import provision
+from waypost.conformance.targets import ServerProcess
+from waypost.reference.consumer import outbox
+from waypost.reference.consumer.store import LocalStore
+
+ADMIN = "consumer-admin"
+
+
+# The local schema guards its invariants by itself.
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[LocalStore]:
+    local = LocalStore(tmp_path / "c.sqlite3", create=True)
+    local.init_profile("http://127.0.0.1:1", "default")
+    local.execute("INSERT INTO local_feed_items (item_id, sequence, item_type, producer_id,"
+                  " resource_id, committed_at, view_epoch, stored_at)"
+                  " VALUES ('fi_1', 7, 'message', 'alice', 'msg_1', 'now', 1, 0)")
+    local.execute("INSERT INTO local_work (item_id, state, updated_at) VALUES ('fi_1', 'pending', 0)")
+    yield local
+    local.close()
+
+
+def refused(store: LocalStore, sql: str, reason: str) -> None:
+    with pytest.raises(apsw.ConstraintError, match=reason):
+        store.execute(sql)
+
+
+def test_processed_is_queued_only_after_the_local_work_is_done(store: LocalStore) -> None:
+    with store.transaction(), pytest.raises(apsw.ConstraintError, match="after the local work"):
+        outbox.enqueue_ack(store, [("fi_1", "processed")], None)
+    store.execute("UPDATE local_work SET state = 'done' WHERE item_id = 'fi_1'")
+    with store.transaction():
+        outbox.enqueue_ack(store, [("fi_1", "processed")], None)
+
+
+def test_work_never_moves_back_and_received_items_never_change(store: LocalStore) -> None:
+    store.execute("UPDATE local_work SET state = 'done' WHERE item_id = 'fi_1'")
+    refused(store, "UPDATE local_work SET state = 'pending'", "only moves forward")
+    refused(store, "UPDATE local_feed_items SET sequence = 8", "immutable")
+    refused(store, "DELETE FROM local_feed_items", "permanent")
+
+
+def test_the_checkpoint_never_runs_ahead_of_the_stored_items(store: LocalStore) -> None:
+    refused(store, "INSERT INTO local_checkpoints VALUES ('default', 1, 'c', 9, 1, 0)",
+            "only with its page")
+    store.execute("INSERT INTO local_checkpoints VALUES ('default', 1, 'c', 7, 1, 0)")
+    refused(store, "UPDATE local_checkpoints SET last_sequence = 5, pages = 2",
+            "only move forward")
+
+
+def test_an_outbound_write_keeps_its_request_id_and_final_result(store: LocalStore) -> None:
+    outbound_id = outbox.enqueue_send(store, outbox.Send(("bob",), "Hi", "text"))
+    refused(store, "UPDATE local_outbound SET request_id = 'other'", "keeps its request_id")
+    refused(store, "UPDATE local_outbound SET subject = 'other'", "keeps its request_id")
+    outbox.record(store, outbound_id, "committed", 201, {"message_id": "msg_1"})
+    refused(store, "UPDATE local_outbound SET state = 'pending', result_status = NULL",
+            "final result")
+
+
+# Over real HTTP: a server process and consumer processes.
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+    process = ServerProcess(tmp_path_factory.mktemp("consumer") / "data", ADMIN,
+                            "--no-access-log", "--synchronous", "normal")
+    try:
+        with httpx.Client(base_url=process.url, timeout=30,
+                          headers={"Authorization": f"Bearer {ADMIN}"}) as admin:
+            tokens = provision(admin, "demo")
+        yield process.url, {k: str(v) for k, v in tokens.items()}
+    finally:
+        process.stop()
+
+
+def consumer(token: str, db: Path, *arguments: str, fault: str | None = None
+             ) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "WAYPOST_TOKEN": token}
+    env.pop("WAYPOST_CONSUMER_FAULT", None)
+    if fault:
+        env["WAYPOST_CONSUMER_FAULT"] = fault
+    return subprocess.run([sys.executable, "-m", "waypost.cli", "consumer", *arguments,
+                           "--db", str(db)], env=env, capture_output=True, text=True, timeout=120)
+
+
+def must(token: str, db: Path, *arguments: str) -> Any:
+    done = consumer(token, db, *arguments, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.slow
+def test_two_agents_exchange_messages_through_a_crash(demo: tuple[str, dict[str, str]],
+                                                      tmp_path: Path) -> None:
+    url, tokens = demo
+    alice, bob = tmp_path / "alice.db", tmp_path / "bob.db"
+    must(tokens["alice"], alice, "init", "--server", url)
+    must(tokens["bob"], bob, "init", "--server", url)
+    sent = must(tokens["alice"], alice, "send", "--to", "bob", "--subject", "Plan",
+                "--text", "Shall we meet?", "--kind", "question")
+    assert sent["state"] == "committed"
+    assert sent["request_id"].startswith("wpc-send-")
+    # bob's sync dies after storing the page, before its ACK: the restart re-acks it.
+    assert consumer(tokens["bob"], bob, "sync", fault="sync.after_commit").returncode == 86
+    must(tokens["bob"], bob, "sync")
+    (item,) = must(tokens["bob"], bob, "list")
+    assert (item["subject"], item["state"]) == ("Plan", "pending")
+    shown = must(tokens["bob"], bob, "show", item["item_id"])
+    assert shown["message"]["body_text"] == "Shall we meet?"
+    # bob's reply dies right after its submission: resubmitted with the same request_id.
+    crashed = consumer(tokens["bob"], bob, "reply", item["item_id"], "--text", "Yes, at 10",
+                       fault="outbound.after_submit")
+    assert crashed.returncode == 86
+    assert must(tokens["bob"], bob, "done", item["item_id"])["done"] == [item["item_id"]]
+    must(tokens["alice"], alice, "sync")
+    replies = [i for i in must(tokens["alice"], alice, "list") if i["type"] == "message"]
+    assert [r["subject"] for r in replies] == ["Re: Plan"]
+    status = must(tokens["bob"], bob, "status")
+    assert status["work"]["done"] == 1
+    assert status["outbound"]["pending"] == 0
+    sends = [r for r in status["recent_outbound"] if r["operation"] == "message.send"]
+    assert len(sends) == 1
+    assert sends[0]["attempts"] == 2
+    files = b"".join(path.read_bytes() for path in tmp_path.glob("*.db*"))
+    assert not [who for who, token in tokens.items() if token.encode() in files]  # never stored
+
+
+def test_errors_are_one_line_with_the_servers_code(demo: tuple[str, dict[str, str]],
+                                                   tmp_path: Path) -> None:
+    url, tokens = demo
+    db = tmp_path / "c.db"
+    must(tokens["alice"], db, "init", "--server", url)
+    done = consumer(tokens["alice"], db, "send", "--to", "nobody", "--subject", "x", "--text", "y")
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "NOT_FOUND (404)" in done.stderr
+    done = consumer("", db, "sync")
+    assert done.returncode == 1
+    assert "no token" in done.stderr
+    assert "Traceback" not in done.stderr
+    done = consumer(tokens["alice"], tmp_path / "missing.db", "list")
+    assert done.returncode == 1
+    assert "init" in done.stderr
+
+
+@pytest.mark.slow
+def test_sync_watch_long_polls_and_says_so(demo: tuple[str, dict[str, str]],
+                                           tmp_path: Path) -> None:
+    url, tokens = demo
+    db = tmp_path / "w.db"
+    must(tokens["alice"], db, "init", "--server", url)
+    must(tokens["alice"], db, "sync")
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "waypost.cli", "consumer", "sync", "--watch", "--wait", "30",
+         "--db", str(db)], env={**os.environ, "WAYPOST_TOKEN": tokens["alice"]},
+        stderr=subprocess.PIPE, text=True)
+    try:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tokens['bob']}"}) as c:
+            answer = c.post("/v1/messages", json={
+                "request_id": "watch-1", "recipient_ids": ["alice"], "thread": {"new": True},
+                "kind": "info", "subject": "Ping", "body": {"text": "watch me"}})
+            assert answer.status_code == 201
+        assert watch.stderr is not None
+        line = watch.stderr.readline()  # the progress line of the page that brought it
+        assert "1 pages" in line, line
+        assert "1 messages" in line
+    finally:
+        watch.terminate()
+        watch.wait(timeout=30)
+    assert "Ping" in [i["subject"] for i in must(tokens["alice"], db, "list")]
