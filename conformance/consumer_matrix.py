@@ -20,7 +20,7 @@ import secrets
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -285,16 +285,23 @@ def run_cell(url: str, admin_token: str, flow: str, point: str, command: Sequenc
     return cell
 
 
+#: Told after each cell: cells done, cells in all, the cell.
+OnCell = Callable[[int, int, "Cell"], None]
+
+
 def consumer_matrix(url: str, admin_token: str, *, command: Sequence[str] = DEFAULT_COMMAND,
-                    flows: Sequence[str] = FLOWS, points: Sequence[str] = POINTS
-                    ) -> ConsumerMatrix:
+                    flows: Sequence[str] = FLOWS, points: Sequence[str] = POINTS,
+                    on_cell: OnCell | None = None) -> ConsumerMatrix:
     """Every fault point × flow against the server at ``url`` (its admin token provisions a
     fresh space per cell)."""
     matrix = ConsumerMatrix()
+    total = len(flows) * len(points)
     with tempfile.TemporaryDirectory(prefix="waypost-p17-") as work:
         for flow in flows:
             for point in points:
                 matrix.cells.append(run_cell(url, admin_token, flow, point, command, Path(work)))
+                if on_cell is not None:
+                    on_cell(len(matrix.cells), total, matrix.cells[-1])
     return matrix
 
 
@@ -308,7 +315,7 @@ def reachable(url: str) -> bool:
 
 def for_run(client: httpx.Client, admin_token: str, ledger: Ledger, wanted: set[str] | None,
             replay_dir: Path, run_id: str, *, command: Sequence[str] = DEFAULT_COMMAND,
-            flows: Sequence[str] = FLOWS
+            flows: Sequence[str] = FLOWS, on_cell: OnCell | None = None
             ) -> dict[str, tuple[PropertyViolation, PropertyViolation, Path]]:
     """P17 in a kit run: the matrix against the run's target, its checks counted in the run's
     ledger; a failing matrix is the run's P17 failure, its cells written to
@@ -317,7 +324,7 @@ def for_run(client: httpx.Client, admin_token: str, ledger: Ledger, wanted: set[
     url = str(client.base_url).rstrip("/")
     if (wanted is not None and PID not in wanted) or not reachable(url):
         return {}
-    matrix = consumer_matrix(url, admin_token, command=command, flows=flows)
+    matrix = consumer_matrix(url, admin_token, command=command, flows=flows, on_cell=on_cell)
     ledger.checks[PID] += matrix.checks
     failed = [cell for cell in matrix.cells if not cell.ok]
     if not failed:

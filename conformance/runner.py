@@ -104,6 +104,17 @@ class Progress:
         self.out.write(("\r" + line + "   ") if self.tty else line + "\n")
         self.out.flush()
 
+    def cell(self, done: int, total: int, cell: consumer_matrix.Cell) -> None:
+        """The P17 consumer matrix's progress: one line per cell."""
+        line = (f"P17 consumer matrix: cell {done} of {total} ({cell.flow} × {cell.point})"
+                f"{'' if cell.ok else ': FAILED'}")
+        if self.tty and done == 1:
+            self.out.write("\n")  # below the examples' line
+        self.out.write(("\r" + line + "   ") if self.tty else line + "\n")
+        if self.tty and done == total:
+            self.out.write("\n")
+        self.out.flush()
+
     def of(self, examples: int) -> str:
         """Hypothesis also runs examples it discards, and reruns a failure while shrinking
         it: beyond the planned number, say so rather than count past it."""
@@ -182,8 +193,9 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     budget = chosen.shrink_seconds if shrink_seconds is None else shrink_seconds
     with shrinking_budget(budget):
         failures = _explore(kit, chosen, seed, replay_dir, report, shrink=budget > 0)
-    failures.update(consumer_matrix.for_run(client, admin_token, kit.ledger, wanted, replay_dir,
-                                            report.run_id))  # P17: the reference consumer
+    failures.update(consumer_matrix.for_run(  # P17: the reference consumer
+        client, admin_token, kit.ledger, wanted, replay_dir, report.run_id,
+        on_cell=progress.cell if progress is not None else None))
     report.seconds = time.monotonic() - started
     report.examples, report.steps, report.commands = kit.examples, kit.steps, kit.trace
     report.fault_sources = sorted(
