@@ -170,6 +170,7 @@ class Model:
     now_ms: int = 0  # the server clock as last read through the hook
     attachments: dict[str, list[str]] = field(default_factory=dict)  # blob id -> message ids
     collections: dict[tuple[str, str], Collection] = field(default_factory=dict)
+    limits: dict[str, int] = field(default_factory=dict)  # as /v1/describe publishes them
 
     # ----- authority -------------------------------------------------------------------------
 
