@@ -36,4 +36,5 @@ def revision_rereads(world: World) -> Iterator[Step]:
             assert reader is not None
             yield "read_revision", {"token": reader.handle,
                                     "collection": collection.collection_id,
-                                    "revision": revision, "sizes": [100], "tombstones": True}
+                                    "revision": revision, "sizes": [model.page_size()],
+                                    "tombstones": True}
