@@ -198,11 +198,12 @@ def wait_seconds(world: World, value: int) -> None:
     ``wait`` = N + 1 is refused (P06)."""
     sender, reader = full_token(world, "a0"), full_token(world, "a1")
     accepted_send(world, sender, send_body(world), "wait_seconds", value, read=False)
+    page = world.model.page_size()
     with step(world, "at"):
-        answer = world.as_(reader, "GET", "/v1/feed", params={"limit": 10, "wait": value})
-        feed.check_page(world, reader, world.model.checkpoint(reader), 10, answer)
+        answer = world.as_(reader, "GET", "/v1/feed", params={"limit": page, "wait": value})
+        feed.check_page(world, reader, world.model.checkpoint(reader), page, answer)
     with step(world, "over"):
-        answer = world.as_(reader, "GET", "/v1/feed", params={"limit": 10, "wait": value + 1})
+        answer = world.as_(reader, "GET", "/v1/feed", params={"limit": page, "wait": value + 1})
         expect_limit(world, answer, "wait_seconds", value, "P06", "a long poll",
                      shape_rule=True)
         reread(world)
