@@ -30,6 +30,22 @@ def table(report: Report) -> str:
                  f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
                  f"({rate:.0f} steps/s)")
     lines.append("faults injected by: " + (", ".join(report.fault_sources) or "none"))
+    if report.limits:
+        lines += ["", limits_table(report)]
+    return "\n".join(lines)
+
+
+def limits_table(report: Report) -> str:
+    """The limit phase: each limit ``/v1/describe`` publishes, its value, and what exactly N
+    and N + 1 showed."""
+    lines = [f"{'':3}{'limit':<29} {'value':>10}  {'at N':<11} {'at N+1':<11} "
+             f"{'result':<14} {'tags':<9} what the check does", "-" * 98]
+    for row in report.limits:
+        value = "—" if row.value is None else str(row.value)
+        note = f"{row.note} — replay: {row.replay}" if row.replay else row.note
+        lines.append(f"{'':3}{row.name:<29} {value:>10}  {row.at_limit or '—':<11} "
+                     f"{row.over_limit or '—':<11} {row.result:<14} "
+                     f"{','.join(row.properties) or '—':<9} {note[:300]}")
     return "\n".join(lines)
 
 
@@ -43,6 +59,7 @@ def as_json(report: Report) -> dict[str, Any]:
                         "checks": o.checks, "message": o.message, "evidence": o.evidence,
                         "replay": o.replay, "expected_failure_reason": o.expected_reason or None}
                        for o in report.outcomes],
+        "limits": [row.as_json() for row in report.limits],
     }
 
 
@@ -51,10 +68,9 @@ def write_json(report: Report, path: Path) -> None:
 
 
 def write_junit(report: Report, path: Path) -> None:
-    """One test case per property; fail → <failure>, xfail / not covered → <skipped>."""
+    """One test case per property and per limit of the limit phase; fail → <failure>,
+    xfail / not covered / not published → <skipped>."""
     suite = ET.Element("testsuite", name=f"waypost-conformance-{report.target}",
-                       tests=str(len(report.outcomes)),
-                       failures=str(sum(o.result == "fail" for o in report.outcomes)),
                        time=f"{report.seconds:.3f}")
     for outcome in report.outcomes:
         case = ET.SubElement(suite, "testcase", classname="waypost.conformance",
@@ -68,6 +84,17 @@ def write_junit(report: Report, path: Path) -> None:
         elif outcome.result != "pass":
             ET.SubElement(case, "skipped",
                           message=f"{outcome.result}: {outcome.message or outcome.expected_reason}")
+    for row in report.limits:
+        case = ET.SubElement(suite, "testcase", classname="waypost.conformance.limits",
+                             name=f"limit {row.name} = {row.value}")
+        if row.result == "fail":
+            failure = ET.SubElement(case, "failure", message=row.note)
+            failure.text = json.dumps(row.as_json(), indent=2)
+        elif row.result != "pass":
+            ET.SubElement(case, "skipped", message=f"{row.result}: {row.note}")
+    suite.set("tests", str(len(report.outcomes) + len(report.limits)))
+    suite.set("failures", str(sum(o.result == "fail" for o in report.outcomes)
+                              + sum(row.result == "fail" for row in report.limits)))
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
 
 

@@ -24,6 +24,7 @@ from waypost.conformance import consumer_matrix
 from waypost.conformance.targets import check_target
 from waypost.properties.catalogue import CATALOGUE, Property
 from waypost.properties.http import Session
+from waypost.properties.limits import LimitOutcome, limit_phase
 from waypost.properties.machine import KitRun, machine_for
 from waypost.properties.proxy import FaultProxy
 from waypost.properties.rules import rules_for, step_budget
@@ -73,6 +74,7 @@ class Report:
     outcomes: list[Outcome] = field(default_factory=list)
     fault_sources: list[str] = field(default_factory=list)
     rules: list[str] = field(default_factory=list)  # the rules the run's steps drew from
+    limits: list[LimitOutcome] = field(default_factory=list)  # the limit phase, by limit
     commands: list[list[str]] | None = None  # per example, its commands (when traced)
 
     @property
@@ -130,12 +132,13 @@ def _failures(error: BaseException) -> list[BaseException]:
 
 
 def write_replay(directory: Path, report: Report, violation: PropertyViolation | None,
-                 error: BaseException, world: World | None) -> Path:
+                 error: BaseException, world: World | None, name: str = "") -> Path:
     """The failing example as a JSON replay: its commands (rerun deterministically) and the
-    HTTP exchanges it made, with the model's complaint."""
+    HTTP exchanges it made, with the model's complaint; ``name`` tells a limit check's file
+    from the exploration's."""
     directory.mkdir(parents=True, exist_ok=True)
     pid = violation.pid if violation else "ERROR"
-    path = directory / f"{report.run_id}-{pid}.json"
+    path = directory / f"{report.run_id}-{name}{pid}.json"
     path.write_text(json.dumps({
         "format": "waypost-replay/1",
         "property": pid,
@@ -190,12 +193,15 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
                  rules_for(wanted), wanted, trace=[] if trace else None, on_example=progress)
     report.rules = [rule.name for rule in kit.rules]
     started = time.monotonic()
+    failures = _limits(kit, replay_dir, report)
     budget = chosen.shrink_seconds if shrink_seconds is None else shrink_seconds
     with shrinking_budget(budget):
-        failures = _explore(kit, chosen, seed, replay_dir, report, shrink=budget > 0)
-    failures.update(consumer_matrix.for_run(  # P17: the reference consumer
+        explored = _explore(kit, chosen, seed, replay_dir, report, shrink=budget > 0)
+    explored.update(consumer_matrix.for_run(  # P17: the reference consumer
         client, admin_token, kit.ledger, wanted, replay_dir, report.run_id,
         on_cell=progress.cell if progress is not None else None))
+    for pid, found in explored.items():
+        failures.setdefault(pid, found)
     report.seconds = time.monotonic() - started
     report.examples, report.steps, report.commands = kit.examples, kit.steps, kit.trace
     report.fault_sources = sorted(
@@ -211,6 +217,23 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
 
 
 Failures = dict[str, tuple[PropertyViolation | None, BaseException, Path]]
+
+
+def _limits(kit: KitRun, replay_dir: Path, report: Report) -> Failures:
+    """The limit phase (``properties/limits.py``): every published limit at its boundary,
+    once per run; a failure is written as a replay of its own example."""
+    failures: Failures = {}
+
+    def failed(error: BaseException, world: World) -> str:
+        violation = error if isinstance(error, PropertyViolation) else None
+        name = str(world.commands[-1]["args"].get("limit", "setup")) + "-"
+        path = write_replay(replay_dir, report, violation, error, world, f"limit-{name}")
+        failures.setdefault(violation.pid if violation else "ERROR", (violation, error, path))
+        return str(path)
+
+    report.limits = limit_phase(kit.session, f"{report.run_id}-lim", kit.ledger, kit.selected,
+                                failed)
+    return failures
 
 
 def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path, report: Report, *,

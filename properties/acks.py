@@ -12,13 +12,10 @@ from waypost.properties.model import Recorded
 if TYPE_CHECKING:
     from waypost.properties.world import World
 
-#: The published maximum of items in one ACK (describe: ``ack_items_per_request``).
-ACK_ITEMS = 20
-
-
 def ack(world: World, token: str, lines: list[list[Any]], cursor: Any,
         recheck: bool = False) -> None:
-    """An ACK of 0–20 distinct items and an optional checkpoint: all or nothing (P09, P10).
+    """An ACK of distinct items (up to the published bound) and an optional checkpoint: all
+    or nothing (P09, P10).
     With ``recheck``, the items it left processed are then acknowledged ``received`` and
     ``processed`` again: both must change nothing (the stage never goes back)."""
     acker = world.token(token)
@@ -66,16 +63,21 @@ def _recheck(world: World, token: str, lines: list[list[Any]],
 
 
 def ack_limits(world: World, token: str) -> None:
-    """Past the published ACK limit is RESOURCE_LIMIT; neither items nor a checkpoint is
-    INVALID_REQUEST; nothing is saved either way (P10)."""
+    """Past the published ACK limit is RESOURCE_LIMIT (or FORBIDDEN, for whichever token was
+    drawn); neither items nor a checkpoint is INVALID_REQUEST; nothing is saved either way
+    (P10). The limit phase checks the bound itself with real items (``limits``)."""
     acker = world.token(token)
-    over = world.as_(acker, "POST", "/v1/acks", {"request_id": world.rid(), "items": [
-        {"item_id": f"fi-{n}", "stage": "received"} for n in range(ACK_ITEMS + 1)]})
-    empty = world.as_(acker, "POST", "/v1/acks", {"request_id": world.rid(), "items": []})
-    if world.dead(acker, over, "ACK"):
+    bound = world.model.limits.get("ack_items")
+    answers = [world.as_(acker, "POST", "/v1/acks", {"request_id": world.rid(), "items": []})]
+    if bound is not None:
+        answers.append(world.as_(acker, "POST", "/v1/acks", {"request_id": world.rid(), "items": [
+            {"item_id": f"fi-{n}", "stage": "received"} for n in range(bound + 1)]}))
+    if world.dead(acker, answers[0], "ACK"):
         return
-    world.expect_refusal(over, {"RESOURCE_LIMIT", "FORBIDDEN"}, "P10", "an ACK of 21 items")
-    world.expect_refusal(empty, {"INVALID_REQUEST", "FORBIDDEN"}, "P10", "an empty ACK")
+    world.expect_refusal(answers[0], {"INVALID_REQUEST", "FORBIDDEN"}, "P10", "an empty ACK")
+    for over in answers[1:]:
+        world.expect_refusal(over, {"RESOURCE_LIMIT", "FORBIDDEN"}, "P10",
+                             f"an ACK of {bound} + 1 items")
 
 
 def probe_foreign(world: World, token: str, item: list[Any]) -> None:

@@ -44,13 +44,13 @@ CATALOGUE: tuple[Property, ...] = (
              "A message, an ACK (receipts, receipt items, checkpoint) becomes visible entirely or "
              "not at all.",
              ("command send", "command read_message", "command ack", "command check_view",
-              "command concurrent_sends"),
+              "command concurrent_sends", "command check_limit"),
              True),
     Property("P06", "Feed order and completeness",
              "Sequences strictly increase in commit order and are never reused; any page sizes "
              "yield every visible item once, in order.",
              ("command read_feed", "command check_view", "invariant sequences_never_reused",
-              "history checker"), True),
+              "history checker", "command check_limit"), True),
     Property("P07", "Cursor integrity",
              "Cursors are integrity-protected and bound to consumer, view, filter and grants; "
              "rotation with identical grants keeps them valid.",
@@ -66,7 +66,8 @@ CATALOGUE: tuple[Property, ...] = (
     Property("P10", "ACK atomicity and bounds",
              "Up to 20 items plus an optional checkpoint, saved completely or not at all; the "
              "checkpoint only moves forward; the answer is stable under retry.",
-             ("command ack", "command retry", "command read_feed", "command ack_limits"), True),
+             ("command ack", "command retry", "command read_feed", "command ack_limits",
+              "command check_limit"), True),
     Property("P11", "Memory head CAS",
              "expected_revision other than the head is REVISION_CONFLICT with current_revision, "
              "recorded as the key's result; success makes revision = expected + 1; among "
@@ -81,21 +82,23 @@ CATALOGUE: tuple[Property, ...] = (
     Property("P13", "Fixed revision reads",
              "A published revision, read at any later time with any page sizes, shows the "
              "identical entries; its item cursor is bound to it; its manifest equals its rows.",
-             ("command read_revision", "command cursor_elsewhere"), True),
+             ("command read_revision", "command cursor_elsewhere", "command check_limit"), True),
     Property("P14", "Snapshot/delta and tombstones",
              "Snapshots tombstone unlisted entries, tombstones stay until an upsert, upsert and "
              "delete are disjoint, active paths unique, invalid input rejected before any "
-             "effect.", ("command publish", "command read_revision"), True),
+             "effect.", ("command publish", "command read_revision",
+                "command check_limit"), True),
     Property("P15", "Upload integrity",
              "Content must match the declared size and SHA-256 (zero bytes valid); content is "
              "create-only; an expired upload cannot be sealed; a sealed blob never changes.",
              ("command prepare", "command put", "command seal", "command read_blob",
-              "command advance_clock"), True),
+              "command advance_clock", "command check_limit"), True),
     Property("P16", "Blob access and reference",
              "A blob is readable only by its owner, readers of a message attaching it, or a "
              "grant; referencing needs a sealed blob of the space, owned or granted.",
              ("command read_blob", "command send", "command provision", "command put",
-              "command seal", "command publish", "command read_revision"), True),
+              "command seal", "command publish", "command read_revision",
+              "command check_limit"), True),
     Property("P17", "Reference consumer reliability",
              "The reference consumer stores a page, its work records and its checkpoint in one "
              "local transaction before acknowledging received; sends processed only after the "

@@ -12,6 +12,7 @@ from waypost.properties import (
     control,
     faults,
     feed,
+    limits,
     memory,
     messages,
     revisions,
@@ -44,5 +45,7 @@ COMMANDS: dict[str, Command] = {
     # faults and concurrency (properties/faults.py)
     "fault_send": faults.fault_send, "fault_publish": faults.fault_publish,
     "parallel_retries": faults.parallel_retries, "concurrent_sends": faults.concurrent_sends,
+    # published limits at their boundary (properties/limits.py)
+    "check_limit": limits.check_limit,
 }
 

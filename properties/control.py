@@ -27,6 +27,7 @@ def setup(world: World) -> None:
     capabilities = described.json.get("capabilities", {}) if isinstance(
         described.json, dict) else {}
     world.model.hooks = isinstance(capabilities, dict) and bool(capabilities.get("test_hooks"))
+    world.model.limits = published_limits(described.json)
     if world.model.hooks:
         clock = world.session.admin("GET", "/_test/clock")
         now = epoch_ms(clock.json.get("now")) if isinstance(clock.json, dict) else None
@@ -48,6 +49,14 @@ def setup(world: World) -> None:
             world.model.actors[(space, actor)] = Actor(actor, space)
             provision(world, name, actor, "inbox", {}, FULL_SCOPES, None)
     _collections(world)
+
+
+def published_limits(described: Any) -> dict[str, int]:
+    """The integer limits of a ``/v1/describe`` answer (none if it publishes none)."""
+    limits = described.get("limits") if isinstance(described, dict) else None
+    return {name: value for name, value in (limits or {}).items()
+            if isinstance(value, int) and not isinstance(value, bool)} \
+        if isinstance(limits, dict) else {}
 
 
 def _collections(world: World) -> None:

@@ -45,7 +45,7 @@ def check_view(world: World, token: str, sizes: list[int] | None = None) -> None
     reader = world.token(token)
     if not world.model.live(reader):
         return
-    sizes = sizes or [100]
+    sizes = sizes or [world.model.page_size()]
     position: int | None = world.model.checkpoint(reader)
     answer = world.as_(reader, "GET", "/v1/feed", params={"limit": sizes[0]})
     for page in itertools.count(1):

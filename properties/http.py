@@ -66,12 +66,22 @@ class Session:
     hook_faults: int = 0  # faults armed through /_test/faults
 
     def call(self, method: str, path: str, *, bearer: str, who: str, body: Any = None,
-             params: dict[str, Any] | None = None, may_drop: bool = False) -> Answer:
+             params: dict[str, Any] | None = None, may_drop: bool = False,
+             raw: bytes | None = None) -> Answer:
         """One request. With ``may_drop`` (a fault was armed), a connection that closes
-        without an answer is :data:`DROPPED` (status 0) instead of an error of the run."""
+        without an answer is :data:`DROPPED` (status 0) instead of an error of the run.
+        ``raw`` is a JSON body sent byte for byte (its length matters), in place of ``body``."""
+        headers = {"Authorization": f"Bearer {bearer}"}
+        if raw is not None:
+            headers["Content-Type"] = "application/json"
         try:
-            response = self.client.request(method, path, json=body, params=params,
-                                           headers={"Authorization": f"Bearer {bearer}"})
+            if raw is None:
+                response = self.client.request(method, path, json=body, params=params,
+                                               headers=headers)
+            else:
+                response = self.client.request(method, path, content=raw, params=params,
+                                               headers=headers)
+                body = f"<{len(raw)} bytes>"
         except httpx.TransportError:
             if not may_drop:
                 raise

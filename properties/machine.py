@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from waypost.properties.http import Session
+from waypost.properties.reread import revision_rereads, view_rereads
 from waypost.properties.rules import BY_NAME, RULES, Rule, properties_of, weighted
 from waypost.properties.rules.driver import Driver
 from waypost.properties.violations import Ledger
@@ -90,33 +91,10 @@ class WaypostMachine(RuleBasedStateMachine):
             kit.trace.append([_line(c) for c in self.world.commands])
         if kit.on_example is not None:
             kit.on_example(kit)
-        if kit.wants(VIEWS):
-            self.reread_views()
-        if kit.wants(REVISIONS):
-            self.reread_revisions()
-
-    def reread_views(self) -> None:
-        """One re-read per (consumer, grant fingerprint): tokens with equal grants see the same
-        items."""
-        model, seen = self.world.model, set[tuple[str, str]]()
-        for token in list(model.tokens.values()):
-            view = (token.consumer_id, token.grant_fingerprint)
-            if view not in seen and model.live(token):
-                seen.add(view)
-                self.world.run("check_view", {"token": token.handle})
-
-    def reread_revisions(self) -> None:
-        """Every revision of every collection, through a token that may read it."""
-        model = self.world.model
-        for collection in list(model.collections.values()):
-            reader = next((t for t in model.tokens.values() if t.space == collection.space
-                           and model.live(t) and t.has("memory.read")
-                           and t.may(collection.collection_id, "read")), None)
-            for revision in range(1, collection.head + 1) if reader else ():
-                assert reader is not None
-                self.world.run("read_revision", {
-                    "token": reader.handle, "collection": collection.collection_id,
-                    "revision": revision, "sizes": [100], "tombstones": True})
+        for wanted, rereads in ((VIEWS, view_rereads), (REVISIONS, revision_rereads)):
+            if kit.wants(wanted):
+                for name, args in rereads(self.world):
+                    self.world.run(name, args)
 
 
 def _line(command: dict[str, Any]) -> str:

@@ -51,9 +51,11 @@ def item_inputs(world: World, items: list[list[Any]]) -> list[dict[str, Any]]:
     return found
 
 
-def _manifest_blob(world: World, writer: Token, document: dict[str, Any]) -> str | None:
-    """Upload the input document as a sealed blob of the writer (P15 checked on the way)."""
-    content = json.dumps(document, sort_keys=True).encode()
+def manifest_blob(world: World, writer: Token, document: dict[str, Any] | bytes) -> str | None:
+    """Upload the input document (or its bytes) as a sealed blob of the writer (P15 checked on
+    the way)."""
+    content = document if isinstance(document, bytes) else json.dumps(
+        document, sort_keys=True).encode()
     prepared = world.as_(writer, "POST", "/v1/blobs", {
         "request_id": world.rid(), "size": len(content),
         "sha256": hashlib.sha256(content).hexdigest(), "content_type": "application/json"})
@@ -84,7 +86,7 @@ def publish(world: World, token: str, collection: str, offset: int, mode: str,
     body: dict[str, Any] = {"request_id": world.rid(), "expected_revision": max(head + offset, 0),
                             "mode": mode}
     if manifest and world.model.live(writer) and writer.has("blob.write"):
-        blob_id = _manifest_blob(world, writer, changes)
+        blob_id = manifest_blob(world, writer, changes)
         if blob_id is None:
             return
         body["manifest_blob_id"] = blob_id

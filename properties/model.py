@@ -170,6 +170,11 @@ class Model:
     now_ms: int = 0  # the server clock as last read through the hook
     attachments: dict[str, list[str]] = field(default_factory=dict)  # blob id -> message ids
     collections: dict[tuple[str, str], Collection] = field(default_factory=dict)
+    limits: dict[str, int] = field(default_factory=dict)  # as /v1/describe publishes them
+
+    def page_size(self) -> int:
+        """The largest page the kit asks for: 100, or the smaller published ``page_limit``."""
+        return min(100, self.limits.get("page_limit", 100))
 
     # ----- authority -------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ class Ledger:
         self.checks: Counter[str] = Counter()
         self.enforced = enforced  # None: every property raises
         self.recorded: dict[str, PropertyViolation] = {}
+        self.failures = 0  # every failed check, raised or recorded
 
     def check(self, pid: str, ok: bool, message: str, **evidence: Any) -> bool:
         """Count one check of ``pid``. A failure raises :class:`PropertyViolation` when ``pid``
@@ -41,6 +42,7 @@ class Ledger:
         self.checks[pid] += 1
         if ok:
             return True
+        self.failures += 1
         violation = KINDS.get(pid, PropertyViolation)(pid, message, evidence)
         if self.enforced is None or pid in self.enforced:
             raise violation

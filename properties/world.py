@@ -36,6 +36,7 @@ class World:
         self.space_ids = {name: f"{prefix}{name}" for name in SPACE_ACTORS}
         self.commands: list[dict[str, Any]] = []
         self.message_order: list[str] = []
+        self.boundary: dict[str, bool] = {}  # a limit check's steps: "at", "over" -> held
         self._next = 0
 
     def run(self, name: str, args: dict[str, Any]) -> None:
@@ -72,9 +73,9 @@ class World:
         return list(self.model.submissions.values())[index]
 
     def as_(self, token: Token, method: str, path: str, body: Any = None,
-            params: dict[str, Any] | None = None) -> Answer:
+            params: dict[str, Any] | None = None, raw: bytes | None = None) -> Answer:
         return self.session.call(method, path, bearer=token.secret, who=token.handle, body=body,
-                                 params=params)
+                                 params=params, raw=raw)
 
     def admin_ok(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
         answer = self.session.admin(method, path, body)

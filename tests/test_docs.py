@@ -39,7 +39,18 @@ def test_catalogue_names_only_commands_and_invariants_that_exist() -> None:
 def test_every_command_is_performed_by_a_rule() -> None:
     performed = {command for rule in RULES for command in rule.performs}
     assert performed <= set(COMMANDS)
-    assert set(COMMANDS) - performed == {"setup"}  # every example's first command
+    # every example's first command; the limit phase of each run
+    assert set(COMMANDS) - performed == {"setup", "check_limit"}
+
+
+def test_each_limit_check_is_tagged_with_properties_that_name_it() -> None:
+    from waypost.properties.limits import registry
+
+    by_id = {prop.pid: prop for prop in CATALOGUE}
+    for limit in registry().values():
+        assert limit.properties, limit.name
+        for pid in limit.properties:
+            assert "command check_limit" in by_id[pid].checked_by, (limit.name, pid)
 
 
 def test_the_spec_table_lists_the_catalogues_commands() -> None:

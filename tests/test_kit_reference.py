@@ -59,7 +59,16 @@ def test_the_cli_runs_the_kit_against_the_sqlite_target(tmp_path: Path) -> None:
     assert [p["id"] for p in report["properties"]] == [p.pid for p in CATALOGUE]
     suite = ET.parse(tmp_path / "r.xml").getroot()
     assert suite.get("failures") == "0"
-    assert len(suite.findall("testcase")) == 18
+    cases = suite.findall("testcase")
+    assert [c.get("classname") for c in cases].count("waypost.conformance") == 18
+    limits = {row["limit"]: row for row in report["limits"]}
+    assert {c.get("name") for c in cases} >= {f"limit {n} = {r['value']}"
+                                              for n, r in limits.items()}
+    assert limits["ack_items"]["value"] == 20
+    assert limits["ack_items"]["result"] == "pass"
+    assert (limits["ack_items"]["accepted_at_limit"],
+            limits["ack_items"]["refused_above_limit"]) == ("accepted", "refused")
+    assert "memory_entries_per_revision" in result.stdout  # the limits table
 
 
 def test_a_url_target_needs_an_admin_token(tmp_path: Path) -> None:

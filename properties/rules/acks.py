@@ -51,7 +51,8 @@ def _items(d: Driver, data: st.DataObject, holder: Token, wrong: bool) -> list[A
         refs.insert(data.draw(st.integers(0, len(refs))), bad)
         return refs
     chosen: list[Any] = data.draw(st.lists(st.sampled_from(visible or others), min_size=0,
-                                           max_size=20, unique_by=repr))
+                                           max_size=min(20, d.model.limits.get("ack_items", 20)),
+                                           unique_by=repr))
     return chosen
 
 
