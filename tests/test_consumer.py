@@ -3,6 +3,7 @@ over real HTTP two consumers exchange messages, survive a crash and never show t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -184,3 +185,53 @@ def test_sync_watch_long_polls_and_says_so(demo: tuple[str, dict[str, str]],
         watch.terminate()
         watch.wait(timeout=30)
     assert "Ping" in [i["subject"] for i in must(tokens["alice"], db, "list")]
+
+
+def _sealed_note(url: str, token: str, content: bytes) -> str:
+    """A sealed blob of ``content`` uploaded by the token's actor over HTTP."""
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}) as c:
+        slot = c.post("/v1/blobs", json={
+            "request_id": f"note-{hashlib.sha256(content).hexdigest()[:12]}",
+            "size": len(content), "sha256": hashlib.sha256(content).hexdigest(),
+            "content_type": "text/markdown"}).json()
+        assert c.put(f"/v1/uploads/{slot['upload_id']}/content", content=content).status_code == 200
+        sealed = c.post(f"/v1/uploads/{slot['upload_id']}/commit",
+                        json={"request_id": f"seal-{slot['upload_id']}"})
+        assert sealed.status_code == 200, sealed.text
+        return str(slot["blob_id"])
+
+
+@pytest.mark.slow
+def test_a_publish_survives_a_crash_once_and_readers_pin_the_revision(
+        demo: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    url, tokens = demo
+    alice, bob = tmp_path / "alice.db", tmp_path / "bob.db"
+    must(tokens["alice"], alice, "init", "--server", url)
+    must(tokens["bob"], bob, "init", "--server", url)
+    blob_id = _sealed_note(url, tokens["alice"], b"# Notes\nremember the milk\n")
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tokens['alice']}"}) as c:
+        head = c.get("/v1/collections/notes").json()["current_revision"]
+    # alice's publish dies right after its submission; her next sync resubmits it with the
+    # same request_id, so the collection moves exactly once.
+    crashed = consumer(tokens["alice"], alice, "publish", "notes", "--expected-revision",
+                       str(head), "--entry", f"milk=todo/milk.md={blob_id}",
+                       fault="outbound.after_submit")
+    assert crashed.returncode == 86, crashed.stderr
+    assert must(tokens["alice"], alice, "status")["outbound"]["pending"] == 1
+    must(tokens["alice"], alice, "sync")
+    status = must(tokens["alice"], alice, "status")
+    assert status["outbound"]["pending"] == 0
+    (published,) = [r for r in status["recent_outbound"] if r["operation"] == "memory.publish"]
+    assert published["attempts"] == 2
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tokens['alice']}"}) as c:
+        assert c.get("/v1/collections/notes").json()["current_revision"] == head + 1
+        lookup = c.get(f"/v1/submissions/memory.publish/{published['request_id']}").json()
+    assert lookup["result"]["body"]["revision"] == head + 1
+    # bob, a reader of notes, syncs: the revision is pinned in his file with its entries.
+    must(tokens["bob"], bob, "sync")
+    pinned = [i for i in must(tokens["bob"], bob, "list") if i["type"] == "memory_revision"]
+    assert pinned, "the new revision did not reach bob's consumer"
+    shown = must(tokens["bob"], bob, "show", pinned[-1]["item_id"])
+    entries = shown["memory_revision"]["entries"]
+    assert [(e["entry_id"], e["path"], e["blob_id"]) for e in entries] == [
+        ("milk", "todo/milk.md", blob_id)]
