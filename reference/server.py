@@ -118,6 +118,7 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
     driver: Driver
     blobs: BlobStore
     limits = Limits()
+    faults = Faults(exit_on_crash=settings.exit_on_crash)
     if settings.storage == "d1":
         if not (settings.gateway_url and settings.gateway_secret):
             raise ValueError("D1 storage needs the gateway's URL and secret")
@@ -125,7 +126,8 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
         blobs = R2BlobStore(driver.client)  # one client to the gateway; the driver closes it
         limits = D1_LIMITS
     else:
-        driver = SqliteDriver(settings.data_dir / DATABASE, synchronous=settings.synchronous)
+        driver = SqliteDriver(settings.data_dir / DATABASE, synchronous=settings.synchronous,
+                              on_durable=lambda: faults.hit("commit.durable"))
         blobs = FileBlobStore(settings.data_dir / "objects", durable=settings.synchronous == "FULL")
     try:
         await driver.migrate()
@@ -137,7 +139,7 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
             cursor_key=cursor_key(settings.data_dir),
             admin_digest=token_digest(settings.admin_token) if settings.admin_token else None,
             test_hooks=settings.test_hooks,
-            faults=Faults(exit_on_crash=settings.exit_on_crash),
+            faults=faults,
         )
     finally:
         await driver.aclose()
