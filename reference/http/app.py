@@ -10,7 +10,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from waypost import __version__
@@ -106,14 +106,15 @@ async def _blob(ctx: Context, principal: Principal, request: Request) -> Outcome
 
 
 async def blob_content(request: Request) -> Response:
-    """The sealed bytes with ``ETag`` = their SHA-256 (errors still use the envelope)."""
+    """The sealed bytes, streamed in bounded chunks, with ``ETag`` = their SHA-256 and the
+    stored content type verbatim (errors still use the envelope)."""
     holder: dict[str, Response] = {}
 
     async def work(ctx: Context, principal: Principal, request: Request) -> Outcome:
-        data, content_type, etag = await blobs.read_content(ctx, principal,
-                                                            request.path_params["blob_id"])
-        holder["response"] = Response(data, 200, headers={  # the stored type, verbatim
-            "Content-Type": content_type, "ETag": f'"{etag}"'})
+        content = await blobs.read_content(ctx, principal, request.path_params["blob_id"])
+        holder["response"] = StreamingResponse(content.chunks, 200, headers={
+            "Content-Type": content.content_type, "ETag": f'"{content.etag}"',
+            "Content-Length": str(content.size)})
         return Outcome(200, {})
 
     response = await data(work)(request)
