@@ -23,6 +23,7 @@ from waypost.reference.domain.errors import StorageUnavailable
 from waypost.reference.domain.faults import Abandoned, Faults
 from waypost.reference.domain.limits import D1_LIMITS, Limits
 from waypost.reference.http.app import create_app
+from waypost.reference.http.limits import ConnectionLimits
 from waypost.reference.service.auth import token_digest
 from waypost.reference.service.blobs import sweep
 from waypost.reference.service.context import Context
@@ -49,6 +50,7 @@ class Settings:
     gateway_url: str | None = None
     gateway_secret: str | None = field(default=None, repr=False)
     exit_on_crash: bool = False  # a ``crash`` fault ends the process (``--crash-mode exit``)
+    body_seconds: float = ConnectionLimits.body_seconds  # the most a body may stall per chunk
 
 
 def cursor_key(data_dir: Path) -> bytes:
@@ -147,4 +149,4 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
 
 def build_app(settings: Settings) -> Starlette:
     """The embedded reference as an ASGI app (usable under any ASGI server)."""
-    return create_app(lambda: serving(settings))
+    return create_app(lambda: serving(settings), settings.body_seconds)

@@ -28,6 +28,7 @@ from waypost.reference.http.endpoints import (
     error_response,
     read_json,
 )
+from waypost.reference.http.limits import BodyTimeout, ConnectionLimits
 from waypost.reference.service import (
     acks,
     blobs,
@@ -259,9 +260,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(internal_error())
 
 
-def create_app(ctx_factory: Any) -> Starlette:
+def create_app(ctx_factory: Any, body_seconds: float = ConnectionLimits.body_seconds) -> Starlette:
     """The ASGI app. ``ctx_factory`` is an async context manager yielding the :class:`Context`,
-    entered at startup and left at shutdown."""
+    entered at startup and left at shutdown; a request body that stalls ``body_seconds`` between
+    chunks is cut off."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -282,5 +284,6 @@ def create_app(ctx_factory: Any) -> Starlette:
         finally:
             await stack.aclose()
 
-    return Starlette(routes=ROUTES, lifespan=lifespan, middleware=[Middleware(CloseOnAbandon)],
+    return Starlette(routes=ROUTES, lifespan=lifespan, middleware=[
+        Middleware(CloseOnAbandon), Middleware(BodyTimeout, seconds=body_seconds)],
                      exception_handlers={HTTPException: _http_error})
