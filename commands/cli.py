@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from waypost import __version__
+from waypost.bench_cli import add_load_benches
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -355,6 +356,7 @@ def parser() -> argparse.ArgumentParser:
                               "the kit's sqlite target)")
     publish.add_argument("--json", type=Path, default=None, help="also write the JSON here")
     publish.set_defaults(run=_bench_publish)
+    add_load_benches(benches)
     return top
 
 

@@ -182,11 +182,11 @@ class GroupWriter:
         except BaseException as exc:
             _answer_all(jobs, mapped(exc))
             return
-        for job, rows, error in answers:
+        for job, result, error in answers:
             if error is not None:
                 job.future.set_exception(error)
             else:
-                job.future.set_result(rows)
+                job.future.set_result(result)
 
     def _counted(self, group: list[_Job]) -> list[_Job]:
         stats, size = self.stats, len(group)
