@@ -47,6 +47,11 @@ def _blobs(args: argparse.Namespace) -> int:
     return _print(bench_blobs(args.downloaders, args.blob_mib, args.pause), args.json)
 
 
+def _finish(command: argparse.ArgumentParser, run: Any) -> None:
+    command.add_argument("--json", type=Path, default=None, help="also write the JSON here")
+    command.set_defaults(run=run)
+
+
 def add_load_benches(benches: Any) -> None:
     """Register ``send``, ``feed`` and ``blobs`` under ``waypost bench``."""
     send = benches.add_parser(
@@ -61,8 +66,7 @@ def add_load_benches(benches: Any) -> None:
     send.add_argument("--clients", type=_counts, default=[1, 4, 16],
                       help="comma-separated client counts (default: 1,4,16)")
     send.add_argument("--seconds", type=float, default=5.0, help="per level (default: 5)")
-    send.add_argument("--json", type=Path, default=None, help="also write the JSON here")
-    send.set_defaults(run=_send)
+    _finish(send, _send)
     feed = benches.add_parser(
         "feed", help="feed page p50 at two feed sizes and their ratio",
         description="Fill a recipient's inbox by sends (16 clients) to each size in turn and "
@@ -72,8 +76,7 @@ def add_load_benches(benches: Any) -> None:
                       help="comma-separated feed sizes in items (default: 2000,200000)")
     feed.add_argument("--repeats", type=int, default=300, help="page reads per size "
                                                                "(default: 300)")
-    feed.add_argument("--json", type=Path, default=None, help="also write the JSON here")
-    feed.set_defaults(run=_feed)
+    _finish(feed, _feed)
     blobs = benches.add_parser(
         "blobs", help="describe p99 during slow 64 MiB downloads and refused manifests",
         description="Upload a --blob-mib blob, then measure GET /v1/describe one after another "
@@ -84,5 +87,4 @@ def add_load_benches(benches: Any) -> None:
     blobs.add_argument("--blob-mib", type=int, default=64, help="blob size (default: 64)")
     blobs.add_argument("--pause", type=float, default=0.02,
                        help="seconds a slow client pauses per 256 KiB (default: 0.02)")
-    blobs.add_argument("--json", type=Path, default=None, help="also write the JSON here")
-    blobs.set_defaults(run=_blobs)
+    _finish(blobs, _blobs)
