@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from waypost import __version__
+from waypost.bench_cli import add_load_benches
 
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from waypost.reference.http.limits import ConnectionLimits, limited_protocol
     from waypost.reference.server import Settings, build_app
 
     admin_token = os.environ.get("WAYPOST_ADMIN_TOKEN") or None
@@ -29,12 +31,16 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     settings = Settings(Path(args.data_dir), admin_token, test_hooks=args.test_hooks,
                         synchronous=args.synchronous.upper(),
-                        exit_on_crash=args.crash_mode == "exit", **storage)
+                        exit_on_crash=args.crash_mode == "exit",
+                        body_seconds=args.body_timeout, **storage)
     if not _storage_reachable(settings, "serve"):
         return 1
     app = build_app(settings)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
-                access_log=not args.no_access_log)
+                access_log=not args.no_access_log, timeout_keep_alive=args.keep_alive_timeout,
+                http=limited_protocol(ConnectionLimits(args.header_timeout, args.body_timeout,
+                                                       args.keep_alive_timeout,
+                                                       args.max_connections)))
     return 0
 
 
@@ -242,6 +248,7 @@ def parser() -> argparse.ArgumentParser:
                             "survives process crashes only (for throwaway test targets)")
     serve.add_argument("--no-access-log", action="store_true",
                        help="do not log every request (the conformance kit's default)")
+    _limit_arguments(serve)
     serve.set_defaults(run=_serve)
 
     gateway = commands.add_parser(
@@ -352,7 +359,23 @@ def parser() -> argparse.ArgumentParser:
                               "the kit's sqlite target)")
     publish.add_argument("--json", type=Path, default=None, help="also write the JSON here")
     publish.set_defaults(run=_bench_publish)
+    add_load_benches(benches)
     return top
+
+
+def _limit_arguments(serve: argparse.ArgumentParser) -> None:
+    """Connection limits (docs/spec.md "Connection limits"): past them a client is cut off."""
+    serve.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+                       help="a request head must be complete this long after its connection "
+                            "or its first byte, else the connection closes (default: 10)")
+    serve.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
+                       help="the longest a request body may stall between chunks before the "
+                            "request is cut off (default: 30)")
+    serve.add_argument("--keep-alive-timeout", type=float, default=5.0, metavar="SECONDS",
+                       help="an idle keep-alive connection closes after this (default: 5)")
+    serve.add_argument("--max-connections", type=int, default=1000,
+                       help="past this many open connections, a new one is answered 503 "
+                            "and closed (default: 1000)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

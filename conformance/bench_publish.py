@@ -225,7 +225,7 @@ def _empty(bench: Bench, repeats: int) -> dict[str, Any]:
     return _figures(0, seconds)
 
 
-def _memory_kib(pid: int | str) -> dict[str, int]:
+def memory_kib(pid: int | str) -> dict[str, int]:
     """``VmHWM`` (peak resident) and ``VmRSS`` of a process, in KiB (Linux /proc)."""
     found: dict[str, int] = {}
     try:
@@ -239,7 +239,7 @@ def _memory_kib(pid: int | str) -> dict[str, int]:
     return found
 
 
-def _filesystem(path: Path) -> str | None:
+def filesystem(path: Path) -> str | None:
     """The file-system type holding ``path`` (from /proc/mounts; None elsewhere)."""
     best, kind = "", None
     try:
@@ -261,9 +261,9 @@ def _mib(kib: int | None) -> float | None:
 
 def _upload_section(bench: Bench, size: int) -> dict[str, Any]:
     pid = bench.server.process.pid
-    server_before, client_before = _memory_kib(pid), _memory_kib("self")
+    server_before, client_before = memory_kib(pid), memory_kib("self")
     _blob_id, seconds = _upload(bench, size)
-    server_after, client_after = _memory_kib(pid), _memory_kib("self")
+    server_after, client_after = memory_kib(pid), memory_kib("self")
 
     def growth(before: dict[str, int], after: dict[str, int]) -> float | None:
         if "VmHWM" not in before or "VmHWM" not in after:
@@ -345,7 +345,7 @@ def bench_publish(sizes: Sequence[int] = DEFAULT_SIZES, repeats: int = 20,
             "benchmark": "publish",
             "machine": {**machine(), "platform": platform.platform()},
             "server": {"target": "sqlite", "synchronous": synchronous,
-                       "data_dir_filesystem": _filesystem(data_dir),
+                       "data_dir_filesystem": filesystem(data_dir),
                        "limits": {k: bench.limits[k] for k in (
                            "inline_items_per_publish", "memory_entries_per_revision",
                            "upload_bytes") if k in bench.limits}},

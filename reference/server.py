@@ -23,6 +23,7 @@ from waypost.reference.domain.errors import StorageUnavailable
 from waypost.reference.domain.faults import Abandoned, Faults
 from waypost.reference.domain.limits import D1_LIMITS, Limits
 from waypost.reference.http.app import create_app
+from waypost.reference.http.limits import ConnectionLimits
 from waypost.reference.service.auth import token_digest
 from waypost.reference.service.blobs import sweep
 from waypost.reference.service.context import Context
@@ -49,6 +50,7 @@ class Settings:
     gateway_url: str | None = None
     gateway_secret: str | None = field(default=None, repr=False)
     exit_on_crash: bool = False  # a ``crash`` fault ends the process (``--crash-mode exit``)
+    body_seconds: float = ConnectionLimits.body_seconds  # the most a body may stall per chunk
 
 
 def cursor_key(data_dir: Path) -> bytes:
@@ -118,6 +120,7 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
     driver: Driver
     blobs: BlobStore
     limits = Limits()
+    faults = Faults(exit_on_crash=settings.exit_on_crash)
     if settings.storage == "d1":
         if not (settings.gateway_url and settings.gateway_secret):
             raise ValueError("D1 storage needs the gateway's URL and secret")
@@ -125,7 +128,8 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
         blobs = R2BlobStore(driver.client)  # one client to the gateway; the driver closes it
         limits = D1_LIMITS
     else:
-        driver = SqliteDriver(settings.data_dir / DATABASE, synchronous=settings.synchronous)
+        driver = SqliteDriver(settings.data_dir / DATABASE, synchronous=settings.synchronous,
+                              on_durable=lambda: faults.hit("commit.durable"))
         blobs = FileBlobStore(settings.data_dir / "objects", durable=settings.synchronous == "FULL")
     try:
         await driver.migrate()
@@ -137,7 +141,7 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
             cursor_key=cursor_key(settings.data_dir),
             admin_digest=token_digest(settings.admin_token) if settings.admin_token else None,
             test_hooks=settings.test_hooks,
-            faults=Faults(exit_on_crash=settings.exit_on_crash),
+            faults=faults,
         )
     finally:
         await driver.aclose()
@@ -145,4 +149,4 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
 
 def build_app(settings: Settings) -> Starlette:
     """The embedded reference as an ASGI app (usable under any ASGI server)."""
-    return create_app(lambda: serving(settings))
+    return create_app(lambda: serving(settings), settings.body_seconds)

@@ -144,17 +144,25 @@ def test_the_largest_revision_d1_publishes_commits_within_its_limits(d1: Api) ->
     with_notes(d1)
     blob = sealed_blob(d1, "writer", b"entry")
     most = D1_LIMITS.memory_entries_per_revision
-    # Entries near the largest each can be: long paths, metadata close to 4 KiB.
-    metadata = {"note": "\"quoted\" \u00e9" * 300}
-    items = [item(f"i{n:05d}", blob, path=f"{'d' * 900}/{n:05d}.md", metadata=metadata)
-             for n in range(most + 1)]
-    too_many = sealed_blob(d1, "writer", json.dumps({"items": items}).encode())
+    small = [item(f"i{n:05d}", blob) for n in range(most + 1)]
+    too_many = sealed_blob(d1, "writer", json.dumps({"items": small}).encode())
     before = snapshot(d1)
     refused = publish(d1, 0, mode="snapshot", manifest_blob_id=too_many)
     assert refused.status_code == 413, refused.text
     assert refused.json()["error"]["details"]["limit"] == "memory_entries_per_revision"
     assert snapshot(d1) == before  # refused before any side effect
-    manifest = sealed_blob(d1, "writer", json.dumps({"items": items[:most]}).encode())
+    # The largest input: entries as large as fit manifest_input_bytes, long paths and metadata
+    # full of characters JSON escapes.
+    repeats = 300
+    while True:
+        metadata = {"note": "\"quoted\" \u00e9" * repeats}
+        items = [item(f"i{n:05d}", blob, path=f"{'d' * 900}/{n:05d}.md", metadata=metadata)
+                 for n in range(most)]
+        document = json.dumps({"items": items}).encode()
+        if len(document) <= D1_LIMITS.manifest_input_bytes:
+            break
+        repeats -= 10
+    manifest = sealed_blob(d1, "writer", document)
     sent: list[Sequence[Statement]] = []
     driver(d1).on_batch = sent.append
     answer = publish(d1, 0, mode="snapshot", manifest_blob_id=manifest)

@@ -65,7 +65,8 @@ def bob_sees(server: Server) -> list[str]:
 
 
 @pytest.mark.parametrize("point", ["reserve.after", "object.after_write", "prepare.after",
-                                   "commit.before", "commit.after", "response.before"])
+                                   "commit.before", "commit.durable", "commit.after",
+                                   "response.before"])
 def test_a_crashed_send_has_one_stable_result(server: Server, point: str) -> None:
     server.arm(point, "crash")
     with server.client() as alice:
@@ -160,5 +161,25 @@ def test_a_real_crash_after_commit_is_replayed_by_the_next_process(tmp_path: Pat
                 "sha256": hashlib.sha256(content).hexdigest(), "content_type": "text/plain"})
         assert retry.status_code == 201
         assert retry.headers["Waypost-Replayed"] == "true"
+    finally:
+        server.process.stop()
+
+
+def test_a_real_crash_in_the_writer_after_a_group_commit_leaves_the_key_resolvable(
+        tmp_path: Path) -> None:
+    """``commit.durable`` ends the process on the writer thread, after a group's COMMIT and
+    before any of its callers is answered (here the send's reservation)."""
+    server = Server(tmp_path / "data", "--crash-mode", "exit")
+    try:
+        server.arm("commit.durable", "crash")
+        with server.client() as alice, pytest.raises(httpx.TransportError):
+            alice.post("/v1/messages", json=send_body("durable-1"))
+        assert server.process.process.wait(timeout=10) == CRASH_EXIT
+        server.restart_process()
+        with server.client() as alice:
+            assert alice.get("/v1/submissions/message.send/durable-1").json()["state"] == "pending"
+            retry = alice.post("/v1/messages", json=send_body("durable-1"))
+        assert retry.status_code == 201, retry.text
+        assert bob_sees(server) == [retry.json()["message_id"]]
     finally:
         server.process.stop()

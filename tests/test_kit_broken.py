@@ -53,7 +53,8 @@ def receipts_may_regress(mp: pytest.MonkeyPatch, client: TestClient) -> None:
     from waypost.reference.storage import acks as plan
 
     ctx: Context = client.app.state.context  # type: ignore[attr-defined]
-    ctx.driver.connection.execute("DROP TRIGGER receipts_forward_only")  # type: ignore[attr-defined]
+    ctx.driver.call_writer(  # type: ignore[attr-defined]
+        lambda connection: connection.execute("DROP TRIGGER receipts_forward_only"))
     mp.setattr(plan, "ADVANCED", "(requested_stage <> prior_stage)")
 
 
@@ -64,8 +65,8 @@ def foreign_ids_answer_differently(mp: pytest.MonkeyPatch, client: TestClient) -
         try:
             return await original(ctx, principal, message_id)
         except NotFound:
-            rows = ctx.driver.connection.execute(  # type: ignore[attr-defined]
-                "SELECT 1 FROM messages WHERE message_id = ?", (message_id,)).fetchall()
+            (rows,) = await ctx.driver.read([Statement(
+                "SELECT 1 FROM messages WHERE message_id = ?", (message_id,))])
             if rows:
                 raise Forbidden("message belongs elsewhere") from None
             raise

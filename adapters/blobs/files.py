@@ -1,25 +1,61 @@
-"""Local file blob store: temp file, fsync, link (create-only), directory fsync."""
+"""Local file blob store: temp file, fsync, link (create-only), directory fsync.
+
+Every file operation runs on a worker thread; the event loop only hands over buffers of at most
+:data:`BUFFER` bytes. Reads stream in chunks of ``chunk_bytes``.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import re
 import secrets
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from waypost.reference.storage.blob_store import FactsMismatch, ObjectConflict, ObjectFacts, Written
 
 _REF = re.compile(r"[A-Za-z0-9_-]{1,128}")
+#: Bytes gathered from the request before one write on a thread.
+BUFFER = 1 << 20
+
+
+@dataclass
+class StreamStats:
+    """What downloads have read so far: how many chunks, the largest (tests read it)."""
+
+    chunks: int = 0
+    largest: int = 0
+
+
+@dataclass
+class _Upload:
+    """An object being written: its temp file (opened on the first write) and its facts."""
+
+    temp: Path
+    final: Path
+    out: BinaryIO | None = None
+    size: int = 0
+    hasher: Any = field(default_factory=hashlib.sha256)
+
+    def discard(self) -> None:
+        if self.out is not None:
+            self.out.close()
+            self.out = None
+        self.temp.unlink(missing_ok=True)
 
 
 class FileBlobStore:
-    """Objects live at ``root/<first two characters after the prefix>/<object_ref>``."""
+    """Objects live at ``root/<last two characters>/<object_ref>``."""
 
-    def __init__(self, root: Path, *, durable: bool = True) -> None:
+    def __init__(self, root: Path, *, durable: bool = True, chunk_bytes: int = BUFFER) -> None:
         self.root = root
         self.durable = durable  # False skips fsyncs: for throwaway test targets only
+        self.chunk_bytes = chunk_bytes
+        self.streamed = StreamStats()
         root.mkdir(parents=True, exist_ok=True)
 
     def path(self, object_ref: str) -> Path:
@@ -30,60 +66,99 @@ class FileBlobStore:
     async def create_only(self, object_ref: str, chunks: AsyncIterable[bytes],
                           expected: ObjectFacts | None = None) -> tuple[Written, ObjectFacts]:
         final = self.path(object_ref)
-        if not final.parent.exists():
-            final.parent.mkdir(parents=True, exist_ok=True)
-            self._fsync_dir(self.root)  # the new shard directory itself must survive a crash
-        temp = final.parent / f".tmp-{secrets.token_hex(8)}"
-        hasher, size = hashlib.sha256(), 0
+        upload = _Upload(final.parent / f".tmp-{secrets.token_hex(8)}", final)
         try:
-            with open(temp, "xb") as out:
-                async for chunk in chunks:
-                    size += len(chunk)
-                    if expected is not None and size > expected.size:
-                        raise FactsMismatch(object_ref)  # capped while streaming
-                    hasher.update(chunk)
-                    out.write(chunk)
-                out.flush()
-                if self.durable:
-                    os.fsync(out.fileno())
-            facts = ObjectFacts(size, hasher.digest())
-            if expected is not None and facts != expected:
-                raise FactsMismatch(object_ref)
-            try:
-                os.link(temp, final)
-            except FileExistsError:
-                existing = await self.inspect(object_ref)
-                if existing != facts:
-                    raise ObjectConflict(object_ref) from None
-                self._fsync_dir(final.parent)  # an earlier attempt may have died before its fsync
-                return Written.ALREADY_PRESENT, facts
-            self._fsync_dir(final.parent)
-            return Written.CREATED, facts
+            size, pending = 0, bytearray()
+            async for chunk in chunks:
+                size += len(chunk)
+                if expected is not None and size > expected.size:
+                    raise FactsMismatch(object_ref)  # capped while streaming
+                pending += chunk
+                if len(pending) >= BUFFER:
+                    await asyncio.to_thread(self._write, upload, bytes(pending))
+                    pending.clear()
+            # One hop for a small object (a message body): write, fsync, check, link.
+            return await asyncio.to_thread(self._complete, upload, bytes(pending), expected)
         finally:
-            temp.unlink(missing_ok=True)
+            if upload.out is not None:
+                await asyncio.to_thread(upload.discard)
+
+    def _write(self, upload: _Upload, data: bytes) -> None:
+        if upload.out is None:
+            if not upload.temp.parent.exists():
+                upload.temp.parent.mkdir(parents=True, exist_ok=True)
+                self._fsync_dir(self.root)  # the new shard directory must survive a crash
+            upload.out = open(upload.temp, "xb")  # noqa: SIM115 (closed by discard)
+        upload.hasher.update(data)
+        upload.out.write(data)
+        upload.size += len(data)
+
+    def _complete(self, upload: _Upload, data: bytes,
+                  expected: ObjectFacts | None) -> tuple[Written, ObjectFacts]:
+        try:
+            return self._store(upload, data, expected)
+        finally:
+            upload.discard()
+
+    def _store(self, upload: _Upload, data: bytes,
+               expected: ObjectFacts | None) -> tuple[Written, ObjectFacts]:
+        self._write(upload, data)
+        assert upload.out is not None
+        upload.out.flush()
+        if self.durable:
+            os.fsync(upload.out.fileno())
+        facts = ObjectFacts(upload.size, upload.hasher.digest())
+        if expected is not None and facts != expected:
+            raise FactsMismatch(upload.final.name)
+        try:
+            os.link(upload.temp, upload.final)
+        except FileExistsError:
+            if _facts_of(upload.final) != facts:
+                raise ObjectConflict(upload.final.name) from None
+            self._fsync_dir(upload.final.parent)  # an earlier attempt may have died before it
+            return Written.ALREADY_PRESENT, facts
+        self._fsync_dir(upload.final.parent)
+        return Written.CREATED, facts
 
     async def inspect(self, object_ref: str) -> ObjectFacts | None:
-        path = self.path(object_ref)
-        try:
-            with open(path, "rb") as stored:
-                hasher, size = hashlib.sha256(), 0
-                while block := stored.read(1 << 20):
-                    hasher.update(block)
-                    size += len(block)
-        except FileNotFoundError:
-            return None
-        return ObjectFacts(size, hasher.digest())
+        return await asyncio.to_thread(_facts_of, self.path(object_ref))
 
     async def read(self, object_ref: str) -> bytes:
-        return self.path(object_ref).read_bytes()
+        return await asyncio.to_thread(self.path(object_ref).read_bytes)
+
+    async def stream(self, object_ref: str) -> AsyncIterator[bytes]:
+        """The object's bytes in chunks of at most ``chunk_bytes``, each read on a thread."""
+        stored = await asyncio.to_thread(open, self.path(object_ref), "rb")
+        try:
+            while chunk := await asyncio.to_thread(stored.read, self.chunk_bytes):
+                self.streamed.chunks += 1
+                self.streamed.largest = max(self.streamed.largest, len(chunk))
+                yield chunk
+        finally:
+            await asyncio.to_thread(stored.close)
 
     async def remove(self, object_ref: str) -> None:
-        self.path(object_ref).unlink(missing_ok=True)
-        self._fsync_dir(self.path(object_ref).parent)
+        await asyncio.to_thread(self._remove, self.path(object_ref))
+
+    def _remove(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+        self._fsync_dir(path.parent)
 
     def _fsync_dir(self, directory: Path) -> None:
         if self.durable:
             _fsync_dir(directory)
+
+
+def _facts_of(path: Path) -> ObjectFacts | None:
+    try:
+        with open(path, "rb") as stored:
+            hasher, size = hashlib.sha256(), 0
+            while block := stored.read(BUFFER):
+                hasher.update(block)
+                size += len(block)
+    except FileNotFoundError:
+        return None
+    return ObjectFacts(size, hasher.digest())
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -9,7 +9,11 @@ from collections.abc import AsyncIterable, AsyncIterator
 import httpx
 
 from waypost.adapters.d1.http import send
+from waypost.reference.domain.errors import StorageUnavailable
 from waypost.reference.storage.blob_store import FactsMismatch, ObjectConflict, ObjectFacts, Written
+
+#: The most bytes one chunk of a download holds.
+CHUNK = 1 << 20
 
 
 class R2BlobStore:
@@ -49,6 +53,17 @@ class R2BlobStore:
         response = await send(self.client, "GET", f"/r2/{object_ref}")
         response.raise_for_status()
         return response.content
+
+    async def stream(self, object_ref: str) -> AsyncIterator[bytes]:
+        try:
+            async with self.client.stream("GET", f"/r2/{object_ref}") as response:
+                if response.status_code >= 500 or response.status_code == 429:
+                    raise StorageUnavailable(f"gateway answered {response.status_code}")
+                response.raise_for_status()
+                async for chunk in response.aiter_bytes(CHUNK):
+                    yield chunk
+        except httpx.TransportError as error:
+            raise StorageUnavailable(f"gateway unreachable: {error!r}") from None
 
     async def remove(self, object_ref: str) -> None:
         (await send(self.client, "DELETE", f"/r2/{object_ref}")).raise_for_status()

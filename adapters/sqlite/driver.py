@@ -1,80 +1,137 @@
-"""The SQLite driver: one apsw connection, WAL, foreign keys on, ``synchronous=FULL``.
+"""The SQLite driver: WAL, foreign keys on, ``synchronous=FULL``; nothing of it on the event loop.
 
-A commit plan runs inside ``BEGIN IMMEDIATE … COMMIT``; any error rolls the whole plan back.
+Writes go to one writer thread with group commit (:mod:`.writer`): the plans waiting together
+share one ``BEGIN IMMEDIATE … COMMIT``, each inside its own savepoint. Reads run on a small pool
+of threads, each with its own read-only connection, every read one snapshot (``BEGIN … COMMIT``).
+The event loop only awaits futures.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import apsw
 
-from waypost.reference.domain.errors import StorageUnavailable
+from waypost.adapters.sqlite.writer import GroupStats, GroupWriter, mapped
 from waypost.reference.storage.migrations import LEDGER, RECORD, all_migrations
 from waypost.reference.storage.plan import CommitPlan, Row, Statement
 
-# Plans guard the feed counter themselves (RESOURCE_LIMIT), so FULL here means the disk.
-_TEMPORARY = (apsw.BusyError, apsw.LockedError, apsw.IOError, apsw.CantOpenError, apsw.FullError)
+T = TypeVar("T")
+#: Read threads: enough to overlap a few reads with the writer on a small machine.
+READERS = 4
+
+
+def _open(path: Path, *, synchronous: str | None = None) -> apsw.Connection:
+    connection = apsw.Connection(str(path))
+    connection.set_busy_timeout(5000)
+    if synchronous is None:
+        connection.pragma("query_only", True)
+    else:
+        connection.pragma("journal_mode", "wal")
+        connection.pragma("foreign_keys", True)
+        # Plans guard the feed counter themselves (RESOURCE_LIMIT), so FULL here means the disk.
+        connection.pragma("synchronous", synchronous)
+    return connection
 
 
 class SqliteDriver:
-    """Runs plans and reads on a local SQLite file."""
+    """Runs plans (grouped, on the writer thread) and reads (on the read pool) on a SQLite file.
+    ``on_durable`` runs on the writer thread after each group's COMMIT, before any answer."""
 
     name = "sqlite"
 
-    def __init__(self, path: Path, *, synchronous: str = "FULL") -> None:
+    def __init__(self, path: Path, *, synchronous: str = "FULL",
+                 on_durable: Callable[[], None] | None = None, readers: int = READERS) -> None:
         self.path = path
-        self.connection = apsw.Connection(str(path))
-        self.connection.set_busy_timeout(5000)
-        self.connection.pragma("journal_mode", "wal")
-        self.connection.pragma("foreign_keys", True)
-        self.connection.pragma("synchronous", synchronous)
+        self.writer = GroupWriter(lambda: _open(path, synchronous=synchronous), on_durable)
+        self._readers = ThreadPoolExecutor(readers, thread_name_prefix="waypost-sqlite-read")
+        self._local = threading.local()
+        self._opened: list[apsw.Connection] = []
+        self._opened_lock = threading.Lock()
 
-    def _rows(self, statement: Statement) -> list[Row]:
-        return list(self.connection.execute(statement.sql, statement.params))
-
-    def _in_transaction(self, begin: str, statements: Sequence[Statement]) -> list[list[Row]]:
-        try:
-            self.connection.execute(begin)
-            try:
-                results = [self._rows(statement) for statement in statements]
-                self.connection.execute("COMMIT")
-            except BaseException:
-                if not self.connection.in_transaction:
-                    raise
-                self.connection.execute("ROLLBACK")
-                raise
-        except _TEMPORARY as exc:
-            raise StorageUnavailable(str(exc)) from None
-        return results
+    @property
+    def stats(self) -> GroupStats:
+        """How plans were grouped into transactions so far."""
+        return self.writer.stats
 
     async def run(self, plan: CommitPlan) -> list[Row]:
-        return self._in_transaction("BEGIN IMMEDIATE", plan.statements)[plan.outcome_index]
+        return await asyncio.wrap_future(self.writer.submit(plan))
 
     async def read(self, statements: Sequence[Statement]) -> list[list[Row]]:
-        return self._in_transaction("BEGIN", statements)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._readers, self._read, statements)
 
     async def migrate(self) -> list[int]:
-        self.connection.execute(LEDGER)
-        done = {row[0] for row in self.connection.execute("SELECT version FROM schema_migrations")}
-        applied = []
-        for migration in all_migrations():
-            if migration.version in done:
-                continue
-            with self.connection:  # one savepoint-transaction per migration, with its record
-                self.connection.execute(migration.sql)
-                self.connection.execute(RECORD, (migration.version, migration.name))
-            applied.append(migration.version)
+        applied: list[int] = await asyncio.wrap_future(self.writer.call(_migrate))
         return applied
+
+    def call_writer(self, function: Callable[[apsw.Connection], T]) -> T:
+        """Run ``function(connection)`` on the writer thread and wait (maintenance, tests)."""
+        result: T = self.writer.call(function).result()
+        return result
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Plans submitted while held run as one group afterwards (tests of grouping)."""
+        with self.writer.held():
+            yield
 
     def explain(self, statement: Statement) -> list[str]:
         """The ``EXPLAIN QUERY PLAN`` detail lines of a statement (for index tests)."""
-        rows = self.connection.execute("EXPLAIN QUERY PLAN " + statement.sql, statement.params)
+        explain = Statement("EXPLAIN QUERY PLAN " + statement.sql, statement.params)
+        (rows,) = self._readers.submit(self._read, [explain]).result()
         return [str(row[3]) for row in rows]
 
+    def _connection(self) -> apsw.Connection:
+        connection: apsw.Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._local.connection = _open(self.path)
+            with self._opened_lock:
+                self._opened.append(connection)
+        return connection
+
+    def _read(self, statements: Sequence[Statement]) -> list[list[Row]]:
+        connection = self._connection()
+        try:
+            connection.execute("BEGIN")
+            try:
+                return [list(connection.execute(s.sql, s.params)) for s in statements]
+            finally:
+                if connection.in_transaction:
+                    connection.execute("COMMIT")
+        except BaseException as exc:
+            raise mapped(exc) from None
+
     def close(self) -> None:
-        self.connection.close()
+        """Finish queued writes, stop the writer and the read pool, close every connection."""
+        self.writer.close()
+        self._readers.shutdown(wait=True)
+        with self._opened_lock:
+            for connection in self._opened:
+                connection.close()
+            self._opened.clear()
 
     async def aclose(self) -> None:
-        self.close()
+        await asyncio.to_thread(self.close)
+
+
+def _migrate(connection: apsw.Connection) -> list[int]:
+    """Apply pending migrations, each with its record in one transaction."""
+    connection.execute(LEDGER)
+    done = {row[0] for row in connection.execute("SELECT version FROM schema_migrations")}
+    applied = []
+    for migration in all_migrations():
+        if migration.version in done:
+            continue
+        with connection:  # one savepoint-transaction per migration, with its record
+            connection.execute(migration.sql)
+            connection.execute(RECORD, (migration.version, migration.name))
+        applied.append(migration.version)
+    return applied
+

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from waypost.reference.domain.errors import StorageUnavailable
 
 POINTS = ("reserve.after", "object.after_write", "prepare.after", "commit.before",
-          "commit.after", "response.before", "upload.after_store", "seal.before_commit",
-          "cleanup.after_claim", "ack.after_commit")
+          "commit.durable", "commit.after", "response.before", "upload.after_store",
+          "seal.before_commit", "cleanup.after_claim", "ack.after_commit")
 ACTIONS = ("crash", "lose_response", "unavailable")
 #: The exit status of a process a ``crash`` point ended in ``--crash-mode exit``.
 CRASH_EXIT = 86

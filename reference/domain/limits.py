@@ -17,6 +17,7 @@ class Limits:
     metadata_bytes: int = 4096
     memory_entries_per_revision: int = 10_000
     inline_items_per_publish: int = 1_000
+    manifest_input_bytes: int = 16 * 1024 * 1024
     upload_bytes: int = 64 * 1024 * 1024
     page_limit: int = 100
     upload_expiry_seconds: int = 3600

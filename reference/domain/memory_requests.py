@@ -109,11 +109,10 @@ def parse_publish(raw: Any, collection_id: str, limits: Limits) -> PublishMemory
     return PublishMemory(request_id, cid, expected, mode, changes, None, {**normalised, **forms})
 
 
-def parse_manifest_input(raw: bytes, mode: str, limits: Limits) -> Changes:
-    """A manifest blob's ``{items, delete_ids?}``, under the same rules as inline input; any
+def manifest_changes(document: Any, mode: str, limits: Limits) -> Changes:
+    """The changes of a decoded manifest document, under the same rules as inline input; any
     fault is INVALID_REQUEST on ``manifest_blob_id``."""
     try:
-        document = parsing.json_body(raw)
         body = parsing.fields(document, "manifest", ["items"], ["delete_ids"])
         changes, _ = _changes(body, mode, "manifest", limits.memory_entries_per_revision,
                               "memory_entries_per_revision")

@@ -10,7 +10,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from waypost import __version__
@@ -28,6 +28,7 @@ from waypost.reference.http.endpoints import (
     error_response,
     read_json,
 )
+from waypost.reference.http.limits import BodyTimeout, ConnectionLimits
 from waypost.reference.service import (
     acks,
     blobs,
@@ -106,14 +107,15 @@ async def _blob(ctx: Context, principal: Principal, request: Request) -> Outcome
 
 
 async def blob_content(request: Request) -> Response:
-    """The sealed bytes with ``ETag`` = their SHA-256 (errors still use the envelope)."""
+    """The sealed bytes, streamed in bounded chunks, with ``ETag`` = their SHA-256 and the
+    stored content type verbatim (errors still use the envelope)."""
     holder: dict[str, Response] = {}
 
     async def work(ctx: Context, principal: Principal, request: Request) -> Outcome:
-        data, content_type, etag = await blobs.read_content(ctx, principal,
-                                                            request.path_params["blob_id"])
-        holder["response"] = Response(data, 200, headers={  # the stored type, verbatim
-            "Content-Type": content_type, "ETag": f'"{etag}"'})
+        content = await blobs.read_content(ctx, principal, request.path_params["blob_id"])
+        holder["response"] = StreamingResponse(content.chunks, 200, headers={
+            "Content-Type": content.content_type, "ETag": f'"{content.etag}"',
+            "Content-Length": str(content.size)})
         return Outcome(200, {})
 
     response = await data(work)(request)
@@ -258,9 +260,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(internal_error())
 
 
-def create_app(ctx_factory: Any) -> Starlette:
+def create_app(ctx_factory: Any, body_seconds: float = ConnectionLimits.body_seconds) -> Starlette:
     """The ASGI app. ``ctx_factory`` is an async context manager yielding the :class:`Context`,
-    entered at startup and left at shutdown."""
+    entered at startup and left at shutdown; a request body that stalls ``body_seconds`` between
+    chunks is cut off."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -281,5 +284,6 @@ def create_app(ctx_factory: Any) -> Starlette:
         finally:
             await stack.aclose()
 
-    return Starlette(routes=ROUTES, lifespan=lifespan, middleware=[Middleware(CloseOnAbandon)],
+    return Starlette(routes=ROUTES, lifespan=lifespan, middleware=[
+        Middleware(CloseOnAbandon), Middleware(BodyTimeout, seconds=body_seconds)],
                      exception_handlers={HTTPException: _http_error})

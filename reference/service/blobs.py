@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Sequence
-from dataclasses import replace
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from waypost.reference.domain import parsing, values
@@ -25,7 +25,7 @@ from waypost.reference.storage import references
 from waypost.reference.storage import submissions as submission_sql
 from waypost.reference.storage import uploads as sql
 from waypost.reference.storage.blob_store import FactsMismatch, ObjectFacts
-from waypost.reference.storage.plan import verdict_from
+from waypost.reference.storage.plan import Row, verdict_from
 
 PREPARE, COMMIT = "blob.prepare", "blob.commit"
 
@@ -102,6 +102,12 @@ async def check_referenceable(ctx: Context, principal: Principal, blob_ids: Sequ
     if not blob_ids:
         return
     (rows,) = await ctx.driver.read([references.referenceable_statement(principal, blob_ids)])
+    check_referenceable_rows(rows, blob_ids, field, rule)
+
+
+def check_referenceable_rows(rows: Sequence[Row], blob_ids: Sequence[str], field: str,
+                             rule: str) -> None:
+    """:func:`check_referenceable` on the rows of its statement, read already."""
     allowed = references.referenceable_ids(rows)
     for blob_id in blob_ids:
         if blob_id not in allowed:
@@ -203,14 +209,54 @@ async def read_blob(ctx: Context, principal: Principal, blob_id: str) -> Outcome
                          "sealed_at": values.format_timestamp(blob.sealed_at)})
 
 
-async def read_content(ctx: Context, principal: Principal,
-                       blob_id: str) -> tuple[bytes, str, str]:
-    """The verified bytes, their content type and ETag (the SHA-256)."""
+@dataclass(frozen=True)
+class Content:
+    """A sealed blob's bytes as a stream of bounded chunks, with what a download answers."""
+
+    chunks: AsyncIterator[bytes]
+    size: int
+    content_type: str
+    etag: str
+
+
+async def read_content(ctx: Context, principal: Principal, blob_id: str) -> Content:
+    """The sealed bytes as a stream, their content type and ETag (the SHA-256). The first chunk
+    is read here, so a store that fails fails before an answer starts."""
     blob = await _readable(ctx, principal, blob_id)
-    data = await ctx.blobs.read(blob.object_ref)
-    if len(data) != blob.size:
+    return Content(await _primed(_checked(blob, ctx.blobs.stream(blob.object_ref))), blob.size,
+                   blob.content_type, blob.sha256.hex())
+
+
+async def readable_blob(ctx: Context, principal: Principal, blob_id: str) -> sql.BlobRow:
+    """The blob row, if the principal may read it (``NOT_FOUND`` otherwise)."""
+    return await _readable(ctx, principal, blob_id)
+
+
+def stream_of(ctx: Context, blob: sql.BlobRow) -> AsyncIterator[bytes]:
+    """The bytes of a readable blob, checked against its size as they pass."""
+    return _checked(blob, ctx.blobs.stream(blob.object_ref))
+
+
+async def _checked(blob: sql.BlobRow, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    seen = 0
+    async for chunk in chunks:
+        seen += len(chunk)
+        if seen > blob.size:
+            break
+        yield chunk
+    if seen != blob.size:
         raise RuntimeError(f"stored blob {blob.blob_id} fails its verified facts")
-    return data, blob.content_type, blob.sha256.hex()
+
+
+async def _primed(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    first = await anext(chunks, None)
+
+    async def rest() -> AsyncIterator[bytes]:
+        if first is not None:
+            yield first
+        async for chunk in chunks:
+            yield chunk
+    return rest()
 
 
 async def sweep(ctx: Context) -> list[str]:

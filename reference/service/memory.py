@@ -3,6 +3,7 @@ collections and fixed revisions (protocol.md §6, §9; P11–P14)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -18,10 +19,10 @@ from waypost.reference.domain.errors import (
     from_code,
     not_found,
 )
+from waypost.reference.domain.manifest_input import ManifestReader
 from waypost.reference.domain.memory_requests import (
     Changes,
     PublishMemory,
-    parse_manifest_input,
     parse_publish,
 )
 from waypost.reference.domain.memory_state import (
@@ -76,12 +77,25 @@ async def _changes(ctx: Context, principal: Principal, request: PublishMemory) -
         assert request.manifest_blob_id is not None
         await blobs.check_referenceable(ctx, principal, [request.manifest_blob_id],
                                         "manifest_blob_id", "entries must name")
-        raw, _type, _etag = await blobs.read_content(ctx, principal, request.manifest_blob_id)
-        changes = parse_manifest_input(raw, request.mode, ctx.limits)
+        changes = await _manifest_input(ctx, principal, request)
     await blobs.check_referenceable(ctx, principal,
                                     sorted({item.blob_id for item in changes.items}), "items",
                                     "entries must name")
     return changes
+
+
+async def _manifest_input(ctx: Context, principal: Principal, request: PublishMemory) -> Changes:
+    """Refuse a manifest over ``manifest_input_bytes`` unread; parse a smaller one as it
+    streams, on a thread, chunk by chunk (it stops at the first entry past the limit)."""
+    assert request.manifest_blob_id is not None
+    blob = await blobs.readable_blob(ctx, principal, request.manifest_blob_id)
+    high = ctx.limits.manifest_input_bytes
+    if blob.size > high:
+        raise values.over_limit("manifest_blob_id", "manifest_input_bytes", high)
+    reader = ManifestReader(request.mode, ctx.limits)
+    async for chunk in blobs.stream_of(ctx, blob):
+        await asyncio.to_thread(reader.feed, chunk)
+    return await asyncio.to_thread(reader.close)
 
 
 def _next(parent: dict[str, Entry], request: PublishMemory, changes: Changes,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from waypost.reference.domain import values
@@ -15,25 +16,64 @@ from waypost.reference.domain.requests import SendMessage, parse_send
 from waypost.reference.service import answers, blobs, submissions
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.storage import messages as sql
+from waypost.reference.storage import references
 from waypost.reference.storage import submissions as submission_sql
 from waypost.reference.storage.blob_store import one_chunk
+from waypost.reference.storage.plan import Row
 from waypost.reference.storage.rows import texts
 
 OPERATION = "message.send"
 
 
-async def _recipients(ctx: Context, principal: Principal, request: SendMessage) -> list[str]:
-    """Resolve and check recipients before reservation: explicit, or the space's default."""
-    if request.recipient_ids is not None:
-        wanted = list(request.recipient_ids)
-    else:
-        (rows,) = await ctx.driver.read([sql.default_actor_statement(principal.space_id)])
+@dataclass(frozen=True)
+class _Preflight:
+    """What a first attempt checks before reserving, read in one snapshot."""
+
+    found: tuple[submission_sql.SubmissionRecord, int | None] | None
+    recipients: list[str]
+
+
+async def _preflight(ctx: Context, principal: Principal, request: SendMessage) -> _Preflight:
+    """One read: the key's submission, the recipients (explicit, or the space's default), the
+    thread's members, the replied-to message, the referenceable attachments; then the checks in
+    order, unless the key already exists."""
+    space_id, explicit = principal.space_id, request.recipient_ids
+    statements = [submission_sql.lookup_statement(principal, OPERATION, request.request_id),
+                  sql.default_actor_statement(space_id) if explicit is None
+                  else sql.actors_statement(space_id, list(explicit))]
+    if not request.new_thread:
+        assert request.thread_id is not None
+        statements.append(sql.thread_statements(space_id, request.thread_id, [
+            principal.actor_id, *(explicit or ())], with_default=explicit is None))
+        if request.in_reply_to is not None:
+            statements.append(sql.reply_statement(space_id, request.in_reply_to))
+    if request.attachment_ids:
+        statements.append(references.referenceable_statement(principal, request.attachment_ids))
+    results = iter(await ctx.driver.read(statements))
+    found_rows = next(results)
+    found = submission_sql.found_from(found_rows[0]) if found_rows else None
+    if found is not None:
+        return _Preflight(found, [])
+    recipients = _recipients(principal, explicit, next(results))
+    if not request.new_thread:
+        _check_thread(principal, request, recipients, next(results),
+                      next(results) if request.in_reply_to is not None else None)
+    if request.attachment_ids:
+        blobs.check_referenceable_rows(next(results), request.attachment_ids, "attachment_ids",
+                                       "attachments must be")
+    return _Preflight(None, recipients)
+
+
+def _recipients(principal: Principal, explicit: Sequence[str] | None,
+                rows: list[Row]) -> list[str]:
+    """Check the recipients: each must exist; the token must be allowed to send to each."""
+    if explicit is None:
         wanted = [sql.default_actor_from(rows)]
-    (found,) = await ctx.driver.read([sql.actors_statement(principal.space_id, wanted)])
-    known = set(texts(found))
-    for actor_id in wanted:
-        if actor_id not in known:
-            raise NotFound("recipient not found", field="recipient_ids", actor_id=actor_id)
+    else:
+        wanted, known = list(explicit), set(texts(rows))
+        for actor_id in wanted:
+            if actor_id not in known:
+                raise NotFound("recipient not found", field="recipient_ids", actor_id=actor_id)
     for actor_id in wanted:
         if not principal.grants.may_send_to(actor_id):
             raise Forbidden("the token may not send to this recipient", field="recipient_ids",
@@ -41,13 +81,8 @@ async def _recipients(ctx: Context, principal: Principal, request: SendMessage) 
     return wanted
 
 
-async def _check_thread(ctx: Context, principal: Principal, request: SendMessage,
-                        recipients: list[str]) -> None:
-    if request.new_thread:
-        return
-    assert request.thread_id is not None
-    (members,) = await ctx.driver.read([sql.thread_statements(
-        principal.space_id, request.thread_id, [principal.actor_id, *recipients])])
+def _check_thread(principal: Principal, request: SendMessage, recipients: list[str],
+                  members: list[Row], replied: list[Row] | None) -> None:
     member_ids = set(texts(members))
     if principal.actor_id not in member_ids:
         raise NotFound("thread not found", field="thread.thread_id")
@@ -55,10 +90,8 @@ async def _check_thread(ctx: Context, principal: Principal, request: SendMessage
         if actor_id not in member_ids:
             raise Forbidden("recipient is not a member of the thread", field="recipient_ids",
                             actor_id=actor_id)
-    if request.in_reply_to is not None:
-        (rows,) = await ctx.driver.read([sql.reply_statement(principal.space_id,
-                                                             request.in_reply_to)])
-        reply = sql.reply_from(rows[0]) if rows else None
+    if replied is not None:
+        reply = sql.reply_from(replied[0]) if replied else None
         readable = reply is not None and reply.thread_id == request.thread_id and principal.has(
             "message.read") and (reply.producer_id == principal.actor_id
                                  or principal.has("space.observe")
@@ -73,12 +106,9 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     if not principal.has(OPERATION):
         raise Forbidden("the token lacks the message.send scope", field="scope")
     fingerprint = digest(request.normalised)
-    found = await submissions.find(ctx, principal, OPERATION, request.request_id)
+    preflight = await _preflight(ctx, principal, request)
+    found, recipients = preflight.found, preflight.recipients
     if found is None:
-        recipients = await _recipients(ctx, principal, request)
-        await _check_thread(ctx, principal, request, recipients)
-        await blobs.check_referenceable(ctx, principal, request.attachment_ids,
-                                        "attachment_ids", "attachments must be")
         record, sequence = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
             fingerprint, values.new_id("sub"), values.new_id("msg"),

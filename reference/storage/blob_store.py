@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -47,6 +47,11 @@ class BlobStore(Protocol):
         ...
 
     async def read(self, object_ref: str) -> bytes:
+        """The whole object (small objects only: message bodies)."""
+        ...
+
+    def stream(self, object_ref: str) -> AsyncIterator[bytes]:
+        """The object's bytes in bounded chunks, never held whole."""
         ...
 
 

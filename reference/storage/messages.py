@@ -182,11 +182,16 @@ def message_statements(space_id: str, message_id: str) -> list[Statement]:
     ]
 
 
-def thread_statements(space_id: str, thread_id: str, actor_ids: Sequence[str]) -> Statement:
-    """Which of ``actor_ids`` are members of the thread (none if it does not exist)."""
+def thread_statements(space_id: str, thread_id: str, actor_ids: Sequence[str],
+                      with_default: bool = False) -> Statement:
+    """Which of ``actor_ids`` (and, ``with_default``, the space's default actor) are members of
+    the thread (none if it does not exist)."""
     return stmt("""SELECT actor_id FROM thread_members WHERE space_id = :space_id
-                   AND thread_id = :thread_id AND actor_id IN (SELECT value FROM json_each(:ids))""",
-                {"space_id": space_id, "thread_id": thread_id, "ids": json_list(actor_ids)})
+                   AND thread_id = :thread_id AND (actor_id IN (SELECT value FROM json_each(:ids))
+                   OR (:with_default AND actor_id = (SELECT default_actor_id FROM spaces
+                                                      WHERE space_id = :space_id)))""",
+                {"space_id": space_id, "thread_id": thread_id, "ids": json_list(actor_ids),
+                 "with_default": int(with_default)})
 
 
 def actors_statement(space_id: str, actor_ids: Sequence[str]) -> Statement:

@@ -108,6 +108,18 @@ async def reserve(driver: Driver, principal: Principal, now: int, operation: str
                   recipient_ids: Sequence[str] = ()) -> Reservation:
     """Reserve (space, producer, operation, request_id), fixing the fingerprint, the reserved ids
     and resolved defaults (the recipients); an existing reservation is read back, unchanged."""
+    rows = await driver.run(reserve_plan(
+        principal, now, operation, request_id, fingerprint, submission_id, resource_id,
+        thread_id, feed_item_id, object_ref, blob_id, recipient_ids))
+    return reservation_from(rows, submission_id)
+
+
+def reserve_plan(principal: Principal, now: int, operation: str, request_id: str,
+                 fingerprint: bytes, submission_id: str, resource_id: str,
+                 thread_id: str | None = None, feed_item_id: str | None = None,
+                 object_ref: str | None = None, blob_id: str | None = None,
+                 recipient_ids: Sequence[str] = ()) -> CommitPlan:
+    """The plan of :func:`reserve`."""
     plan_id = new_plan_id()
     params: dict[str, SqlValue] = {
         **authority_params(principal, now, operation), **key_params(principal, operation,
@@ -134,7 +146,12 @@ async def reserve(driver: Driver, principal: Principal, now: int, operation: str
     ]
     outcome = outcome_read(plan_id, f"g.verdict AS verdict, {_FOUND_COLUMNS}",
                            f"{_BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id", params)
-    verdict, *row = only(await driver.run(plan("reserve", plan_id, writes, outcome)))
+    return plan("reserve", plan_id, writes, outcome)
+
+
+def reservation_from(rows: Sequence[Row], submission_id: str) -> Reservation:
+    """Decode a reservation's outcome read (``submission_id`` is the one it proposed)."""
+    verdict, *row = only(rows)
     if row[0] is None:  # refused before any row was written: the key's columns are all NULL
         return Reservation(str(verdict), None, False)
     record, sequence = found_from(row)

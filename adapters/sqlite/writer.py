@@ -1,0 +1,222 @@
+"""The one writer thread of a SQLite database, with group commit.
+
+Callers put commit plans on a queue. The thread takes every plan waiting and runs them in one
+``BEGIN IMMEDIATE … COMMIT``, each inside its own SAVEPOINT: a plan that fails is rolled back
+to its savepoint alone, its neighbours go on. Every caller is answered only after the shared
+COMMIT returned (with ``synchronous=FULL``, after its fsync). One fsync thus serves a whole
+group, however many senders wait.
+
+Plain functions over the connection (migrations, maintenance) run alone, between groups.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from waypost.reference.domain.errors import StorageUnavailable
+from waypost.reference.storage.plan import CommitPlan, Row
+
+#: Errors that mean "try again later" (the disk, a lock), answered as 503, never as a defect.
+TEMPORARY = (apsw.BusyError, apsw.LockedError, apsw.IOError, apsw.CantOpenError, apsw.FullError)
+#: The most plans one transaction holds (a bound on what one failure of the COMMIT costs).
+MAX_GROUP = 256
+
+
+def mapped(exc: BaseException) -> BaseException:
+    """A temporary SQLite error as :class:`StorageUnavailable`; anything else as it is."""
+    return StorageUnavailable(str(exc)) if isinstance(exc, TEMPORARY) else exc
+
+
+@dataclass(frozen=True)
+class _Job:
+    """A plan to run in a group, or a function to run alone; the future its caller awaits."""
+
+    future: Future[Any]
+    plan: CommitPlan | None = None
+    function: Callable[[apsw.Connection], Any] | None = None
+
+
+@dataclass
+class GroupStats:
+    """How the writer has grouped plans so far (tests and benchmarks read it)."""
+
+    groups: int = 0
+    plans: int = 0
+    largest: int = 0
+    last: int = 0
+
+
+class GroupWriter:
+    """The writer thread: ``connect`` opens its connection inside the thread; ``on_durable``
+    (if given) runs after each group's COMMIT and before any of its callers is answered."""
+
+    def __init__(self, connect: Callable[[], apsw.Connection],
+                 on_durable: Callable[[], None] | None = None) -> None:
+        self._connect = connect
+        self._on_durable = on_durable
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._gate = threading.Lock()
+        self.stats = GroupStats()
+        self._thread = threading.Thread(target=self._loop, name="waypost-sqlite-writer",
+                                        daemon=True)
+        self._thread.start()
+
+    def submit(self, plan: CommitPlan) -> Future[list[Row]]:
+        """Queue a plan; the future holds its outcome rows once the group's COMMIT is durable."""
+        future: Future[list[Row]] = Future()
+        self._queue.put(_Job(future, plan=plan))
+        return future
+
+    def call(self, function: Callable[[apsw.Connection], Any]) -> Future[Any]:
+        """Run ``function(connection)`` on the writer thread, alone (no transaction is open)."""
+        future: Future[Any] = Future()
+        self._queue.put(_Job(future, function=function))
+        return future
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the writer between groups: plans submitted meanwhile run as one group after."""
+        with self._gate:
+            yield
+
+    def close(self) -> None:
+        """Finish what is queued, then stop the thread and close its connection."""
+        self._queue.put(None)
+        self._thread.join()
+
+    def _loop(self) -> None:
+        try:
+            connection = self._connect()
+        except BaseException as exc:  # every caller learns why, none waits forever
+            self._fail_all(exc)
+            return
+        try:
+            running = True
+            while running:
+                first = self._queue.get()
+                if first is None:
+                    break
+                with self._gate:
+                    jobs, running = self._drain(first)
+                    self._run(connection, jobs)
+        finally:
+            connection.close()
+
+    def _drain(self, first: _Job) -> tuple[list[_Job], bool]:
+        """``first`` and everything waiting behind it (up to :data:`MAX_GROUP`)."""
+        jobs = [first]
+        while len(jobs) < MAX_GROUP:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is None:
+                return jobs, False
+            jobs.append(job)
+        return jobs, True
+
+    def _run(self, connection: apsw.Connection, jobs: list[_Job]) -> None:
+        """Consecutive plans as groups; functions alone, in queue order."""
+        group: list[_Job] = []
+        for job in jobs:
+            if job.plan is not None:
+                group.append(job)
+                continue
+            if group:
+                self._group(connection, self._counted(group))
+                group = []
+            self._function(connection, job)
+        if group:
+            self._group(connection, self._counted(group))
+
+    def _function(self, connection: apsw.Connection, job: _Job) -> None:
+        assert job.function is not None
+        try:
+            job.future.set_result(job.function(connection))
+        except BaseException as exc:
+            job.future.set_exception(mapped(exc))
+
+    def _group(self, connection: apsw.Connection, jobs: list[_Job]) -> None:
+        """One transaction; each plan in its savepoint; answers after the durable COMMIT."""
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+        except BaseException as exc:
+            _answer_all(jobs, mapped(exc))
+            return
+        answers: list[tuple[_Job, list[Row] | None, BaseException | None]] = []
+        for job in jobs:
+            assert job.plan is not None
+            try:
+                rows = _in_savepoint(connection, job.plan)
+            except BaseException as exc:
+                if not connection.in_transaction:  # SQLite ended the whole transaction
+                    _answer_all(jobs, mapped(exc))
+                    return
+                answers.append((job, None, mapped(exc)))
+                continue
+            answers.append((job, rows, None))
+        try:
+            connection.execute("COMMIT")
+        except BaseException as exc:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            if isinstance(exc, apsw.ConstraintError) and len(jobs) > 1:
+                # A deferred foreign key is checked at COMMIT, not at RELEASE: nothing was
+                # written, so run each plan alone and let only the culprit fail.
+                for job in jobs:
+                    self._group(connection, [job])
+                return
+            _answer_all(jobs, mapped(exc))
+            return
+        try:
+            if self._on_durable is not None:
+                self._on_durable()  # a fault point: a crash here leaves only durable plans
+        except BaseException as exc:
+            _answer_all(jobs, mapped(exc))
+            return
+        for job, result, error in answers:
+            if error is not None:
+                job.future.set_exception(error)
+            else:
+                job.future.set_result(result)
+
+    def _counted(self, group: list[_Job]) -> list[_Job]:
+        stats, size = self.stats, len(group)
+        stats.groups, stats.plans, stats.last = stats.groups + 1, stats.plans + size, size
+        stats.largest = max(stats.largest, size)
+        return group
+
+    def _fail_all(self, exc: BaseException) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            job.future.set_exception(mapped(exc))
+
+
+def _in_savepoint(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
+    """Run one plan inside a savepoint; on failure, undo it alone and re-raise."""
+    connection.execute("SAVEPOINT plan")
+    try:
+        results = [list(connection.execute(statement.sql, statement.params))
+                   for statement in plan.statements]
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK TO plan")
+            connection.execute("RELEASE plan")
+        raise
+    connection.execute("RELEASE plan")
+    return results[plan.outcome_index]
+
+
+def _answer_all(jobs: list[_Job], exc: BaseException) -> None:
+    for job in jobs:
+        job.future.set_exception(exc)

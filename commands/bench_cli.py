@@ -1,0 +1,90 @@
+"""The command lines of ``waypost bench send|feed|blobs`` (:mod:`waypost.bench_load`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _counts(text: str) -> list[int]:
+    try:
+        values = sorted({int(part) for part in text.split(",")})
+    except ValueError:
+        raise argparse.ArgumentTypeError("a comma-separated list of integers") from None
+    if not values or values[0] < 1:
+        raise argparse.ArgumentTypeError("each value must be at least 1")
+    return values
+
+
+def _print(result: dict[str, Any], out: Path | None) -> int:
+    text = json.dumps(result, indent=2)
+    if out is not None:
+        out.write_text(text + "\n")
+    print(text)
+    return 0
+
+
+def _send(args: argparse.Namespace) -> int:
+    from waypost.bench_load import bench_send
+
+    result = bench_send(args.clients, args.seconds)
+    print(f"ratios: {result['ratios']}", file=sys.stderr)
+    return _print(result, args.json)
+
+
+def _feed(args: argparse.Namespace) -> int:
+    from waypost.bench_load import bench_feed
+
+    return _print(bench_feed(args.sizes, args.repeats), args.json)
+
+
+def _blobs(args: argparse.Namespace) -> int:
+    from waypost.bench_load import bench_blobs
+
+    return _print(bench_blobs(args.downloaders, args.blob_mib, args.pause), args.json)
+
+
+def _finish(command: argparse.ArgumentParser, run: Any) -> None:
+    command.add_argument("--json", type=Path, default=None, help="also write the JSON here")
+    command.set_defaults(run=run)
+
+
+def add_load_benches(benches: Any) -> None:
+    """Register ``send``, ``feed`` and ``blobs`` under ``waypost bench``."""
+    send = benches.add_parser(
+        "send", help="message.send per second at several client counts, beside describe/s and "
+                     "the disk's raw fsync'd transaction rate",
+        description="Start the embedded reference (synchronous=full) and, over real HTTP with "
+                    "one keep-alive connection per client, count message.send answers per "
+                    "second at each --clients level for --seconds; then GET /v1/describe per "
+                    "second at the largest level (the server's HTTP floor), and single-row "
+                    "fsync'd SQLite transactions per second on the same disk (the disk's "
+                    "limit). Prints JSON with the ratios.")
+    send.add_argument("--clients", type=_counts, default=[1, 4, 16],
+                      help="comma-separated client counts (default: 1,4,16)")
+    send.add_argument("--seconds", type=float, default=5.0, help="per level (default: 5)")
+    _finish(send, _send)
+    feed = benches.add_parser(
+        "feed", help="feed page p50 at two feed sizes and their ratio",
+        description="Fill a recipient's inbox by sends (16 clients) to each size in turn and "
+                    "time --repeats reads of its first page of 100 items; prints p50/p99 per "
+                    "size and the ratio of the p50s.")
+    feed.add_argument("--sizes", type=_counts, default=[2_000, 200_000],
+                      help="comma-separated feed sizes in items (default: 2000,200000)")
+    feed.add_argument("--repeats", type=int, default=300, help="page reads per size "
+                                                               "(default: 300)")
+    _finish(feed, _feed)
+    blobs = benches.add_parser(
+        "blobs", help="describe p99 during slow 64 MiB downloads and refused manifests",
+        description="Upload a --blob-mib blob, then measure GET /v1/describe one after another "
+                    "while --downloaders slow clients download it (a pause after each 256 KiB), "
+                    "and while manifests of empty items at and over manifest_input_bytes are "
+                    "refused; p99 over the p50 at rest, and the server's peak RSS growth.")
+    blobs.add_argument("--downloaders", type=int, default=4, help="slow clients (default: 4)")
+    blobs.add_argument("--blob-mib", type=int, default=64, help="blob size (default: 64)")
+    blobs.add_argument("--pause", type=float, default=0.02,
+                       help="seconds a slow client pauses per 256 KiB (default: 0.02)")
+    _finish(blobs, _blobs)

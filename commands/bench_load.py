@@ -1,0 +1,238 @@
+"""``waypost bench send|feed|blobs``: the reference under concurrent load, over real HTTP against
+a child ``waypost serve``, each figure beside a baseline measured in the same run.
+
+- send: message.send per second at each client count, ``GET /v1/describe`` per second at the
+  largest count (the server's HTTP floor), and the disk's raw single-row fsync'd SQLite rate;
+- feed: the p50 of a feed page (100 items) at two feed sizes, and their ratio;
+- blobs: the p99 of ``/v1/describe`` while slow clients download a 64 MiB blob, over its p50 at
+  rest, with the server's peak RSS growth; the same while manifests are refused (one at
+  ``manifest_input_bytes`` of empty items, one over it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any
+
+import httpx
+
+from waypost.bench_wire import Connection, Served, millis, raw_fsync_rate, served
+from waypost.conformance.bench import machine
+
+MIB = 1 << 20
+Request = Callable[[Connection, str], Awaitable[tuple[int, bytes]]]
+
+
+def _send(token: str) -> Request:
+    async def request(connection: Connection, key: str) -> tuple[int, bytes]:
+        return await connection.request("POST", "/v1/messages", token, {
+            "request_id": key, "recipient_ids": ["bob"], "thread": {"new": True},
+            "kind": "info", "subject": "load", "body": {"text": "bench"}})
+    return request
+
+
+async def _describe(connection: Connection, key: str) -> tuple[int, bytes]:
+    return await connection.request("GET", "/v1/describe")
+
+
+async def _rate(port: int, clients: int, seconds: float, request: Request, label: str,
+                expect: int) -> dict[str, Any]:
+    """``clients`` connections each repeating ``request`` for ``seconds``; requests per second."""
+    stop = time.perf_counter() + seconds
+    keys = itertools.count()
+
+    async def worker() -> int:
+        connection, done = await Connection.open(port), 0
+        try:
+            while time.perf_counter() < stop:
+                status, body = await request(connection, f"{label}-{next(keys)}")
+                if status != expect:
+                    raise RuntimeError(f"{label} answered {status}: {body[:300]!r}")
+                done += 1
+        finally:
+            connection.close()
+        return done
+
+    started = time.perf_counter()
+    total = sum(await asyncio.gather(*(worker() for _ in range(clients))))
+    elapsed = time.perf_counter() - started
+    return {"clients": clients, "requests": total, "seconds": round(elapsed, 3),
+            "per_second": round(total / elapsed, 1)}
+
+
+def bench_send(levels: Sequence[int], seconds: float) -> dict[str, Any]:
+    """Sends per second per client count; describe per second and the raw fsync rate beside."""
+    with served("full") as run:
+        port, token = run.server.port, run.tokens["alice"]
+        sends = [asyncio.run(_rate(port, n, seconds, _send(token), f"send{n}", 201))
+                 for n in levels]
+        top = max(levels)
+        floor = asyncio.run(_rate(port, top, seconds, _describe, "describe", 200))
+        raw = raw_fsync_rate(run.data_dir)
+    by_level = {row["clients"]: row["per_second"] for row in sends}
+    return {"benchmark": "send", "machine": machine(), "server": {"synchronous": "full"},
+            "sends": sends, "describe_at_top": floor, "raw_fsync_transactions": raw,
+            "ratios": {
+                f"sends_{top}_over_describe_{top}": round(by_level[top] / floor["per_second"], 2),
+                f"sends_{top}_over_sends_{min(levels)}": round(by_level[top] / by_level[min(levels)], 2),
+                f"sends_{top}_over_raw_fsync": round(by_level[top] / raw["per_second"], 3)}}
+
+
+async def _fill(run: Served, target: int, have: int) -> int:
+    """Send alice → bob until bob's inbox holds ``target`` items (16 connections)."""
+    keys, send = itertools.count(have), _send(run.tokens["alice"])
+
+    async def worker() -> None:
+        connection = await Connection.open(run.server.port)
+        try:
+            while (key := next(keys)) < target:
+                status, body = await send(connection, f"fill-{key}")
+                if status != 201:
+                    raise RuntimeError(f"fill answered {status}: {body[:300]!r}")
+        finally:
+            connection.close()
+
+    await asyncio.gather(*(worker() for _ in range(16)))
+    return target
+
+
+async def _pages(run: Served, repeats: int) -> list[float]:
+    """Seconds of ``repeats`` reads of bob's first feed page of 100 (his checkpoint is 0)."""
+    connection, seconds = await Connection.open(run.server.port), []
+    try:
+        for _ in range(repeats):
+            started = time.perf_counter()
+            status, body = await connection.request("GET", "/v1/feed?limit=100",
+                                                    run.tokens["bob"])
+            seconds.append(time.perf_counter() - started)
+            if status != 200:
+                raise RuntimeError(f"feed answered {status}: {body[:300]!r}")
+    finally:
+        connection.close()
+    return seconds
+
+
+def bench_feed(sizes: Sequence[int], repeats: int) -> dict[str, Any]:
+    """Feed page p50 at each size (the feed filled by sends between the measurements)."""
+    rows, have = [], 0
+    with served("normal") as run:
+        for size in sorted(sizes):
+            started = time.perf_counter()
+            have = asyncio.run(_fill(run, size, have))
+            fill = time.perf_counter() - started
+            rows.append({"items": size, "fill_seconds": round(fill, 1),
+                         **millis(asyncio.run(_pages(run, repeats)))})
+    return {"benchmark": "feed", "machine": machine(), "server": {"synchronous": "normal"},
+            "pages": rows, "ratio_p50_largest_over_smallest":
+                round(rows[-1]["p50_ms"] / rows[0]["p50_ms"], 2)}
+
+
+def _upload(run: Served, chunks: Callable[[], Iterator[bytes]], size: int) -> str:
+    hasher = hashlib.sha256()
+    for chunk in chunks():
+        hasher.update(chunk)
+    auth = {"Authorization": f"Bearer {run.tokens['alice']}"}
+    with httpx.Client(base_url=run.server.url, timeout=600, headers=auth) as client:
+        slot = client.post("/v1/blobs", json={
+            "request_id": f"blob-{hasher.hexdigest()[:16]}", "size": size,
+            "sha256": hasher.hexdigest(), "content_type": "application/octet-stream"}).json()
+        client.put(f"/v1/uploads/{slot['upload_id']}/content", content=chunks(),
+                   headers={"Content-Length": str(size)}).raise_for_status()
+        client.post(f"/v1/uploads/{slot['upload_id']}/commit",
+                    json={"request_id": f"seal-{slot['upload_id']}"}).raise_for_status()
+    return str(slot["blob_id"])
+
+
+def _slow_download(run: Served, blob_id: str, delay: float) -> None:
+    """Read the blob 256 KiB at a time with a pause after each: a slow client."""
+    with socket.create_connection(("127.0.0.1", run.server.port)) as connection:
+        connection.sendall(f"GET /v1/blobs/{blob_id}/content HTTP/1.1\r\nHost: bench\r\n"
+                           f"Authorization: Bearer {run.tokens['alice']}\r\n"
+                           "Connection: close\r\n\r\n".encode())
+        while connection.recv(256 * 1024):
+            time.sleep(delay)
+
+
+def _describe_while(run: Served, load: list[threading.Thread], minimum: int = 20) -> list[float]:
+    """Describe latencies, one after another, until every ``load`` thread has ended (and at
+    least ``minimum`` of them)."""
+    for thread in load:
+        thread.start()
+    seconds: list[float] = []
+    with httpx.Client(base_url=run.server.url, timeout=60) as client:
+        while any(thread.is_alive() for thread in load) or len(seconds) < minimum:
+            started = time.perf_counter()
+            client.get("/v1/describe").raise_for_status()
+            seconds.append(time.perf_counter() - started)
+    for thread in load:
+        thread.join()
+    return seconds
+
+
+def _under(run: Served, rest: dict[str, float], load: list[threading.Thread]) -> dict[str, Any]:
+    before = run.rss_mib()
+    during = millis(_describe_while(run, load))
+    after = run.rss_mib()
+    growth = None if after["VmHWM"] is None or before["VmHWM"] is None else round(
+        after["VmHWM"] - before["VmHWM"], 1)
+    return {"describe": during, "p99_over_rest_p50": round(during["p99_ms"] / rest["p50_ms"], 2),
+            "server_rss_before_mib": before, "server_rss_after_mib": after,
+            "server_peak_rss_growth_mib": growth}
+
+
+def _refused_manifest(run: Served, blob_id: str, seconds: list[float]) -> None:
+    auth = {"Authorization": f"Bearer {run.tokens['alice']}"}
+    with httpx.Client(base_url=run.server.url, timeout=600, headers=auth) as client:
+        head = client.get("/v1/collections/notes").json()["current_revision"]
+        started = time.perf_counter()
+        answer = client.post("/v1/collections/notes/revisions", json={
+            "request_id": f"manifest-{time.perf_counter_ns()}", "expected_revision": head,
+            "mode": "snapshot", "manifest_blob_id": blob_id})
+        seconds.append(time.perf_counter() - started)
+    if answer.status_code != 413:
+        raise RuntimeError(f"the manifest answered {answer.status_code}: {answer.text[:300]}")
+
+
+def _empty_items(size: int) -> Callable[[], Iterator[bytes]]:
+    """``{"items":[{},{},…]}`` of exactly ``size`` bytes (a trailing space pads it)."""
+    count = (size - len('{"items":[]}')) // 3
+    body = b'{"items":[' + b",".join([b"{}"] * count) + b"]}"
+
+    def chunks() -> Iterator[bytes]:
+        padded = body + b" " * (size - len(body))
+        for start in range(0, size, MIB):
+            yield padded[start:start + MIB]
+    return chunks
+
+
+def bench_blobs(downloaders: int, blob_mib: int, delay: float) -> dict[str, Any]:
+    """Describe p99 during slow downloads and refused manifests, over its p50 at rest."""
+    with served("full") as run:
+        with httpx.Client(base_url=run.server.url, timeout=60) as client:
+            limit = int(client.get("/v1/describe").json()["limits"]["manifest_input_bytes"])
+        size = blob_mib * MIB
+        block = bytes(range(256)) * 4096
+        blob_id = _upload(run, lambda: (block[:min(MIB, size - s)] for s in range(0, size, MIB)),
+                          size)
+        at_limit = _upload(run, _empty_items(limit), limit)
+        over = _upload(run, _empty_items(limit + MIB), limit + MIB)
+        rest = millis(_describe_while(run, [], minimum=500))
+        downloads = _under(run, rest, [threading.Thread(target=_slow_download,
+                                                        args=(run, blob_id, delay))
+                                       for _ in range(downloaders)])
+        refusals: dict[str, list[float]] = {"at_limit": [], "over_limit": []}
+        manifests = _under(run, rest, [threading.Thread(
+            target=_refused_manifest, args=(run, blob, refusals[name]))
+            for name, blob in (("at_limit", at_limit), ("over_limit", over)) for _ in range(2)])
+    return {"benchmark": "blobs", "machine": machine(), "describe_at_rest": rest,
+            "downloads": {"clients": downloaders, "blob_mib": blob_mib,
+                          "pause_per_256_kib_s": delay, **downloads},
+            "manifests": {"manifest_input_bytes": limit,
+                          "seconds_to_413": {k: [round(s, 3) for s in v]
+                                             for k, v in refusals.items()}, **manifests}}
