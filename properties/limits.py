@@ -37,6 +37,16 @@ class Limit:
     check: Check
 
 
+def unreachable(name: str, value: int, published: dict[str, int]) -> str | None:
+    """Why a published limit cannot be reached through the others, if it cannot: a manifest
+    input arrives as an uploaded blob, so one of N + 1 bytes needs ``upload_bytes`` > N."""
+    upload = published.get("upload_bytes")
+    if name == "manifest_input_bytes" and upload is not None and upload <= value:
+        return (f"a manifest of N+1 bytes cannot be uploaded: upload_bytes = {upload}, so "
+                "this limit is never the one that refuses")
+    return None
+
+
 #: Published limits that bound no input (nothing to send N + 1 of), with why.
 NOT_INPUT = {"upload_expiry_seconds": "a duration, not an input bound (P15's expiry checks "
                                       "move the clock instead)"}
@@ -186,6 +196,8 @@ def limit_phase(session: Session, prefix: str, ledger: Ledger, selected: set[str
         elif limit is not None and selected is not None and not selected & set(
                 limit.properties):
             row.result, row.note = "skipped", ""
+        elif (why := unreachable(name, published[name], published)) is not None:
+            row.note = why
         elif limit is not None:
             row.note = limit.what
             world = World(session, f"{prefix}-l{n}-", ledger)

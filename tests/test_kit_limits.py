@@ -78,10 +78,13 @@ def test_the_values_come_from_describe(tmp_path: Path, kit_app: KitApp,
         client.app.state.context.limits = smaller  # type: ignore[attr-defined]
         rows = phase(client, kit_admin, tmp_path)
     for name, value in smaller.published().items():
-        if name not in ("upload_expiry_seconds", "widgets_per_space"):
+        if name not in ("upload_expiry_seconds", "widgets_per_space", "manifest_input_bytes"):
             assert (rows[name].value, rows[name].result) == (value, "pass"), rows[name]
     assert (rows["attachments"].value, rows["attachments"].result) == (None, "not published")
     assert rows["widgets_per_space"].result == "not checked"
+    # a manifest input as large as the limit cannot be uploaded under upload_bytes = 1000
+    assert rows["manifest_input_bytes"].result == "not checked"
+    assert "upload_bytes = 1000" in rows["manifest_input_bytes"].note
     assert "no check" in rows["widgets_per_space"].note
 
 
