@@ -113,8 +113,11 @@ async def blob_content(request: Request) -> Response:
 
     async def work(ctx: Context, principal: Principal, request: Request) -> Outcome:
         content = await blobs.read_content(ctx, principal, request.path_params["blob_id"])
+        kind = content.content_type  # one stored before §3.6 was enforced may not be sendable
+        if not values.is_content_type(kind):
+            kind = "application/octet-stream"
         holder["response"] = StreamingResponse(content.chunks, 200, headers={
-            "Content-Type": content.content_type, "ETag": f'"{content.etag}"',
+            "Content-Type": kind, "ETag": f'"{content.etag}"',
             "Content-Length": str(content.size)})
         return Outcome(200, {})
 

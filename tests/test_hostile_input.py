@@ -1,0 +1,43 @@
+"""Hostile input the reference refuses (issue #13): media types, path aliases, header and path
+spellings, test hooks that are off, and JSON routes given another content type."""
+
+from __future__ import annotations
+
+import hashlib
+
+import httpx
+import pytest
+
+from tests.conftest import Api, content_of, must_fail, put, rid, seal
+
+EMPTY = hashlib.sha256(b"").hexdigest()
+
+
+def _prepare(api: Api, content_type: object) -> httpx.Response:
+    return api.as_("s1/bob", "POST", "/v1/blobs", {
+        "request_id": rid("ct"), "size": 0, "sha256": EMPTY, "content_type": content_type})
+
+
+@pytest.mark.parametrize("content_type", [
+    "text", "text/", "/plain", "text/plain\r\nX-Evil: 1", "text/plain\n", "text/plain\x00",
+    "text/plain;\tcharset=utf-8", "text/plaín", " ", " text/plain", "text/plain ",
+    "text/plain; charset", "text/plain;", "text/plain; charset=a b", "a/" + "b" * 254, "", 5])
+def test_a_content_type_that_is_not_a_media_type_is_refused(api: Api,
+                                                            content_type: object) -> None:
+    error = must_fail(_prepare(api, content_type), 400, "INVALID_REQUEST", "content_type")
+    assert set(error) == {"code", "message", "details"}
+
+
+@pytest.mark.parametrize("content_type", [
+    "application/octet-stream", "text/plain; charset=utf-8", 'text/plain;charset="utf-8"',
+    'multipart/form-data; boundary="a b"', "TEXT/Plain", "a/" + "b" * 253])
+def test_a_media_type_is_stored_as_given_and_sent_back_as_the_header(
+        api: Api, content_type: str) -> None:
+    answer = _prepare(api, content_type)
+    assert answer.status_code == 201, answer.text
+    upload_id = answer.json()["upload_id"]
+    assert put(api, "s1/bob", upload_id, b"").status_code == 200
+    sealed = seal(api, "s1/bob", upload_id)
+    assert sealed.json()["content_type"] == content_type
+    assert content_of(api, "s1/bob", sealed.json()["blob_id"]).headers["content-type"] == (
+        content_type)
