@@ -8,7 +8,7 @@ import hashlib
 import httpx
 import pytest
 
-from tests.conftest import Api, content_of, must_fail, put, rid, seal
+from tests.conftest import Api, content_of, entries, item, must_fail, publish, put, rid, seal, sealed_blob
 
 EMPTY = hashlib.sha256(b"").hexdigest()
 
@@ -41,3 +41,24 @@ def test_a_media_type_is_stored_as_given_and_sent_back_as_the_header(
     assert sealed.json()["content_type"] == content_type
     assert content_of(api, "s1/bob", sealed.json()["blob_id"]).headers["content-type"] == (
         content_type)
+
+
+@pytest.mark.parametrize("path", [
+    "alias/./x", "./alias/x/.", "a/.", ".", "./a", "a/..", "..", "/a", "a/", "a//b", "a\\b",
+    "a\x00b", "a\tb", "a\nb", "a\rb", "a\x01", "a\x1f"])
+def test_a_path_with_another_spelling_or_a_control_character_is_refused(mem: Api,
+                                                                        path: str) -> None:
+    blob_id = sealed_blob(mem, "writer", b"x")
+    answer = publish(mem, 0, items=[item("a", blob_id, path)])
+    error = must_fail(answer, 400, "INVALID_REQUEST", "items[0].path")
+    assert set(error) == {"code", "message", "details"}
+
+
+def test_a_file_has_one_spelling(mem: Api) -> None:
+    blob_id = sealed_blob(mem, "writer", b"x")
+    assert publish(mem, 0, items=[item("a", blob_id, "alias/x")]).status_code == 201
+    for alias in ("alias/./x", "./alias/x/."):
+        must_fail(publish(mem, 1, items=[item("b", blob_id, alias)]), 400, "INVALID_REQUEST",
+                  "items[0].path")
+    assert publish(mem, 1, items=[item("b", blob_id, "odd\x7fname/ü")]).status_code == 201
+    assert [entry["path"] for entry in entries(mem, 2)] == ["alias/x", "odd\x7fname/ü"]

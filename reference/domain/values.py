@@ -42,6 +42,7 @@ CONTENT_TYPE_PATTERN = f"{_TOKEN}/{_TOKEN}(?: *; *{_TOKEN}=(?:{_TOKEN}|{_QUOTED}
 
 _OBJECT_ID = re.compile(OBJECT_ID_PATTERN)
 _CONTENT_TYPE = re.compile(CONTENT_TYPE_PATTERN)
+_PATH_FORBIDDEN = re.compile("[\\\\\x00-\x1f]")
 _REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
 _SEQUENCE = re.compile(r"0|[1-9][0-9]{0,18}")
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})")
@@ -78,17 +79,18 @@ def new_id(prefix: str) -> ObjectId:
 
 
 def relative_path(value: Any, field: str) -> RelativePath:
-    """A relative path: non-empty UTF-8 ≤ 1024 bytes, no leading ``/``, ``..``, empty segment,
-    ``\\`` or NUL."""
+    """A relative path with one spelling per file (protocol.md §3.4): non-empty UTF-8 ≤ 1024
+    bytes; no leading or trailing ``/``, empty, ``.`` or ``..`` segment, ``\\``, NUL or other
+    C0 control (DEL and non-ASCII are allowed)."""
     text = string(value, field)
     if not text or len(text.encode()) > MAX_PATH_BYTES:
         raise _bad(field, f"{field} must be 1-{MAX_PATH_BYTES} bytes")
-    if "\\" in text or "\x00" in text:
-        raise _bad(field, f"{field} must not contain a backslash or NUL")
+    if _PATH_FORBIDDEN.search(text):
+        raise _bad(field, f"{field} must not contain a backslash or a control character")
     if text.startswith("/"):
         raise _bad(field, f"{field} must be relative")
-    if any(segment in ("", "..") for segment in text.split("/")):
-        raise _bad(field, f"{field} must not contain empty or '..' segments")
+    if any(segment in ("", ".", "..") for segment in text.split("/")):
+        raise _bad(field, f"{field} must not contain empty, '.' or '..' segments")
     return RelativePath(text)
 
 
