@@ -8,7 +8,19 @@ import hashlib
 import httpx
 import pytest
 
-from tests.conftest import Api, content_of, entries, item, must_fail, publish, put, rid, seal, sealed_blob
+from tests.conftest import (
+    ADMIN_TOKEN,
+    Api,
+    content_of,
+    entries,
+    item,
+    must_fail,
+    publish,
+    put,
+    rid,
+    seal,
+    sealed_blob,
+)
 
 EMPTY = hashlib.sha256(b"").hexdigest()
 
@@ -62,3 +74,27 @@ def test_a_file_has_one_spelling(mem: Api) -> None:
                   "items[0].path")
     assert publish(mem, 1, items=[item("b", blob_id, "odd\x7fname/ü")]).status_code == 201
     assert [entry["path"] for entry in entries(mem, 2)] == ["alias/x", "odd\x7fname/ü"]
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "bEaReR"])
+def test_the_bearer_scheme_name_is_case_insensitive(api: Api, scheme: str) -> None:
+    data = api.client.get("/v1/feed", headers={"Authorization": f"{scheme} {api.tokens['s1/bob']}"})
+    assert data.status_code == 200, data.text
+    admin = api.client.get("/admin/v1/spaces", headers={"Authorization": f"{scheme} {ADMIN_TOKEN}"})
+    assert admin.status_code == 200, admin.text
+    wrong = api.client.get("/v1/feed", headers={"Authorization": f"{scheme}x {api.tokens['s1/bob']}"})
+    must_fail(wrong, 401, "UNAUTHENTICATED")
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("GET", "/_test/clock"), ("POST", "/_test/clock"), ("GET", "/_test/faults"),
+    ("POST", "/_test/faults"), ("DELETE", "/_test/faults"), ("POST", "/_test/restart"),
+    ("GET", "/_test/restart"), ("PUT", "/_test/clock")])
+def test_test_hooks_that_are_off_answer_like_an_unknown_path(api: Api, method: str,
+                                                             path: str) -> None:
+    unknown = api.client.request(method, "/_test/nothing-here")
+    must_fail(unknown, 404, "NOT_FOUND")
+    for token in (None, ADMIN_TOKEN, api.tokens["s1/bob"], "nonsense"):
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        answer = api.client.request(method, path, headers=headers, json={"advance_ms": 1})
+        assert (answer.status_code, answer.content) == (unknown.status_code, unknown.content)

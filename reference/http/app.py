@@ -148,11 +148,13 @@ async def _revision_items(ctx: Context, principal: Principal, request: Request) 
 def test_hook(operation: Callable[[Context, Request], Awaitable[Outcome]]) -> Handler:
     """A test hook endpoint: the admin token, and only with ``--test-hooks`` (otherwise it
     answers exactly like an unknown path)."""
-    async def work(ctx: Context, request: Request) -> Outcome:
-        if not ctx.test_hooks:
-            raise NotFound("no such path")
-        return await operation(ctx, request)
-    return admin(work)
+    hook = admin(operation)
+
+    async def endpoint(request: Request) -> Response:
+        if not context(request).test_hooks:  # before the token: nothing tells the path exists
+            return error_response(NotFound("no such path"))
+        return await hook(request)
+    return endpoint
 
 
 async def _clock(ctx: Context, request: Request) -> Outcome:
@@ -256,9 +258,7 @@ ROUTES = [
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
-    if status == 405:
-        return error_response(NotFound("no such operation at this path"))
-    if status == 404:
+    if status in (404, 405):  # a method a path does not serve answers like an unknown path
         return error_response(NotFound("no such path"))
     return error_response(internal_error())
 
