@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import (
     ADMIN_TOKEN,
+    NOTES,
     Api,
     content_of,
     entries,
@@ -98,3 +99,25 @@ def test_test_hooks_that_are_off_answer_like_an_unknown_path(api: Api, method: s
         headers = {} if token is None else {"Authorization": f"Bearer {token}"}
         answer = api.client.request(method, path, headers=headers, json={"advance_ms": 1})
         assert (answer.status_code, answer.content) == (unknown.status_code, unknown.content)
+
+
+@pytest.mark.parametrize("revision", ["abc", "-1", "+1", "01", "1.0", "1e3", "0x1", "１",
+                                      "9007199254740992", "9" * 40])
+@pytest.mark.parametrize("suffix", ["", "/items"])
+def test_a_revision_in_the_path_that_is_not_a_decimal_integer_is_bad_input(
+        mem: Api, revision: str, suffix: str) -> None:
+    answer = mem.as_("reader", "GET", f"{NOTES}/revisions/{revision}{suffix}")
+    must_fail(answer, 400, "INVALID_REQUEST", "revision")
+
+
+def test_a_revision_above_the_head_is_still_not_found(mem: Api) -> None:
+    must_fail(mem.as_("reader", "GET", f"{NOTES}/revisions/9007199254740991"), 404, "NOT_FOUND")
+    assert mem.as_("reader", "GET", f"{NOTES}/revisions/0").status_code == 200
+
+
+def test_submission_lookup_path_values(api: Api) -> None:
+    """A malformed request_id is bad input naming it; an unknown operation is 404 as
+    protocol.md WP-IDEM-14 requires."""
+    must_fail(api.as_("s1/bob", "GET", "/v1/submissions/message.send/a%20b"), 400,
+              "INVALID_REQUEST", "request_id")
+    must_fail(api.as_("s1/bob", "GET", "/v1/submissions/no.such/r1"), 404, "NOT_FOUND")
