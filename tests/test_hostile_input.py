@@ -121,3 +121,33 @@ def test_submission_lookup_path_values(api: Api) -> None:
     must_fail(api.as_("s1/bob", "GET", "/v1/submissions/message.send/a%20b"), 400,
               "INVALID_REQUEST", "request_id")
     must_fail(api.as_("s1/bob", "GET", "/v1/submissions/no.such/r1"), 404, "NOT_FOUND")
+
+
+BODY = b'{"request_id": "ct-x", "thread": {"new": true}, "kind": "info", "subject": "s", ' \
+       b'"body": {"text": "t"}}'
+
+
+@pytest.mark.parametrize("content_type", [
+    "text/plain", "application/x-www-form-urlencoded", "application/xml", "text/json",
+    "multipart/form-data; boundary=x", "application/jsonx", ""])
+def test_a_json_route_refuses_another_content_type(api: Api, content_type: str) -> None:
+    token = api.tokens["s1/alice"]
+    answer = api.client.post("/v1/messages", content=BODY, headers={
+        "Authorization": f"Bearer {token}", "Content-Type": content_type})
+    must_fail(answer, 400, "INVALID_REQUEST", "content-type")
+    admin = api.client.post("/admin/v1/spaces", content=b"{}", headers={
+        "Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": content_type})
+    must_fail(admin, 400, "INVALID_REQUEST", "content-type")
+    assert api.all_items("s1/bob") == []
+
+
+@pytest.mark.parametrize("content_type", [
+    None, "application/json", "application/json; charset=utf-8", "Application/JSON ;charset=UTF-8"])
+def test_a_json_route_takes_application_json_or_no_content_type(api: Api,
+                                                                content_type: str | None) -> None:
+    headers = {"Authorization": f"Bearer {api.tokens['s1/alice']}"}
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    body = BODY.replace(b"ct-x", rid("ct").encode())
+    answer = api.client.post("/v1/messages", content=body, headers=headers)
+    assert answer.status_code == 201, answer.text
