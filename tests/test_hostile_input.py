@@ -151,3 +151,21 @@ def test_a_json_route_takes_application_json_or_no_content_type(api: Api,
     body = BODY.replace(b"ct-x", rid("ct").encode())
     answer = api.client.post("/v1/messages", content=body, headers=headers)
     assert answer.status_code == 201, answer.text
+
+
+def test_a_content_type_stored_before_the_rule_is_sent_as_octet_stream(
+        api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A blob sealed by an older server with a content type that is no header value stays
+    downloadable."""
+    from waypost.reference.service import blobs
+
+    monkeypatch.setattr(blobs.values, "content_type", lambda value, field="content_type": value)
+    answer = _prepare(api, "text/plain\r\nX-Evil: 1")
+    monkeypatch.undo()
+    upload_id = answer.json()["upload_id"]
+    assert put(api, "s1/bob", upload_id, b"").status_code == 200
+    blob_id = seal(api, "s1/bob", upload_id).json()["blob_id"]
+    content = content_of(api, "s1/bob", blob_id)
+    assert content.status_code == 200
+    assert content.headers["content-type"] == "application/octet-stream"
+    assert "x-evil" not in content.headers
