@@ -33,7 +33,16 @@ FILTER_ENTRIES = 100
 #: UTF-8 bytes of a blob's ``content_type`` and ``filename``.
 BLOB_TEXT_BYTES = 255
 
+_TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_QUOTED = '"(?:[ !#-\\[\\]-~]|\\\\[ -~])*"'
+#: A media type in the strict form of protocol.md §3.6 (RFC 9110 §8.3: tokens, optional
+#: ``; name=value`` parameters, value a token or a quoted string; ASCII, no controls), shared
+#: with the OpenAPI document. Its 1-255 bytes are checked apart.
+CONTENT_TYPE_PATTERN = f"{_TOKEN}/{_TOKEN}(?: *; *{_TOKEN}=(?:{_TOKEN}|{_QUOTED}))*"
+
 _OBJECT_ID = re.compile(OBJECT_ID_PATTERN)
+_CONTENT_TYPE = re.compile(CONTENT_TYPE_PATTERN)
+_PATH_FORBIDDEN = re.compile("[\\\\\x00-\x1f]")
 _REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
 _SEQUENCE = re.compile(r"0|[1-9][0-9]{0,18}")
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})")
@@ -70,18 +79,34 @@ def new_id(prefix: str) -> ObjectId:
 
 
 def relative_path(value: Any, field: str) -> RelativePath:
-    """A relative path: non-empty UTF-8 ≤ 1024 bytes, no leading ``/``, ``..``, empty segment,
-    ``\\`` or NUL."""
+    """A relative path with one spelling per file (protocol.md §3.4): non-empty UTF-8 ≤ 1024
+    bytes; no leading or trailing ``/``, empty, ``.`` or ``..`` segment, ``\\``, NUL or other
+    C0 control (DEL and non-ASCII are allowed)."""
     text = string(value, field)
     if not text or len(text.encode()) > MAX_PATH_BYTES:
         raise _bad(field, f"{field} must be 1-{MAX_PATH_BYTES} bytes")
-    if "\\" in text or "\x00" in text:
-        raise _bad(field, f"{field} must not contain a backslash or NUL")
+    if _PATH_FORBIDDEN.search(text):
+        raise _bad(field, f"{field} must not contain a backslash or a control character")
     if text.startswith("/"):
         raise _bad(field, f"{field} must be relative")
-    if any(segment in ("", "..") for segment in text.split("/")):
-        raise _bad(field, f"{field} must not contain empty or '..' segments")
+    if any(segment in ("", ".", "..") for segment in text.split("/")):
+        raise _bad(field, f"{field} must not contain empty, '.' or '..' segments")
     return RelativePath(text)
+
+
+def is_content_type(text: str) -> bool:
+    """Whether ``text`` is a media type of protocol.md §3.6 (always sendable as a header)."""
+    return len(text) <= BLOB_TEXT_BYTES and _CONTENT_TYPE.fullmatch(text) is not None
+
+
+def content_type(value: Any, field: str = "content_type") -> str:
+    """A blob's content type: a strict media type of 1-255 ASCII bytes, kept as given, e.g.
+    ``text/plain; charset=utf-8``."""
+    text = string(value, field)
+    if not is_content_type(text):
+        raise _bad(field, f"{field} must be a media type (type/subtype; name=value) of 1-"
+                          f"{BLOB_TEXT_BYTES} bytes")
+    return text
 
 
 def over_limit(field: str, limit: str, high: int) -> ResourceLimit:

@@ -113,8 +113,11 @@ async def blob_content(request: Request) -> Response:
 
     async def work(ctx: Context, principal: Principal, request: Request) -> Outcome:
         content = await blobs.read_content(ctx, principal, request.path_params["blob_id"])
+        kind = content.content_type  # one stored before §3.6 was enforced may not be sendable
+        if not values.is_content_type(kind):
+            kind = "application/octet-stream"
         holder["response"] = StreamingResponse(content.chunks, 200, headers={
-            "Content-Type": content.content_type, "ETag": f'"{content.etag}"',
+            "Content-Type": kind, "ETag": f'"{content.etag}"',
             "Content-Length": str(content.size)})
         return Outcome(200, {})
 
@@ -145,11 +148,13 @@ async def _revision_items(ctx: Context, principal: Principal, request: Request) 
 def test_hook(operation: Callable[[Context, Request], Awaitable[Outcome]]) -> Handler:
     """A test hook endpoint: the admin token, and only with ``--test-hooks`` (otherwise it
     answers exactly like an unknown path)."""
-    async def work(ctx: Context, request: Request) -> Outcome:
-        if not ctx.test_hooks:
-            raise NotFound("no such path")
-        return await operation(ctx, request)
-    return admin(work)
+    hook = admin(operation)
+
+    async def endpoint(request: Request) -> Response:
+        if not context(request).test_hooks:  # before the token: nothing tells the path exists
+            return error_response(NotFound("no such path"))
+        return await hook(request)
+    return endpoint
 
 
 async def _clock(ctx: Context, request: Request) -> Outcome:
@@ -253,9 +258,7 @@ ROUTES = [
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
-    if status == 405:
-        return error_response(NotFound("no such operation at this path"))
-    if status == 404:
+    if status in (404, 405):  # a method a path does not serve answers like an unknown path
         return error_response(NotFound("no such path"))
     return error_response(internal_error())
 

@@ -45,8 +45,19 @@ def respond(outcome: Outcome) -> JSONResponse:
     return JSONResponse(outcome.body, outcome.status, headers=headers)
 
 
+def check_json_type(content_type: str | None) -> None:
+    """A JSON body comes as ``application/json`` (parameters such as ``charset`` allowed) or
+    without a Content-Type; another type is ``400`` naming ``content-type`` (WP-HTTP-2)."""
+    if content_type is None:
+        return
+    if content_type.split(";", 1)[0].strip().lower() != "application/json":
+        raise InvalidRequest("a JSON body needs Content-Type: application/json",
+                             field="content-type")
+
+
 async def read_json(request: Request) -> Any:
     """The request body as JSON, capped at the published ``request_bytes`` while it streams."""
+    check_json_type(request.headers.get("content-type"))
     cap = context(request).limits.request_bytes
     chunks, size = [], 0
     async for chunk in request.stream():

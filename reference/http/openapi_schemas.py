@@ -201,7 +201,11 @@ def _blobs() -> dict[str, Schema]:
             "size": {**integer(0, LIMITS.upload_bytes),
                      "description": "Bytes of the content; 0 is valid. Above upload_bytes: "
                                     "413 RESOURCE_LIMIT."},
-            "sha256": sha256, "content_type": text(1, values.BLOB_TEXT_BYTES),
+            "sha256": sha256, "content_type": {
+                "type": "string", "minLength": 1, "maxLength": values.BLOB_TEXT_BYTES,
+                "pattern": f"^{values.CONTENT_TYPE_PATTERN}$",
+                "description": "A media type (type/subtype, optional ; name=value parameters) "
+                               "of 1-255 ASCII bytes; anything else is 400 INVALID_REQUEST."},
         }, {"filename": text(1, values.BLOB_TEXT_BYTES)}),
         "UploadPrepared": obj({
             "upload_id": ID, "blob_id": ID,

@@ -18,7 +18,8 @@ from waypost.reference.domain.values import new_id
 from waypost.reference.service.context import Context
 from waypost.reference.storage.tokens import load_token
 
-_BEARER = re.compile(r"Bearer ([A-Za-z0-9_-]{1,96})\.([A-Za-z0-9_-]{16,128})")
+#: The scheme name in any letter case (RFC 9110 §11.1, protocol.md WP-AUTH-5).
+_BEARER = re.compile(r"(?i:bearer) ([A-Za-z0-9_-]{1,96})\.([A-Za-z0-9_-]{16,128})")
 
 
 def token_digest(token: str) -> bytes:
@@ -54,7 +55,7 @@ async def authenticate(ctx: Context, authorization: str | None) -> Principal:
 def check_admin(ctx: Context, authorization: str | None) -> None:
     """The control plane's bearer must be the operator's admin token (compared as digests)."""
     presented = authorization or ""
-    token = presented[7:] if presented.startswith("Bearer ") else ""
+    token = presented[7:] if presented[:7].lower() == "bearer " else ""
     if ctx.admin_digest is None or not token:
         raise Unauthenticated("control plane needs the admin token (WAYPOST_ADMIN_TOKEN)")
     if not hmac.compare_digest(ctx.admin_digest, token_digest(token)):

@@ -52,7 +52,7 @@ async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         raise values.over_limit("size", "upload_bytes", ctx.limits.upload_bytes)
     size = values.integer(size, "size", 0, ctx.limits.upload_bytes)
     sha256 = values.sha256_hex(body["sha256"], "sha256")
-    content_type = _text(body["content_type"], "content_type", values.BLOB_TEXT_BYTES)
+    content_type = values.content_type(body["content_type"])
     normalised: dict[str, Any] = {"size": size, "sha256": sha256.hex(),
                                   "content_type": content_type}
     filename = None

@@ -262,23 +262,24 @@ async def read_collection(ctx: Context, principal: Principal, collection_id: str
 
 async def _readable_revision(ctx: Context, principal: Principal, collection_id: str,
                              revision: str) -> tuple[sql.CollectionRow, int]:
+    number = _revision_number(revision)
     collection = await _collection(ctx, principal, collection_id)
     if not (principal.has("memory.read") and principal.grants.may(collection.collection_id,
                                                                     "read")):
         raise Forbidden("reading revisions needs memory.read and a read grant", field="scope")
-    number = _revision_number(revision)
     if number > collection.current_revision:
         raise not_found("revision")
     return collection, number
 
 
 def _revision_number(text: str) -> int:
-    if not text.isascii() or not text.isdigit() or (len(text) > 1 and text[0] == "0"):
-        raise not_found("revision")
-    number = int(text)
-    if number > values.MAX_REVISION:
-        raise not_found("revision")
-    return number
+    """The ``{revision}`` path parameter: a decimal integer 0 … 2^53−1 without sign or leading
+    zeros (protocol.md WP-VAL-3, WP-VAL-7); anything else is ``400`` naming ``revision``."""
+    if (not text.isascii() or not text.isdigit() or (len(text) > 1 and text[0] == "0")
+            or int(text) > values.MAX_REVISION):
+        raise InvalidRequest("revision must be a decimal integer from 0 to 2^53-1",
+                             field="revision")
+    return int(text)
 
 
 async def read_revision(ctx: Context, principal: Principal, collection_id: str,
