@@ -13,7 +13,8 @@ from pathlib import Path
 import apsw
 
 from waypost.reference.consumer.migrations import all_migrations as consumer_migrations
-from waypost.reference.storage.migrations import Migration, all_migrations
+from waypost.reference.migration_files import Migration
+from waypost.reference.storage.migrations import all_migrations
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "schema.md"
 CONSUMER_OUT = OUT.parent / "consumer-schema.md"
