@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import httpx
 
 from waypost.conformance import report as reports
 from waypost.conformance import runner
+from waypost.conformance.arguments import add_target, admin_token, subset
 from waypost.conformance.consumer_cli import add_command as add_consumer_matrix
 from waypost.conformance.targets import check_target, open_target
 from waypost.properties.catalogue import select
@@ -31,9 +31,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "admin token provisions fresh spaces prefixed by the run id). Ends with the "
                     "P01–P18 table; exit status 1 on any failure. Failures are shrunk and "
                     "written as replay files.")
-    kit.add_argument("--target", default="sqlite", help="sqlite (default), d1 or a base URL")
-    kit.add_argument("--admin-token", default=None,
-                     help="admin token of a URL target (default: $WAYPOST_ADMIN_TOKEN)")
+    add_target(kit)
     kit.add_argument("--profile", choices=sorted(runner.PROFILES), default="ci",
                      help="how much to explore: quick, ci (default), thorough")
     kit.add_argument("--seed", type=int, default=None, help="seed (default: random, printed)")
@@ -56,9 +54,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Rerun the commands of a replay file against a target; exit 1 if the "
                     "recorded violation (or another) still happens.")
     replay.add_argument("file", type=Path, help="a replay file written by a failing run")
-    replay.add_argument("--target", default="sqlite", help="sqlite (default), d1 or a base URL")
-    replay.add_argument("--admin-token", default=None,
-                        help="admin token of a URL target (default: $WAYPOST_ADMIN_TOKEN)")
+    add_target(replay)
     replay.set_defaults(run=_replay)
     matrix = kit_commands.add_parser(
         "crash-matrix", help="every fault point × every write with a real crash and restart",
@@ -73,12 +69,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "exit 1 if any cell fails. Targets sqlite and d1 (the reference on D1 behind "
                     "the local gateway, which outlives the crashes), or a server started with "
                     "--test-hooks: a deployment has no fault points.")
-    matrix.add_argument("--target", default="sqlite",
-                        help="sqlite (default) or d1, started here; or the URL of a running "
-                             "server with test hooks (its crashes abandon the request and "
-                             "/_test/restart stands in for the restart)")
-    matrix.add_argument("--admin-token", default=None,
-                        help="admin token of a URL target (default: $WAYPOST_ADMIN_TOKEN)")
+    add_target(matrix, "sqlite (default) or d1, started here; or the URL of a running server "
+                       "with test hooks (its crashes abandon the request and /_test/restart "
+                       "stands in for the restart)")
     matrix.add_argument("--operations", default=None,
                         help="comma-separated subset, e.g. message.send,memory.publish")
     matrix.add_argument("--actions", default="crash,unavailable",
@@ -93,14 +86,11 @@ def _crash_matrix(args: argparse.Namespace) -> int:
 
     from waypost.conformance.crash_matrix import OPERATIONS, crash_matrix
 
-    operations = tuple(OPERATIONS)
-    if args.operations:
-        operations = tuple(o.strip() for o in args.operations.split(",") if o.strip())
-        unknown = [o for o in operations if o not in OPERATIONS]
-        if unknown:
-            print(f"waypost conformance crash-matrix: unknown operations {unknown} (known: "
-                  f"{', '.join(OPERATIONS)})", file=sys.stderr)
-            return 2
+    try:
+        operations = subset(args.operations, tuple(OPERATIONS), "operations")
+    except ValueError as exc:
+        print(f"waypost conformance crash-matrix: {exc}", file=sys.stderr)
+        return 2
     actions = tuple(a.strip() for a in args.actions.split(",") if a.strip())
     if not actions or any(a not in ("crash", "unavailable") for a in actions):
         print("waypost conformance crash-matrix: --actions takes crash and/or unavailable",
@@ -110,7 +100,7 @@ def _crash_matrix(args: argparse.Namespace) -> int:
         if args.target in ("sqlite", "d1"):
             matrix = crash_matrix(operations, actions=actions, target=args.target)
         else:
-            token = _admin_token(args)
+            token = admin_token(args)
             check_hooks(args.target, token)
             matrix = crash_matrix(operations, actions=actions, url=args.target.rstrip("/"),
                                   admin_token=token or "")
@@ -141,11 +131,6 @@ def check_hooks(url: str, admin_token: str | None) -> None:
                          "waypost serve --test-hooks): a deployment has no fault points")
 
 
-def _admin_token(args: argparse.Namespace) -> str | None:
-    token: str | None = args.admin_token or os.environ.get("WAYPOST_ADMIN_TOKEN")
-    return token
-
-
 def _conformance(args: argparse.Namespace) -> int:
     try:
         selected = select(args.only)
@@ -159,7 +144,7 @@ def _conformance(args: argparse.Namespace) -> int:
     profile = runner.PROFILES[args.profile]
     try:
         proxy = FaultProxy(httpx.HTTPTransport())
-        with open_target(args.target, _admin_token(args)) as target, \
+        with open_target(args.target, admin_token(args)) as target, \
                 httpx.Client(base_url=target.url, timeout=60, transport=proxy) as client:
             check_target(client, target.admin_token)
             where = target.url if target.name == "url" else f"{target.name} at {target.url}"
@@ -194,7 +179,7 @@ def _conformance(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     try:
         proxy = FaultProxy(httpx.HTTPTransport())
-        with open_target(args.target, _admin_token(args)) as target, \
+        with open_target(args.target, admin_token(args)) as target, \
                 httpx.Client(base_url=target.url, timeout=60, transport=proxy) as client:
             violation = runner.replay_file(args.file, client, target.admin_token, proxy=proxy)
     except (ValueError, RuntimeError, OSError) as exc:

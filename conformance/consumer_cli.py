@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
+from waypost.conformance.arguments import add_target, admin_token, subset
 from waypost.conformance.consumer_matrix import (
     DEFAULT_COMMAND,
     FLOWS,
@@ -20,24 +20,13 @@ from waypost.conformance.consumer_matrix import (
 from waypost.conformance.targets import open_target
 
 
-def _subset(text: str | None, known: tuple[str, ...], what: str) -> tuple[str, ...]:
-    if not text:
-        return known
-    chosen = tuple(part.strip() for part in text.split(",") if part.strip())
-    unknown = [part for part in chosen if part not in known]
-    if unknown or not chosen:
-        raise ValueError(f"unknown {what} {unknown} (known: {', '.join(known)})")
-    return chosen
-
-
 def _run(args: argparse.Namespace) -> int:
     command = tuple(shlex.split(args.consumer_command)) if args.consumer_command \
         else DEFAULT_COMMAND
     try:
-        flows = _subset(args.flows, FLOWS, "flows")
-        points = _subset(args.points, POINTS, "fault points")
-        token = args.admin_token or os.environ.get("WAYPOST_ADMIN_TOKEN")
-        with open_target(args.target, token) as target:
+        flows = subset(args.flows, FLOWS, "flows")
+        points = subset(args.points, POINTS, "fault points")
+        with open_target(args.target, admin_token(args)) as target:
             if not reachable(target.url):
                 raise ValueError(f"cannot reach the target at {target.url}")
             matrix = consumer_matrix(target.url, target.admin_token, command=command,
@@ -64,9 +53,7 @@ def add_command(kit_commands: Any) -> None:
                     "outbound write exists once with its original request_id. Prints the table "
                     "(not reached / recovered / FAIL); exit 1 if any cell fails. Also part of "
                     "every 'waypost conformance' run (P17).")
-    matrix.add_argument("--target", default="sqlite", help="sqlite (default), d1 or a base URL")
-    matrix.add_argument("--admin-token", default=None,
-                        help="admin token of a URL target (default: $WAYPOST_ADMIN_TOKEN)")
+    add_target(matrix)
     matrix.add_argument("--flows", default=None, help=f"subset of {','.join(FLOWS)}")
     matrix.add_argument("--points", default=None, help="subset of the fault points, e.g. "
                                                        "sync.after_commit,ack.after_submit")
