@@ -12,6 +12,7 @@ from waypost.conformance import report as reports
 from waypost.conformance import runner
 from waypost.conformance.arguments import add_target, admin_token, subset
 from waypost.conformance.consumer_cli import add_command as add_consumer_matrix
+from waypost.conformance.hostile import add_command as add_hostile
 from waypost.conformance.targets import check_target, open_target
 from waypost.properties.catalogue import select
 from waypost.properties.proxy import FaultProxy
@@ -79,6 +80,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     matrix.add_argument("--json", type=Path, default=None, help="also write the cells as JSON")
     matrix.set_defaults(run=_crash_matrix)
     add_consumer_matrix(kit_commands)  # P17
+    add_hostile(kit_commands)
 
 
 def _crash_matrix(args: argparse.Namespace) -> int:

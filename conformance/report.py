@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from waypost.conformance import hostile
 from waypost.conformance.runner import Report
 
 MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
@@ -32,6 +33,8 @@ def table(report: Report) -> str:
     lines.append("faults injected by: " + (", ".join(report.fault_sources) or "none"))
     if report.limits:
         lines += ["", limits_table(report)]
+    if report.hostile:
+        lines += ["", hostile.table(report.hostile)]
     return "\n".join(lines)
 
 
@@ -60,6 +63,7 @@ def as_json(report: Report) -> dict[str, Any]:
                         "replay": o.replay, "expected_failure_reason": o.expected_reason or None}
                        for o in report.outcomes],
         "limits": [row.as_json() for row in report.limits],
+        "hostile": [row.as_json() for row in report.hostile],
     }
 
 
@@ -92,9 +96,11 @@ def write_junit(report: Report, path: Path) -> None:
             failure.text = json.dumps(row.as_json(), indent=2)
         elif row.result != "pass":
             ET.SubElement(case, "skipped", message=f"{row.result}: {row.note}")
-    suite.set("tests", str(len(report.outcomes) + len(report.limits)))
+    hostile.junit_cases(suite, report.hostile)
+    suite.set("tests", str(len(report.outcomes) + len(report.limits) + len(report.hostile)))
     suite.set("failures", str(sum(o.result == "fail" for o in report.outcomes)
-                              + sum(row.result == "fail" for row in report.limits)))
+                              + sum(row.result == "fail" for row in report.limits)
+                              + sum(row.result == "fail" for row in report.hostile)))
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
 
 

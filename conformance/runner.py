@@ -20,7 +20,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
 
-from waypost.conformance import consumer_matrix
+from waypost.conformance import consumer_matrix, hostile
 from waypost.conformance.targets import check_target
 from waypost.properties.catalogue import CATALOGUE, Property
 from waypost.properties.http import Session
@@ -76,6 +76,7 @@ class Report:
     rules: list[str] = field(default_factory=list)  # the rules the run's steps drew from
     limits: list[LimitOutcome] = field(default_factory=list)  # the limit phase, by limit
     commands: list[list[str]] | None = None  # per example, its commands (when traced)
+    hostile: list[hostile.HostileRow] = field(default_factory=list)  # the hostile-input phase
 
     @property
     def failed(self) -> bool:
@@ -208,6 +209,7 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
         ({"test hooks"} if kit.session.hook_faults else set())
         | ({f"fault proxy ({', '.join(sorted(proxy.used))})"} if proxy and proxy.used else set()))
     report.outcomes = [_outcome(prop, kit, wanted, expected, failures) for prop in CATALOGUE]
+    report.outcomes.append(_hostile(client, admin_token, report, wanted, expected))
     if "ERROR" in failures:
         _, unexpected, path = failures["ERROR"]
         report.outcomes.append(Outcome(
@@ -260,6 +262,25 @@ def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path, report:
             path = write_replay(replay_dir, report, violation, failure, kit.last)
             failures[violation.pid if violation else "ERROR"] = (violation, failure, path)
     return failures
+
+
+HOSTILE = Property("HOSTILE", "Hostile input",
+                   "Hostile input gets the error envelope, and the server keeps answering "
+                   "(conformance/hostile.py)", hostile.NAMES, True)
+
+
+def _hostile(client: httpx.Client, admin_token: str, report: Report, wanted: set[str] | None,
+             expected: dict[str, str]) -> Outcome:
+    """The hostile-input phase as one row; skipped with ``--only``."""
+    if wanted is not None:
+        return Outcome(HOSTILE, "skipped")
+    report.hostile = hostile.run_checks(client, admin_token, f"{report.run_id}-h")
+    result, note = hostile.summary(report.hostile)
+    outcome = Outcome(HOSTILE, result, sum(row.inputs for row in report.hostile), note,
+                      expected_reason=expected.get("HOSTILE", ""))
+    if "HOSTILE" in expected:
+        outcome.result = "xfail" if result == "fail" else "xpass"
+    return outcome
 
 
 def _outcome(prop: Property, kit: KitRun, wanted: set[str] | None,

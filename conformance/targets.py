@@ -99,12 +99,13 @@ class ServerProcess(ChildProcess):
 
 
 @contextmanager
-def sqlite_target() -> Iterator[Target]:
+def sqlite_target(test_hooks: bool = True) -> Iterator[Target]:
     """The embedded reference (SQLite + files) in a temporary data directory."""
     admin_token = secrets.token_urlsafe(24)
     with tempfile.TemporaryDirectory(prefix="waypost-kit-") as data_dir:
         server = ServerProcess(Path(data_dir) / "data", admin_token, "--no-access-log",
-                               "--synchronous", "normal", "--test-hooks")
+                               "--synchronous", "normal",
+                               *(["--test-hooks"] if test_hooks else []))
         try:
             yield Target("sqlite", server.url, admin_token)
         finally:
@@ -131,14 +132,15 @@ class GatewayProcess(ChildProcess):
 
 
 @contextmanager
-def d1_target() -> Iterator[Target]:
+def d1_target(test_hooks: bool = True) -> Iterator[Target]:
     """The reference on D1 and R2: the gateway Worker on local workerd, then the server."""
     admin_token, secret = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     with tempfile.TemporaryDirectory(prefix="waypost-kit-d1-") as work:
         gateway = GatewayProcess(Path(work) / "d1", secret)
         try:
             server = ServerProcess(Path(work) / "data", admin_token, "--no-access-log",
-                                   "--test-hooks", "--storage", "d1", "--gateway", gateway.url,
+                                   *(["--test-hooks"] if test_hooks else []),
+                                   "--storage", "d1", "--gateway", gateway.url,
                                    env={"WAYPOST_GATEWAY_SECRET": secret})
             try:
                 yield Target("d1", server.url, admin_token)
@@ -149,10 +151,13 @@ def d1_target() -> Iterator[Target]:
 
 
 @contextmanager
-def open_target(name: str, admin_token: str | None) -> Iterator[Target]:
-    """``sqlite``, ``d1`` or a base URL (``http://…``) of any deployment."""
+def open_target(name: str, admin_token: str | None,
+                test_hooks: bool = True) -> Iterator[Target]:
+    """``sqlite``, ``d1`` or a base URL (``http://…``) of any deployment; the reference
+    started here runs with its test hooks unless ``test_hooks`` is false."""
     if name in ("sqlite", "d1"):
-        with (sqlite_target() if name == "sqlite" else d1_target()) as target:
+        with (sqlite_target(test_hooks) if name == "sqlite" else d1_target(test_hooks)) \
+                as target:
             yield target
         return
     if not name.startswith(("http://", "https://")):

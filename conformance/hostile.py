@@ -1,0 +1,175 @@
+"""The hostile-input phase of the kit: every check of ``properties/hostile_*`` against a target,
+each in a fresh space, each followed by a check that the server still answers. One row
+(``HOSTILE``) of ``waypost conformance``; ``waypost conformance hostile`` runs it alone."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+import httpx
+
+from waypost.conformance.arguments import add_target, admin_token, subset
+from waypost.conformance.targets import check_target, open_target
+from waypost.properties import hostile_http, hostile_values
+from waypost.properties.hostile import Finding, HostileCheck, provision, still_answering
+
+CHECKS: tuple[HostileCheck, ...] = hostile_values.CHECKS + hostile_http.CHECKS
+NAMES = tuple(check.name for check in CHECKS)
+
+
+@dataclass
+class HostileRow:
+    """One check's result: pass, fail or not applicable (with why), and how many requests it
+    sent."""
+
+    check: HostileCheck
+    result: str
+    inputs: int = 0
+    message: str = ""
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {"check": self.check.name, "description": self.check.description,
+                "requirements": list(self.check.requirements), "result": self.result,
+                "inputs": self.inputs, "message": self.message,
+                "seconds": round(self.seconds, 3)}
+
+
+def run_checks(client: httpx.Client, admin_token: str, prefix: str,
+               only: tuple[str, ...] = NAMES,
+               progress: Callable[[HostileRow], None] | None = None) -> list[HostileRow]:
+    """Run the chosen checks, each in a space of its own (``<prefix>-<random>``)."""
+    rows: list[HostileRow] = []
+    for check in (c for c in CHECKS if c.name in only):
+        started = time.monotonic()
+        row = _run_one(check, client, admin_token, prefix)
+        row.seconds = time.monotonic() - started
+        rows.append(row)
+        if progress is not None:
+            progress(row)
+    return rows
+
+
+def _run_one(check: HostileCheck, client: httpx.Client, admin_token: str,
+             prefix: str) -> HostileRow:
+    probe = provision(client, admin_token, f"{prefix}-{check.name.replace('_', '')}")
+    if check.needs == "no test hooks" and probe.test_hooks:
+        return HostileRow(check, "not applicable", 0, "the target runs with test hooks "
+                          "(capabilities.test_hooks): run 'waypost conformance hostile', "
+                          "which starts sqlite and d1 without them, or a URL without them")
+    row, provisioned = HostileRow(check, "pass"), probe.requests
+    try:
+        check.run(probe)
+    except Finding as finding:
+        row.result, row.message = "fail", f"{check.name}: {finding}"
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as error:  # an answer unlike
+        row.result, row.message = "fail", f"{check.name}: unexpected answer: {error!r}"
+    try:
+        still_answering(probe)
+    except Finding as finding:
+        row.result = "fail"
+        row.message = f"{row.message}; " if row.message else f"{check.name}: "
+        row.message += f"the server stopped answering: {finding}"
+    row.inputs = probe.requests - provisioned
+    return row
+
+
+def summary(rows: list[HostileRow]) -> tuple[str, str]:
+    """The phase's result and note for its one row of the P-table."""
+    failed = [row for row in rows if row.result == "fail"]
+    if failed:
+        return "fail", "; ".join(row.message for row in failed)
+    passed = [row.check.name for row in rows if row.result == "pass"]
+    skipped = [row.check.name for row in rows if row.result == "not applicable"]
+    note = f"{len(passed)} checks passed"
+    if skipped:
+        note += f"; not applicable here: {', '.join(skipped)}"
+    return "pass", note
+
+
+def table(rows: list[HostileRow]) -> str:
+    lines = [f"{'':3}{'hostile-input check':<22} {'result':<15} {'inputs':>6}  "
+             "requirements / note", "-" * 98]
+    for row in rows:
+        note = row.message or ", ".join(row.check.requirements)
+        if row.result == "not applicable":
+            note = row.message
+        lines.append(f"{'':3}{row.check.name:<22} {row.result:<15} {row.inputs:>6}  "
+                     f"{note[:400]}")
+    return "\n".join(lines)
+
+
+def junit_cases(suite: ET.Element, rows: list[HostileRow]) -> None:
+    """One test case per check (failure / skipped as their result says)."""
+    for row in rows:
+        case = ET.SubElement(suite, "testcase", classname="waypost.conformance.hostile",
+                             name=f"hostile {row.check.name}", time=f"{row.seconds:.3f}")
+        if row.result == "fail":
+            failure = ET.SubElement(case, "failure", message=row.message[:1000])
+            failure.text = json.dumps(row.as_json(), indent=2)
+        elif row.result != "pass":
+            ET.SubElement(case, "skipped", message=f"{row.result}: {row.message}")
+
+
+# ----- waypost conformance hostile ------------------------------------------------------------
+
+
+def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``conformance hostile``."""
+    hostile = commands.add_parser(
+        "hostile", help="only the hostile-input checks",
+        description="Send hostile input to the target: content types with CR/LF, NUL or "
+                    "non-ASCII text at blob.prepare (and download what was stored), memory "
+                    "path aliases, the bearer scheme in other letter cases, test hooks a "
+                    "target runs without, JSON under other content types, oversized, deeply "
+                    "nested and invalid UTF-8 bodies, numbers out of range, ids with path "
+                    "traversal and SQL metacharacters. Each check expects the error envelope "
+                    "(status, code and details.field as docs/protocol.md states them) and a "
+                    "server that still answers. Targets sqlite and d1 start the reference "
+                    "without test hooks; a URL is checked as it runs. Exit 1 on a failure.")
+    add_target(hostile)
+    hostile.add_argument("--only", default=None,
+                         help=f"comma-separated checks (default: all): {', '.join(NAMES)}")
+    hostile.add_argument("--report-json", type=Path, default=None, help="write a JSON report")
+    hostile.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report")
+    hostile.set_defaults(run=_hostile)
+
+
+def _hostile(args: argparse.Namespace) -> int:
+    try:
+        only = subset(args.only, NAMES, "checks")
+        with open_target(args.target, admin_token(args), test_hooks=False) as target, \
+                httpx.Client(base_url=target.url, timeout=60) as client:
+            check_target(client, target.admin_token)
+            print(f"waypost conformance hostile: target {target.url}", file=sys.stderr)
+
+            def progress(row: HostileRow) -> None:
+                print(f"hostile {row.check.name}: {row.result} ({row.inputs} inputs, "
+                      f"{row.seconds:.1f} s)", file=sys.stderr)
+            rows = run_checks(client, target.admin_token, f"hostile{int(time.time())}",
+                              only, progress)
+    except (ValueError, RuntimeError) as exc:
+        print(f"waypost conformance hostile: {exc}", file=sys.stderr)
+        return 2
+    print(table(rows))
+    result, note = summary(rows)
+    if args.report_json:
+        args.report_json.write_text(json.dumps({
+            "target": args.target, "result": result, "note": note,
+            "checks": [row.as_json() for row in rows]}, indent=2) + "\n")
+    if args.junit:
+        suite = ET.Element("testsuite", name="waypost-conformance-hostile")
+        junit_cases(suite, rows)
+        suite.set("tests", str(len(rows)))
+        suite.set("failures", str(sum(row.result == "fail" for row in rows)))
+        ET.ElementTree(suite).write(args.junit, encoding="utf-8", xml_declaration=True)
+    print(f"hostile input: {result.upper() if result == 'fail' else result} — {note[:300]}")
+    return 1 if result == "fail" else 0
