@@ -13,6 +13,7 @@ from waypost.conformance import runner
 from waypost.conformance.arguments import add_target, admin_token, subset
 from waypost.conformance.consumer_cli import add_command as add_consumer_matrix
 from waypost.conformance.hostile import add_command as add_hostile
+from waypost.conformance.load_cli import add_command as add_load
 from waypost.conformance.targets import check_target, open_target
 from waypost.properties.catalogue import select
 from waypost.properties.proxy import FaultProxy
@@ -81,6 +82,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     matrix.set_defaults(run=_crash_matrix)
     add_consumer_matrix(kit_commands)  # P17
     add_hostile(kit_commands)
+    add_load(kit_commands)
 
 
 def _crash_matrix(args: argparse.Namespace) -> int:
