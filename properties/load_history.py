@@ -81,6 +81,14 @@ def check_view(view: str, items: list[dict[str, Any]], history: History,
                producers: dict[str, str]) -> list[Anomaly]:
     """One view read from its start: ``recipient`` is the inbox's actor (None: the space
     log, which sees every message and receipt)."""
+    return (_messages(view, items, history, recipient) + _sequences(view, items)
+            + _revisions(view, items, heads)
+            + _receipts(view, items, history, recipient, producers))
+
+
+def _messages(view: str, items: list[dict[str, Any]], history: History,
+              recipient: str | None) -> list[Anomaly]:
+    """Every message committed for the view once, in commit order (the kit's checker)."""
     messages = sorted((s for s in history.sent if recipient is None or recipient in
                        s.recipients), key=lambda s: s.sequence)
     shown = [item for item in items if item.get("type") == "message"]
@@ -89,25 +97,31 @@ def check_view(view: str, items: list[dict[str, Any]], history: History,
     if history.indeterminate:  # a send without an answer may have committed
         found = [a for a in found if a.kind != "unexpected"
                  or len(a.item_ids) > history.indeterminate]
-    anomalies = _named(view, found)
+    return _named(view, found)
+
+
+def _sequences(view: str, items: list[dict[str, Any]]) -> list[Anomaly]:
     sequences = [int(item["sequence"]) for item in items]
     backwards = [i for i in range(1, len(items)) if sequences[i] <= sequences[i - 1]]
-    if backwards:
-        i = backwards[0]
-        anomalies.append(Anomaly("sequence", (items[i - 1]["item_id"], items[i]["item_id"]),
-                                 f"{view}: sequence {sequences[i]} after {sequences[i - 1]}"))
+    if not backwards:
+        return []
+    i = backwards[0]
+    return [Anomaly("sequence", (items[i - 1]["item_id"], items[i]["item_id"]),
+                    f"{view}: sequence {sequences[i]} after {sequences[i - 1]}")]
+
+
+def _revisions(view: str, items: list[dict[str, Any]], heads: dict[str, int]) -> list[Anomaly]:
+    """Every revision of every collection once, in order."""
     revisions: dict[str, list[int]] = defaultdict(list)
     for item in items:
         if item.get("type") == "memory_revision":
             revision = item["memory_revision"]
             revisions[revision["collection_id"]].append(int(revision["revision"]))
-    for collection, head in heads.items():
-        if revisions.get(collection, []) != list(range(1, head + 1)):
-            anomalies.append(Anomaly("revisions", (collection,), (
-                f"{view}: revisions of {collection} seen as {revisions.get(collection, [])[:20]}"
-                f"…, expected 1..{head} once each in order")))
-    anomalies += _receipts(view, items, history, recipient, producers)
-    return anomalies
+    return [Anomaly("revisions", (collection,), (
+        f"{view}: revisions of {collection} seen as {revisions.get(collection, [])[:20]}"
+        f"…, expected 1..{head} once each in order"))
+        for collection, head in heads.items()
+        if revisions.get(collection, []) != list(range(1, head + 1))]
 
 
 def _receipts(view: str, items: list[dict[str, Any]], history: History,

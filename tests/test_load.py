@@ -67,6 +67,7 @@ def test_a_remote_target_needs_a_flag(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["conformance", "load", "--target", "http://192.0.2.1:8787",
                  "--admin-token", "x", "--seconds", "1"]) == 2
     assert "not on loopback" in capsys.readouterr().err
-    assert is_loopback("http://127.0.0.1:8787") and is_loopback("http://[::1]:1")
+    assert is_loopback("http://127.0.0.1:8787")
+    assert is_loopback("http://[::1]:1")
     assert is_loopback("http://localhost:8787")
     assert not is_loopback("https://example.com")
