@@ -341,13 +341,13 @@ def run(make_client: Callable[[], httpx.Client], admin_token: str, target: str, 
     report = LoadReport(target, clients)
     with make_client() as setup:
         space = Space(setup, admin_token, clients)
+        started = time.monotonic()
         budget = Budget(seconds, max_requests)
         https = [make_client() for _ in range(clients)]
         try:
             workers = [Client(i, space, https[i], report, budget, seed) for i in range(clients)]
             threads = [threading.Thread(target=w.run, name=f"load-{i}", daemon=True)
                        for i, w in enumerate(workers)]
-            started = time.monotonic()
             for thread in threads:
                 thread.start()
             for thread in threads:  # a progress line every progress_seconds meanwhile

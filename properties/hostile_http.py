@@ -93,8 +93,8 @@ def json_content_types(probe: Probe) -> int:
     if messages:
         raise Finding(f"{len(messages)} message(s) sent under another content type "
                       "(WP-HTTP-2)")
-    for content_type in ("application/json", "application/json; charset=utf-8", None):
-        sent += send(content_type)
+    for accepted in ("application/json", "application/json; charset=utf-8", None):
+        sent += send(accepted)
     return sent
 
 

@@ -166,9 +166,11 @@ def numbers(probe: Probe) -> int:
         answer = probe.request("GET", "/v1/feed", who="bob", params={name: str(value)})
         invalid(answer, f"feed {name}={value}", name)
         sent += 1
-    for size, codes in ((-1, {"INVALID_REQUEST": "size"}),
-                        (2**64, {"INVALID_REQUEST": "size", "RESOURCE_LIMIT": "size"}),
-                        (1.5, {"INVALID_REQUEST": "size"}), ("1", {"INVALID_REQUEST": "size"})):
+    sizes: tuple[tuple[object, dict[str, str | None]], ...] = (
+        (-1, {"INVALID_REQUEST": "size"}),
+        (2**64, {"INVALID_REQUEST": "size", "RESOURCE_LIMIT": "size"}),
+        (1.5, {"INVALID_REQUEST": "size"}), ("1", {"INVALID_REQUEST": "size"}))
+    for size, codes in sizes:
         answer = probe.request("POST", "/v1/blobs", who="bob", body={
             "request_id": probe.rid("ns"), "size": size, "sha256": "0" * 64,
             "content_type": "text/plain"})

@@ -169,7 +169,7 @@ def check_acks(history: History) -> list[Anomaly]:
             anomalies.append(Anomaly("receipt regressed", (acked.item_id,), (
                 f"ACK of {acked.consumer}: receipt at version {version} ({stage}) answered "
                 f"version {acked.version} ({acked.stage}), changed={acked.changed}")))
-        last[key] = (max(version, acked.version), max(stage, acked.stage, key=STAGES.get))
+        last[key] = (max(version, acked.version), max(stage, acked.stage, key=lambda name: STAGES[name]))
     return anomalies
 
 

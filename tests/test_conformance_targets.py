@@ -50,6 +50,8 @@ COMMANDS = {
     "run": ["--profile", "quick"],
     "replay": ["replay", "REPLAY"],
     "crash-matrix": ["crash-matrix", "--operations", "blob.prepare"],
+    "hostile": ["hostile"],
+    "load": ["load", "--seconds", "1"],
 }
 
 

@@ -56,11 +56,16 @@ def test_the_cli_runs_the_kit_against_the_sqlite_target(tmp_path: Path) -> None:
     assert "example" in result.stderr  # progress was shown
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["failed"] is False
-    assert [p["id"] for p in report["properties"]] == [p.pid for p in CATALOGUE]
+    assert [p["id"] for p in report["properties"]] == [p.pid for p in CATALOGUE] + ["HOSTILE"]
+    assert report["properties"][-1]["result"] == "pass"  # the hostile-input phase, one row
+    assert {row["result"] for row in report["hostile"]} == {"pass", "not applicable"}
+    assert "HOSTILE Hostile input" in result.stdout
     suite = ET.parse(tmp_path / "r.xml").getroot()
     assert suite.get("failures") == "0"
     cases = suite.findall("testcase")
-    assert [c.get("classname") for c in cases].count("waypost.conformance") == 18
+    assert [c.get("classname") for c in cases].count("waypost.conformance") == 19
+    assert [c.get("classname") for c in cases].count("waypost.conformance.hostile") == len(
+        report["hostile"])
     limits = {row["limit"]: row for row in report["limits"]}
     assert {c.get("name") for c in cases} >= {f"limit {n} = {r['value']}"
                                               for n, r in limits.items()}
@@ -107,7 +112,7 @@ def test_only_runs_the_rules_of_its_properties(tmp_path: Path, kit_app: KitApp,
     results = {o.prop.pid: o.result for o in report.outcomes}
     assert (results["P03"], results["P06"]) == ("pass", "pass")
     assert {pid for pid, result in results.items() if result == "skipped"} == {
-        p.pid for p in CATALOGUE} - {"P03", "P06"}
+        p.pid for p in CATALOGUE} - {"P03", "P06"} | {"HOSTILE"}
     reports.write_junit(report, tmp_path / "r.xml")
     skipped = {case.get("name", "")[:3]: case.find("skipped")
                for case in ET.parse(tmp_path / "r.xml").getroot().findall("testcase")}
