@@ -18,6 +18,9 @@ from typing import Any
 from waypost.properties.history import Anomaly, analyse
 
 STAGES = {"none": 0, "received": 1, "processed": 2}
+#: What a load run's checks rest on (docs/protocol.md).
+REQUIREMENTS = ("WP-FEED-1", "WP-FEED-2", "WP-FEED-3", "WP-VIS-1", "WP-MEM-16", "WP-MEM-17",
+                "WP-MEM-18", "WP-RCPT-6", "WP-RCPT-7", "WP-LOAD-3", "WP-LOAD-5")
 
 
 @dataclass(frozen=True)
