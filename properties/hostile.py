@@ -4,7 +4,7 @@ status and code the protocol fixes, ``details.field`` where it names one) or, fo
 protocol allows, a normal answer; after each check the server must still answer.
 
 The checks themselves live in ``hostile_values`` (bodies and values) and ``hostile_http``
-(headers, routes, content types); ``HOSTILE_CHECKS`` lists them all. They speak HTTP only and
+(headers, routes, content types); ``conformance/hostile.py`` runs them all. They speak HTTP only and
 provision their own space through the control plane (:class:`Probe`)."""
 
 from __future__ import annotations
