@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from waypost.conformance.targets import ServerProcess
 
@@ -31,10 +31,24 @@ def _chromium() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """Playwright's own browser download is not used: launch the distribution's chromium."""
-    return {**browser_type_launch_args, "executable_path": _chromium()}
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    """Debian's chromium (Playwright's own browser download is not used). Playwright's sync API
+    runs an event loop in this thread while it is started, so it lives only as long as this
+    module's tests: later tests of the same worker call ``asyncio.run``."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=_chromium())
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium: Browser) -> Iterator[Page]:
+    """A fresh page in a fresh context: no cookie of another test."""
+    context = chromium.new_context()
+    context.set_default_timeout(30_000)
+    yield context.new_page()
+    context.close()
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@ made by the control plane's own operation, keyed by the request id its form carr
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from starlette.requests import Request
@@ -158,8 +159,6 @@ async def _revoke_token(request: Request, session: Session, form: Form) -> Respo
 
 def grant_form_values(grants: TokenGrants) -> dict[str, Any]:
     """A token's grants as the token form's initial values."""
-    import json
-
     collections: dict[str, list[str]] = {}
     for collection_id, action_ in json.loads(grants.collections):
         collections.setdefault(collection_id, []).append(action_)
