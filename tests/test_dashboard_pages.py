@@ -140,6 +140,10 @@ def test_the_feed_filters_and_pages(both: tuple[Api, Dash]) -> None:
     receipts = dash.page("/dashboard/spaces/s1/feed", type="receipt")
     assert "nothing here" in receipts.text
     assert dash.page("/dashboard/spaces/s1/feed", type="bogus").status_code == 400
+    for before in ("-1", "١", str(2**63)):  # negative, a non-ASCII digit, past SQLite's integers
+        refused = dash.page("/dashboard/spaces/s1/feed", before=before)
+        assert refused.status_code == 400
+        assert "INVALID_REQUEST" in refused.text
 
 
 def test_revisions_entries_and_their_difference(both: tuple[Api, Dash]) -> None:

@@ -22,6 +22,7 @@ ITEM_TYPES = ("message", "memory_revision", "receipt")
 MAX_RECEIPT_STEPS = 1000
 MAX_CHECKPOINT_ROWS = 500
 HOURS = 24
+MAX_POSITION = 2**63 - 1  # SQLite's largest integer
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,8 @@ def _position(value: str | None, field: str, default: str) -> str:
     """A decimal page position (a sequence or revision), ``default`` when not given."""
     if not value:
         return default
-    if not value.isdigit() or len(value) > 19:
-        raise InvalidRequest(f"{field} must be a non-negative integer", field=field)
+    if not value.isascii() or not value.isdigit() or int(value) > MAX_POSITION:
+        raise InvalidRequest(f"{field} must be an integer from 0 to {MAX_POSITION}", field=field)
     return value
 
 

@@ -8,7 +8,7 @@ from importlib import resources
 from starlette.requests import Request
 from starlette.responses import Response
 
-from waypost.reference.domain.errors import ResourceLimit, WaypostError
+from waypost.reference.domain.errors import ResourceLimit, StorageUnavailable, WaypostError
 from waypost.reference.http.dashboard.guard import (
     COOKIE,
     PREFIX,
@@ -63,6 +63,9 @@ async def sign_in(request: Request) -> Response:
         return response
     except WaypostError as error:
         return error_page(error, None)
+    except StorageUnavailable:
+        return render("error.html", 503, session=None, error={
+            "code": "UNAVAILABLE", "message": "storage is temporarily unavailable; retry"})
     response = redirect("/")
     _cookie(response, request, COOKIE, session_id, ctx.sessions.absolute_ms // 1000)
     response.delete_cookie(SIGN_IN_COOKIE, path=PREFIX, httponly=True, samesite="strict")
