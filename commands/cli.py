@@ -16,6 +16,7 @@ from waypost.bench_cli import add_load_benches
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from waypost.reference.domain.sessions import SessionPolicy
     from waypost.reference.http.limits import ConnectionLimits, limited_protocol
     from waypost.reference.server import Settings, build_app
 
@@ -32,7 +33,9 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings(Path(args.data_dir), admin_token, test_hooks=args.test_hooks,
                         synchronous=args.synchronous.upper(),
                         exit_on_crash=args.crash_mode == "exit",
-                        body_seconds=args.body_timeout, **storage)
+                        body_seconds=args.body_timeout, dashboard=args.dashboard,
+                        sessions=SessionPolicy(args.dashboard_idle * 1000,
+                                               args.dashboard_lifetime * 1000), **storage)
     if not _storage_reachable(settings, "serve"):
         return 1
     app = build_app(settings)
@@ -248,6 +251,14 @@ def parser() -> argparse.ArgumentParser:
                             "survives process crashes only (for throwaway test targets)")
     serve.add_argument("--no-access-log", action="store_true",
                        help="do not log every request (the conformance kit's default)")
+    serve.add_argument("--dashboard", action="store_true",
+                       help="serve the operator dashboard under /dashboard/ (sign in with "
+                            "WAYPOST_ADMIN_TOKEN; off by default)")
+    serve.add_argument("--dashboard-idle", type=_positive, default=1800, metavar="SECONDS",
+                       help="a dashboard session ends this long after its last use "
+                            "(default: 1800)")
+    serve.add_argument("--dashboard-lifetime", type=_positive, default=43200, metavar="SECONDS",
+                       help="and at the latest this long after sign-in (default: 43200)")
     _limit_arguments(serve)
     serve.set_defaults(run=_serve)
 

@@ -22,6 +22,7 @@ from waypost.reference.domain.clock import SystemClock
 from waypost.reference.domain.errors import StorageUnavailable
 from waypost.reference.domain.faults import Abandoned, Faults
 from waypost.reference.domain.limits import D1_LIMITS, Limits
+from waypost.reference.domain.sessions import SessionPolicy
 from waypost.reference.http.app import create_app
 from waypost.reference.http.limits import ConnectionLimits
 from waypost.reference.service.auth import token_digest
@@ -51,6 +52,9 @@ class Settings:
     gateway_secret: str | None = field(default=None, repr=False)
     exit_on_crash: bool = False  # a ``crash`` fault ends the process (``--crash-mode exit``)
     body_seconds: float = ConnectionLimits.body_seconds  # the most a body may stall per chunk
+    dashboard: bool = False  # serve the operator dashboard under /dashboard/
+    #: dashboard sessions end this long after their last use, and this long after sign-in
+    sessions: SessionPolicy = field(default_factory=SessionPolicy)
 
 
 def cursor_key(data_dir: Path) -> bytes:
@@ -142,6 +146,7 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
             admin_digest=token_digest(settings.admin_token) if settings.admin_token else None,
             test_hooks=settings.test_hooks,
             faults=faults,
+            sessions=settings.sessions,
         )
     finally:
         await driver.aclose()
@@ -149,4 +154,4 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
 
 def build_app(settings: Settings) -> Starlette:
     """The embedded reference as an ASGI app (usable under any ASGI server)."""
-    return create_app(lambda: serving(settings), settings.body_seconds)
+    return create_app(lambda: serving(settings), settings.body_seconds, settings.dashboard)

@@ -45,4 +45,7 @@ def test_the_wheel_ships_only_the_package(tmp_path: Path) -> None:
     assert tops == {"waypost", wheel.name.split("-py3")[0] + ".dist-info"}
     assert "waypost/reference/storage/migrations/0001_core.sql" in names
     assert "waypost/adapters/d1/gateway/package-lock.json" in names
+    assert "waypost/reference/storage/migrations/0005_admin_sessions.sql" in names
+    assert "waypost/reference/http/dashboard/templates/base.html" in names
+    assert "waypost/reference/http/dashboard/static/dashboard.css" in names
     assert not [name for name in names if "node_modules" in name or "__pycache__" in name]

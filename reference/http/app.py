@@ -10,8 +10,8 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
 
 from waypost import __version__
 from waypost.reference.domain import faults, parsing, values
@@ -19,6 +19,7 @@ from waypost.reference.domain.clock import MAX_ADVANCE_MS
 from waypost.reference.domain.errors import InvalidRequest, NotFound, internal_error
 from waypost.reference.domain.principal import Principal
 from waypost.reference.http import openapi
+from waypost.reference.http.dashboard import routes as dashboard_routes
 from waypost.reference.http.endpoints import (
     CloseOnAbandon,
     Handler,
@@ -263,10 +264,19 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(internal_error())
 
 
-def create_app(ctx_factory: Any, body_seconds: float = ConnectionLimits.body_seconds) -> Starlette:
+async def _dashboard_root(request: Request) -> Response:
+    return RedirectResponse("/dashboard/", 303)
+
+
+def create_app(ctx_factory: Any, body_seconds: float = ConnectionLimits.body_seconds,
+               dashboard: bool = False) -> Starlette:
     """The ASGI app. ``ctx_factory`` is an async context manager yielding the :class:`Context`,
     entered at startup and left at shutdown; a request body that stalls ``body_seconds`` between
-    chunks is cut off."""
+    chunks is cut off. ``dashboard`` serves the operator dashboard under ``/dashboard/``."""
+    routes: list[BaseRoute] = list(ROUTES)
+    if dashboard:
+        routes += [Route("/dashboard", _dashboard_root, methods=["GET"]),
+                   dashboard_routes.mount()]
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -287,6 +297,6 @@ def create_app(ctx_factory: Any, body_seconds: float = ConnectionLimits.body_sec
         finally:
             await stack.aclose()
 
-    return Starlette(routes=ROUTES, lifespan=lifespan, middleware=[
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[
         Middleware(CloseOnAbandon), Middleware(BodyTimeout, seconds=body_seconds)],
                      exception_handlers={HTTPException: _http_error})

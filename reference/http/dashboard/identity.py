@@ -1,0 +1,199 @@
+"""Identity management pages: spaces, actors, consumers, collections and tokens, each change
+made by the control plane's own operation, keyed by the request id its form carries."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from waypost.reference.domain.errors import InvalidRequest
+from waypost.reference.http.dashboard import charts
+from waypost.reference.http.dashboard.guard import Form, Session, action, field, page, redirect, render
+from waypost.reference.http.endpoints import context
+from waypost.reference.service import control, inspector, listings, token_replacement
+from waypost.reference.service.context import Context
+from waypost.reference.service.control import ACTOR_KINDS, VIEWS
+from waypost.reference.storage.inspector import TokenGrants
+
+SCOPES = ("message.send", "message.read", "space.observe", "receipt.write", "memory.write",
+          "memory.read", "blob.write", "blob.reference", "event.subscribe")
+
+
+def _path(request: Request, name: str) -> str:
+    return str(request.path_params[name])
+
+
+async def _index(request: Request, session: Session) -> Response:
+    spaces = (await listings.spaces(context(request))).body["spaces"]
+    return render("spaces.html", session=session, spaces=spaces, kinds=ACTOR_KINDS)
+
+
+async def space_overview(ctx: Context, space_id: str) -> dict[str, Any]:
+    """Everything the space page shows: identities, the two charts."""
+    space = (await listings.space(ctx, space_id)).body
+    hours = await inspector.items_per_hour(ctx, space_id)
+    progress = await inspector.progress(ctx, space_id)
+    lag: dict[str, int] = {}
+    for row in progress.checkpoints:  # newest view revision first: its checkpoint counts
+        lag.setdefault(row.consumer_id, row.behind)
+    return {"space": space, "activity": charts.bars(
+                "feed items per hour, last 24 hours (UTC)",
+                [(f"{hour % 24:02d}:00", count) for hour, count in hours]),
+            "lag": charts.bars("items behind, per consumer", sorted(lag.items()))}
+
+
+async def _space(request: Request, session: Session) -> Response:
+    overview = await space_overview(context(request), _path(request, "space_id"))
+    return render("space.html", session=session, kinds=ACTOR_KINDS, views=VIEWS,
+                  scopes=SCOPES, **overview)
+
+
+async def _create_space(request: Request, session: Session, form: Form) -> Response:
+    space_id = field(form, "space_id")
+    await control.create_space(context(request), {
+        "request_id": field(form, "request_id"), "space_id": space_id,
+        "display_name": field(form, "display_name"), "source_uri": field(form, "source_uri"),
+        "default_actor": {"actor_id": field(form, "actor_id"), "kind": field(form, "kind"),
+                          "display_name": field(form, "actor_display_name")}})
+    return redirect(f"/spaces/{space_id}")
+
+
+async def _create_actor(request: Request, session: Session, form: Form) -> Response:
+    space_id = _path(request, "space_id")
+    await control.create_actor(context(request), space_id, {
+        "request_id": field(form, "request_id"), "actor_id": field(form, "actor_id"),
+        "kind": field(form, "kind"), "display_name": field(form, "display_name")})
+    return redirect(f"/spaces/{space_id}")
+
+
+async def _disable_actor(request: Request, session: Session, form: Form) -> Response:
+    space_id = _path(request, "space_id")
+    await control.disable_actor(context(request), space_id, _path(request, "actor_id"),
+                                {"request_id": field(form, "request_id")})
+    return redirect(f"/spaces/{space_id}")
+
+
+def _filter(form: Form) -> dict[str, list[str]]:
+    """The optional consumer filter: comma-separated lists per dimension."""
+    found = {}
+    for dimension in ("producer_ids", "thread_ids", "item_types", "collection_ids"):
+        entries = _list(field(form, dimension))
+        if entries:
+            found[dimension] = entries
+    return found
+
+
+def _list(text: str) -> list[str]:
+    return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+
+
+async def _create_consumer(request: Request, session: Session, form: Form) -> Response:
+    space_id = _path(request, "space_id")
+    body: dict[str, Any] = {"request_id": field(form, "request_id"),
+                            "consumer_id": field(form, "consumer_id"),
+                            "actor_id": field(form, "actor_id"), "view": field(form, "view")}
+    if filter_ := _filter(form):
+        body["filter"] = filter_
+    await control.create_consumer(context(request), space_id, body)
+    return redirect(f"/spaces/{space_id}")
+
+
+async def _change_view(request: Request, session: Session, form: Form) -> Response:
+    space_id = _path(request, "space_id")
+    body: dict[str, Any] = {"request_id": field(form, "request_id"), "view": field(form, "view")}
+    if filter_ := _filter(form):
+        body["filter"] = filter_
+    await control.change_view(context(request), space_id, _path(request, "consumer_id"), body)
+    return redirect(f"/spaces/{space_id}")
+
+
+async def _create_collection(request: Request, session: Session, form: Form) -> Response:
+    space_id = _path(request, "space_id")
+    await control.create_collection(context(request), space_id, {
+        "request_id": field(form, "request_id"), "collection_id": field(form, "collection_id"),
+        "source_actor_id": field(form, "source_actor_id"), "scope": field(form, "scope")})
+    return redirect(f"/spaces/{space_id}")
+
+
+def grants_from_form(form: Form) -> dict[str, Any]:
+    """The grant fields of a token request from the token form: scope checkboxes, recipients
+    ``any`` or a list, one ``collection_id:action,action`` per line, blob ids, expiry."""
+    recipients: dict[str, Any] = {"mode": field(form, "recipients_mode") or "any"}
+    if recipients["mode"] == "listed":
+        recipients["actor_ids"] = _list(field(form, "recipient_ids"))
+    collections = []
+    for line in field(form, "collections").splitlines():
+        if not line.strip():
+            continue
+        collection_id, colon, actions = line.partition(":")
+        if not colon:
+            raise InvalidRequest("each collection grant is collection_id:read,write",
+                                 field="collections")
+        collections.append({"collection_id": collection_id.strip(), "actions": _list(actions)})
+    grants: dict[str, Any] = {"scopes": form.get("scopes", []), "recipients": recipients,
+                              "collections": collections,
+                              "blob_references": _list(field(form, "blob_references"))}
+    if expires_at := field(form, "expires_at"):
+        grants["expires_at"] = expires_at
+    return grants
+
+
+async def _issue_token(request: Request, session: Session, form: Form) -> Response:
+    space_id = _path(request, "space_id")
+    issued = await control.issue_token(context(request), space_id, {
+        "request_id": field(form, "request_id"), "actor_id": field(form, "actor_id"),
+        "consumer_id": field(form, "consumer_id"), **grants_from_form(form)})
+    return render("token_issued.html", 201 if not issued.replayed else 200, session=session,
+                  space_id=space_id, issued=issued.body, replayed=issued.replayed)
+
+
+async def _revoke_token(request: Request, session: Session, form: Form) -> Response:
+    space_id = _path(request, "space_id")
+    await control.revoke_token(context(request), _path(request, "token_id"),
+                               {"request_id": field(form, "request_id")})
+    return redirect(f"/spaces/{space_id}")
+
+
+def grant_form_values(grants: TokenGrants) -> dict[str, Any]:
+    """A token's grants as the token form's initial values."""
+    collections: dict[str, list[str]] = {}
+    for collection_id, action_ in json.loads(grants.collections):
+        collections.setdefault(collection_id, []).append(action_)
+    return {"scopes": json.loads(grants.scopes), "mode": grants.recipients_mode,
+            "recipient_ids": ", ".join(json.loads(grants.recipient_ids)),
+            "collections": "\n".join(f"{c}:{','.join(a)}" for c, a in collections.items()),
+            "blob_references": ", ".join(json.loads(grants.blob_references))}
+
+
+async def _replace_form(request: Request, session: Session) -> Response:
+    grants = await inspector.token_grants(context(request), _path(request, "token_id"))
+    return render("token_replace.html", session=session, token=grants, scopes=SCOPES,
+                  initial=grant_form_values(grants))
+
+
+async def _replace_token(request: Request, session: Session, form: Form) -> Response:
+    ctx = context(request)
+    token_id = _path(request, "token_id")
+    grants = await inspector.token_grants(ctx, token_id)
+    issued = await token_replacement.replace_token(ctx, token_id, {
+        "request_id": field(form, "request_id"), **grants_from_form(form)})
+    return render("token_issued.html", 201 if not issued.replayed else 200, session=session,
+                  space_id=grants.space_id, issued=issued.body, replayed=issued.replayed,
+                  replaced=token_id)
+
+
+index = page(_index)
+space = page(_space)
+create_space = action(_create_space)
+create_actor = action(_create_actor)
+disable_actor = action(_disable_actor)
+create_consumer = action(_create_consumer)
+change_view = action(_change_view)
+create_collection = action(_create_collection)
+issue_token = action(_issue_token)
+revoke_token = action(_revoke_token)
+replace_form = page(_replace_form)
+replace_token = action(_replace_token)

@@ -1,0 +1,80 @@
+"""Dashboard sign-in, session checks, sign-out and CSRF tokens (docs/dashboard.md).
+
+The browser holds a random session id; the database holds only its SHA-256 digest with the
+session's times. A CSRF token is an HMAC of the session id under a key derived from the
+server's cursor key, so it needs no storage and dies with its session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+from waypost.reference.domain.errors import ResourceLimit, Unauthenticated
+from waypost.reference.domain.sessions import TOUCH_EVERY_MS
+from waypost.reference.service.auth import token_digest
+from waypost.reference.service.context import Context
+from waypost.reference.storage import admin_sessions as sql
+
+
+class SignInRefused(Unauthenticated):
+    """The admin token presented on the sign-in form is not the operator's."""
+
+
+def session_digest(session_id: str) -> bytes:
+    return hashlib.sha256(session_id.encode()).digest()
+
+
+async def sign_in(ctx: Context, presented: str, address: str) -> str:
+    """A new session id for the operator's admin token; wrong tokens count against ``address``
+    (``RESOURCE_LIMIT`` with ``retry_after_ms`` once too many failed recently)."""
+    now = ctx.clock.now_ms()
+    wait = ctx.sign_ins.retry_after_ms(address, now)
+    if wait:
+        raise ResourceLimit("too many failed sign-ins; wait before trying again",
+                            limit="sign_in_failures", retry_after_ms=wait)
+    expected = ctx.admin_digest or secrets.token_bytes(32)  # no admin token: nothing matches
+    if not (presented and hmac.compare_digest(expected, token_digest(presented))):
+        ctx.sign_ins.failed(address, now)
+        raise SignInRefused("that is not the admin token")
+    session_id = secrets.token_urlsafe(32)
+    policy = ctx.sessions
+    outcome = sql.outcome_from(await ctx.driver.run(sql.create(
+        session_digest(session_id), now, policy.idle_ms, now + policy.absolute_ms)))
+    if outcome.verdict != "ok" or not outcome.live:
+        raise RuntimeError(f"a new admin session was not created: {outcome.verdict}")
+    return session_id
+
+
+async def is_live(ctx: Context, session_id: str | None) -> bool:
+    """Whether the cookie's session is live now; a use is recorded (restarting the idle
+    expiry) when the last one is older than a minute, so most page views write nothing."""
+    if not session_id:
+        return False
+    digest = session_digest(session_id)
+    (rows,) = await ctx.driver.read([sql.read(digest)])
+    if not rows:
+        return False
+    row = sql.session_from(rows[0])
+    now = ctx.clock.now_ms()
+    if row.revoked_at is not None or now >= row.expires_at or now >= row.last_seen_at + row.idle_ms:
+        return False
+    if now - row.last_seen_at < TOUCH_EVERY_MS:
+        return True
+    return bool(sql.outcome_from(await ctx.driver.run(sql.touch(digest, now))).live)
+
+
+async def sign_out(ctx: Context, session_id: str) -> None:
+    """Revoke the session (an unknown or already revoked one stays as it is)."""
+    await ctx.driver.run(sql.revoke(session_digest(session_id), ctx.clock.now_ms()))
+
+
+def csrf_token(ctx: Context, session_id: str) -> str:
+    """The CSRF token every state-changing form of this session carries."""
+    key = hashlib.sha256(b"waypost dashboard csrf\0" + ctx.cursor_key).digest()
+    return hmac.new(key, session_id.encode(), hashlib.sha256).hexdigest()
+
+
+def csrf_valid(ctx: Context, session_id: str, presented: str | None) -> bool:
+    return bool(presented) and hmac.compare_digest(csrf_token(ctx, session_id), presented or "")
