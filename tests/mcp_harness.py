@@ -18,8 +18,6 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-
-
 #: Seconds a single MCP round may take before a test fails instead of hanging.
 ROUND_SECONDS = 120.0
 

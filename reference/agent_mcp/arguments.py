@@ -100,8 +100,20 @@ def _compact(node: Any) -> Any:
     return node
 
 
+def _inline(node: Any, definitions: dict[str, Any]) -> Any:
+    """Replace ``$ref``s to ``$defs`` by the definitions (some clients do not follow them)."""
+    if isinstance(node, list):
+        return [_inline(value, definitions) for value in node]
+    if not isinstance(node, dict):
+        return node
+    if set(node) == {"$ref"}:
+        return _inline(definitions[node["$ref"].rsplit("/", 1)[1]], definitions)
+    return {k: _inline(v, definitions) for k, v in node.items() if k != "$defs"}
+
+
 def schema(model: type[Strict]) -> dict[str, Any]:
-    """The model's JSON Schema without titles, every object closed
+    """The model's JSON Schema without titles or references, every object closed
     (``additionalProperties: false``)."""
-    compact: dict[str, Any] = _compact(model.model_json_schema())
+    raw = model.model_json_schema()
+    compact: dict[str, Any] = _compact(_inline(raw, raw.get("$defs", {})))
     return compact

@@ -147,6 +147,9 @@ class Agent:
 
     def memory_publish(self, args: a.MemoryPublish) -> dict[str, Any]:
         """Compare-and-swap on ``expected_revision``; a conflict is an answer, not an error."""
+        if len({e.item_id for e in args.entries}) != len(args.entries):
+            raise ToolFailure("INVALID_REQUEST", "an item_id appears twice in entries",
+                              {"field": "entries"})
         publish = outbox.Publish(args.collection_id, args.expected_revision, args.mode,
                                  tuple((e.item_id, e.path, e.blob_id) for e in args.entries),
                                  tuple(dict.fromkeys(args.delete_ids)))
@@ -192,8 +195,8 @@ class Agent:
         assert row is not None
         answer: dict[str, Any] = json.loads(row["result_json"])
         if row["state"] == "failed":
-            error = answer["error"]
-            raise ToolFailure(error["code"], error["message"], error.get("details") or {})
+            refusal = answer["error"]
+            raise ToolFailure(refusal["code"], refusal["message"], refusal.get("details") or {})
         return answer
 
 
