@@ -12,6 +12,7 @@ from typing import Any
 import apsw
 import httpx
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests.mcp_harness import http_process, ok, over_http, over_stdio, refused, run
 from waypost.bootstrap import provision
@@ -161,6 +162,15 @@ def test_memory_publish_read_and_a_conflict(space: dict[str, str], tmp_path: Pat
                 (item,) = [i for i in (await ok(bob, "inbox"))["items"] if i["kind"] == "memory"]
                 shown = await ok(bob, "read_message", item_id=item["item_id"])
                 assert (shown["collection_id"], shown["revision"]) == ("notes", head + 1)
+                # bob's consumer pinned the revision: a resource, read from his local file
+                uri = f"waypost://memory/notes/{head + 1}"
+                listed = await bob.list_resources()
+                assert uri in [str(r.uri) for r in listed.resources]
+                (pinned_json,) = (await bob.read_resource(uri)).contents
+                assert json.loads(pinned_json.text) == {  # type: ignore[union-attr]
+                    "collection_id": "notes", "revision": head + 1, "entries": [entry]}
+                with pytest.raises(MCPError, match="no pinned revision"):
+                    await bob.read_resource("waypost://memory/notes/999")
 
     run(main)
 

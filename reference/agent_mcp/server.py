@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 import mcp_types as types
@@ -17,8 +17,12 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 
 from waypost.reference.agent_mcp import arguments as a
+from waypost.reference.agent_mcp import resources
 from waypost.reference.agent_mcp.errors import ToolFailure, from_exception
 from waypost.reference.agent_mcp.tools import Agent
+from waypost.reference.consumer.store import LocalStore
+
+T = TypeVar("T")
 
 log = logging.getLogger("waypost.mcp")
 
@@ -81,6 +85,11 @@ def run_tool(agent: Agent, name: str, arguments: dict[str, Any] | None) -> dict[
         return method(args)
 
 
+def _locked(agent: Agent, read: Callable[[LocalStore, Any], T], argument: Any) -> T:
+    with agent.lock:
+        return read(agent.store, argument)
+
+
 def build(agent: Agent) -> Server[Any]:
     """The low-level SDK server for one agent."""
     tools = tool_list()
@@ -102,10 +111,29 @@ def build(agent: Agent) -> Server[Any]:
             return _text(failure.envelope(), error=True)
         return _text(result)
 
+    async def list_resources(ctx: ServerRequestContext[Any],
+                             params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourcesResult:
+        return await anyio.to_thread.run_sync(_locked, agent, resources.listing,
+                                              params.cursor if params else None)
+
+    async def list_templates(ctx: ServerRequestContext[Any],
+                             params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
+            uri_template=resources.TEMPLATE, name="pinned memory revision",
+            mime_type="application/json")])
+
+    async def read_resource(ctx: ServerRequestContext[Any],
+                            params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return await anyio.to_thread.run_sync(_locked, agent, resources.read, params.uri)
+
     try:
         package_version = version("waypost")
     except PackageNotFoundError:  # pragma: no cover - a source tree without metadata
         package_version = "0"
     return Server("waypost", version=package_version, instructions=INSTRUCTIONS,
                   on_list_tools=list_tools, on_call_tool=call_tool,
+                  on_list_resources=list_resources, on_list_resource_templates=list_templates,
+                  on_read_resource=read_resource,
                   get_tool_input_schema=schemas.get)
