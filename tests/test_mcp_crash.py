@@ -88,3 +88,38 @@ def test_a_send_killed_after_its_submission_is_sent_once(space: dict[str, str],
 def test_a_send_killed_before_its_submission_is_sent_once(space: dict[str, str],
                                                           tmp_path: Path) -> None:
     _send_killed_then_repeated(space, tmp_path, "outbound.before_submit")
+
+
+@pytest.mark.slow
+def test_done_killed_before_its_ack_is_acknowledged_after_the_restart(
+        space: dict[str, str], tmp_path: Path) -> None:
+    url, bob_db = space["url"], tmp_path / "bob.db"
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {space['alice']}"}) as http:
+        assert http.post("/v1/messages", json={
+            "request_id": "done-1", "recipient_ids": ["bob"], "thread": {"new": True},
+            "kind": "todo_suggestion", "subject": "Water the plants",
+            "body": {"text": "today"}}).status_code == 201
+
+    async def main() -> None:
+        with (tmp_path / "err.log").open("w") as errlog:
+            async with over_stdio(url, bob_db, space["bob"], errlog,
+                                  fault="done.after_commit") as bob:
+                (item,) = (await ok(bob, "inbox"))["items"]
+                with pytest.raises(MCPError, match="Connection closed"):
+                    await bob.call_tool("mark_done", {"item_ids": [item["item_id"]]})
+            async with over_stdio(url, bob_db, space["bob"], errlog) as bob:
+                assert (await ok(bob, "inbox"))["items"] == []  # done survived; the ACK went out
+                again = await ok(bob, "mark_done", item_ids=[item["item_id"]])
+                assert again == {"done": [], "acked": True}
+            async with over_stdio(url, tmp_path / "alice.db", space["alice"], errlog) as alice:
+                await ok(alice, "inbox")
+        alice_file = apsw.Connection(str(tmp_path / "alice.db"), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            stages = [row[0] for row in alice_file.execute(
+                "SELECT stage FROM local_receipt_updates WHERE subject_item_id = ?"
+                " ORDER BY receipt_version", (item["item_id"],))]
+        finally:
+            alice_file.close()
+        assert stages == ["received", "processed"]
+
+    run(main)
