@@ -52,8 +52,13 @@ def run(args: argparse.Namespace) -> int:
             raise ConsumerError(f"not an http(s) URL: {args.server}")
         token = _token(args.token_file)
         store = LocalStore(Path(args.db), create=True)
-        store.init_profile(args.server, args.label)
     except (ConsumerError, ValueError) as error:
+        print(f"waypost mcp: {error}", file=sys.stderr)
+        return 2
+    try:
+        store.init_profile(args.server, args.label)
+    except ConsumerError as error:
+        store.close()
         print(f"waypost mcp: {error}", file=sys.stderr)
         return 2
     api = Api(args.server, token)

@@ -4,7 +4,9 @@ real ``waypost mcp`` processes, and the MCP SDK's own client over stdio and Stre
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,9 +16,10 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.mcp_harness import http_process, ok, over_http, over_stdio, refused, run
+from tests.mcp_harness import command, http_process, ok, over_http, over_stdio, refused, run
 from waypost.bootstrap import provision
 from waypost.conformance.targets import ServerProcess
+from waypost.reference.consumer.store import LocalStore
 
 ADMIN = "mcp-admin"
 TOOLS = {"inbox", "read_message", "mark_done", "send", "reply", "memory_get", "memory_publish",
@@ -231,3 +234,21 @@ def test_streamable_http_needs_the_token_and_serves_the_tools(space: dict[str, s
 
         run(main)
     assert space["alice"] not in (tmp_path / "err.log").read_text()
+
+
+def test_the_command_needs_a_token_and_keeps_a_file_to_its_server(space: dict[str, str],
+                                                                   tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    env = {k: v for k, v in os.environ.items() if k != "WAYPOST_TOKEN"}
+    done = subprocess.run(command(space["url"], db), env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=120)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "waypost mcp: no token: pass --token-file FILE or set WAYPOST_TOKEN\n"
+    other = LocalStore(db, create=True)
+    other.init_profile("http://127.0.0.1:1", "default")
+    other.close()
+    done = subprocess.run(command(space["url"], db), env={**env, "WAYPOST_TOKEN": space["bob"]},
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 2
+    assert "belongs to http://127.0.0.1:1" in done.stderr
+    assert space["bob"] not in done.stderr
