@@ -99,3 +99,16 @@ def run(main: Callable[[], Awaitable[None]]) -> None:
         while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
             leaf = leaf.exceptions[0]
         raise leaf from None
+
+
+@asynccontextmanager
+async def agent(transport: str, url: str, db: Path, token: str,
+                errlog: TextIO) -> AsyncIterator[Client]:
+    """A client session with one agent's ``waypost mcp``, over ``stdio`` or ``http``."""
+    if transport == "stdio":
+        async with over_stdio(url, db, token, errlog) as client:
+            yield client
+        return
+    with http_process(url, db, token, errlog) as endpoint:
+        async with over_http(endpoint, token) as client:
+            yield client

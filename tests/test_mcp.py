@@ -16,7 +16,7 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.mcp_harness import command, http_process, ok, over_http, over_stdio, refused, run
+from tests.mcp_harness import agent, command, http_process, ok, over_http, over_stdio, refused, run
 from waypost.bootstrap import provision
 from waypost.conformance.targets import ServerProcess
 from waypost.reference.consumer.store import LocalStore
@@ -87,13 +87,16 @@ def test_tools_are_few_strict_and_small(space: dict[str, str], tmp_path: Path) -
     run(main)
 
 
-def test_two_agents_exchange_a_message_and_a_reply(space: dict[str, str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_two_agents_exchange_a_message_and_a_reply(space: dict[str, str], tmp_path: Path,
+                                                   transport: str) -> None:
     url = space["url"]
 
     async def main() -> None:
         with (tmp_path / "err.log").open("w") as errlog:
-            async with (over_stdio(url, tmp_path / "alice.db", space["alice"], errlog) as alice,
-                        over_stdio(url, tmp_path / "bob.db", space["bob"], errlog) as bob):
+            async with (agent(transport, url, tmp_path / "alice.db", space["alice"],
+                              errlog) as alice,
+                        agent(transport, url, tmp_path / "bob.db", space["bob"], errlog) as bob):
                 sent = await ok(alice, "send", to=["bob"], subject="Plan", text="Meet at 10?",
                                 kind="question")
                 (item,) = (await ok(bob, "inbox"))["items"]
