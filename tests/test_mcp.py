@@ -81,6 +81,10 @@ def test_tools_are_few_strict_and_small(space: dict[str, str], tmp_path: Path) -
                 error = await refused(c, "send", to=["nobody"], subject="Hi", text="there")
                 assert error["code"] == "NOT_FOUND"  # the server's §7 code and message
                 assert error["message"] == "recipient not found"
+                error = await refused(c, "attach", path=str(tmp_path / "missing.md"))
+                assert (error["code"], error["details"]["field"]) == ("INVALID_REQUEST", "path")
+                error = await refused(c, "read_blob", blob_id="blb_unknown")
+                assert error["code"] == "NOT_FOUND"
         logged = (tmp_path / "err.log").read_text()
         assert space["alice"] not in logged
 
