@@ -24,8 +24,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 with warnings.catch_warnings():  # starlette's notice about httpx is not ours to act on here
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
@@ -112,7 +110,9 @@ class Deployment:
         self.revision += 1
 
 
-def _checked(response: httpx.Response) -> Any:
+def _checked(response: Any) -> Any:
+    """The JSON of a 2xx answer of starlette's TestClient (an httpx2 response where httpx2 is
+    installed, as the MCP SDK brings it, else an httpx one)."""
     if response.status_code >= 300:
         raise RuntimeError(f"{response.request.method} {response.request.url.path} answered "
                            f"{response.status_code}: {response.text[:2000]}")

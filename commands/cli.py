@@ -309,6 +309,9 @@ def parser() -> argparse.ArgumentParser:
     from waypost.consumer_cli import add_commands as add_consumer_commands
 
     add_consumer_commands(commands)
+    from waypost.mcp_cli import add_commands as add_mcp_commands
+
+    add_mcp_commands(commands)
 
     bench = commands.add_parser("bench", help="benchmarks (JSON with the machine and a baseline)",
                                 description="Benchmarks. Each prints JSON: the machine, a "

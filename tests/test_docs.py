@@ -68,7 +68,7 @@ def test_cli_help_names_every_command() -> None:
     from waypost.cli import parser
 
     text = parser().format_help()
-    for command in ("serve", "admin", "conformance", "bench", "consumer"):
+    for command in ("serve", "admin", "conformance", "bench", "consumer", "mcp"):
         assert command in text
 
 

@@ -5,6 +5,8 @@ it is never written to the local database or printed."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -75,6 +77,30 @@ class Api:
             raise ServerError(response.status_code, "HTTP_ERROR",
                               "the answer is not JSON") from None
         return response.status_code, answer
+
+    def put_content(self, path: str, chunks: Iterable[bytes]) -> None:
+        """Stream raw bytes (an upload's content); :class:`ServerError` unless 2xx."""
+        try:
+            response = self.client.put(path, content=chunks,
+                                       headers={"Content-Type": "application/octet-stream"})
+        except httpx.TransportError as error:
+            raise Unreachable(f"cannot reach {self.url}: {error or type(error).__name__}") \
+                from None
+        if response.status_code >= 300:
+            raise server_error(response)
+
+    @contextmanager
+    def download(self, path: str) -> Iterator[httpx.Response]:
+        """A streamed GET of raw bytes (a blob's content); :class:`ServerError` unless 2xx."""
+        try:
+            with self.client.stream("GET", path) as response:
+                if response.status_code >= 300:
+                    response.read()
+                    raise server_error(response)
+                yield response
+        except httpx.TransportError as error:
+            raise Unreachable(f"cannot reach {self.url}: {error or type(error).__name__}") \
+                from None
 
     def get(self, path: str, **params: Any) -> dict[str, Any]:
         return self.call("GET", path, params={k: v for k, v in params.items() if v is not None})[1]

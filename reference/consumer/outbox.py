@@ -10,6 +10,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from waypost.reference.consumer import faults
 from waypost.reference.consumer.client import Api, ServerError
@@ -25,11 +26,12 @@ def new_request_id(prefix: str) -> str:
     return f"wpc-{prefix}-{secrets.token_hex(16)}"
 
 
-def _insert(store: LocalStore, operation: str, prefix: str, **columns: Any) -> int:
+def _insert(store: LocalStore, operation: str, prefix: str, request_id: str | None = None,
+            **columns: Any) -> int:
     names = ["request_id", "operation", "created_at", *columns]
     store.execute(f"INSERT INTO local_outbound ({', '.join(names)})"
                   f" VALUES ({', '.join('?' for _ in names)})",
-                  (new_request_id(prefix), operation, now_ms(), *columns.values()))
+                  (request_id or new_request_id(prefix), operation, now_ms(), *columns.values()))
     outbound_id: int = store.value("SELECT last_insert_rowid()")
     return outbound_id
 
@@ -58,10 +60,11 @@ class Send:
     reply_to_item_id: str | None = None
 
 
-def enqueue_send(store: LocalStore, send: Send) -> int:
+def enqueue_send(store: LocalStore, send: Send, request_id: str | None = None) -> int:
+    """Queue a send; ``request_id`` fixes the id (default: fresh random bits)."""
     with store.transaction():
         outbound_id = _insert(
-            store, "message.send", "send", new_thread=int(send.thread_id is None),
+            store, "message.send", "send", request_id, new_thread=int(send.thread_id is None),
             thread_id=send.thread_id, in_reply_to=send.in_reply_to, kind=send.kind,
             subject=send.subject, body_text=send.text, reply_to_item_id=send.reply_to_item_id)
         for position, actor in enumerate(dict.fromkeys(send.recipients)):
@@ -82,9 +85,10 @@ class Publish:
     deletes: tuple[str, ...] = ()
 
 
-def enqueue_publish(store: LocalStore, publish: Publish) -> int:
+def enqueue_publish(store: LocalStore, publish: Publish, request_id: str | None = None) -> int:
+    """Queue a publish; ``request_id`` fixes the id (default: fresh random bits)."""
     with store.transaction():
-        outbound_id = _insert(store, "memory.publish", "publish",
+        outbound_id = _insert(store, "memory.publish", "publish", request_id,
                               collection_id=publish.collection_id,
                               expected_revision=publish.expected_revision,
                               publish_mode=publish.mode)
@@ -157,7 +161,7 @@ def submit(store: LocalStore, api: Api, row: Row) -> None:
     point = "ack" if row["operation"] == "receipt.ack" else "outbound"
     body = request_body(store, row)
     method, path = ROUTES[row["operation"]]
-    path = path.format(collection_id=row["collection_id"])
+    path = path.format(collection_id=quote(row["collection_id"] or "", safe=""))
     faults.hit(f"{point}.before_submit")
     with store.transaction():
         store.execute("UPDATE local_outbound SET attempts = attempts + 1 WHERE outbound_id = ?",

@@ -1,0 +1,126 @@
+"""``waypost mcp``: the reference consumer as MCP tools for an agent, over stdio (default) or
+Streamable HTTP. One local file (``--db``), one server (``--server``), one token
+(``WAYPOST_TOKEN`` or ``--token-file``; never stored, echoed or logged)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from waypost.consumer_cli import DEFAULT_DB
+from waypost.reference.agent_mcp import server as mcp_server
+from waypost.reference.agent_mcp import transports
+from waypost.reference.agent_mcp.tools import Agent
+from waypost.reference.consumer import faults
+from waypost.reference.consumer.client import Api, ConsumerError
+from waypost.reference.consumer.store import LocalStore
+
+
+def _token(token_file: str | None) -> str:
+    if token_file is not None:
+        try:
+            return Path(token_file).read_text().strip()
+        except OSError as error:
+            raise ConsumerError(f"cannot read the token file: {error.strerror}") from None
+    token = os.environ.get("WAYPOST_TOKEN", "").strip()
+    if not token:
+        raise ConsumerError("no token: pass --token-file FILE or set WAYPOST_TOKEN")
+    return token
+
+
+def _ready(url: str) -> None:
+    print(json.dumps({"url": url}), flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Open (or create) the local file for the server, then serve until the client leaves
+    (stdio) or the process is interrupted (HTTP)."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="waypost mcp: %(levelname)s %(name)s: %(message)s")
+    try:
+        faults.arm_from_environment()
+        if not args.server:
+            raise ConsumerError("needs --server URL (or WAYPOST_URL)")
+        if not args.server.startswith(("http://", "https://")):
+            raise ConsumerError(f"not an http(s) URL: {args.server}")
+        token = _token(args.token_file)
+        store = LocalStore(Path(args.db), create=True)
+    except (ConsumerError, ValueError) as error:
+        print(f"waypost mcp: {error}", file=sys.stderr)
+        return 2
+    try:
+        store.init_profile(args.server, args.label)
+    except ConsumerError as error:
+        store.close()
+        print(f"waypost mcp: {error}", file=sys.stderr)
+        return 2
+    api = Api(args.server, token)
+    server = mcp_server.build(Agent(store, api))
+    try:
+        if args.http:
+            transports.serve_http(server, token, args.host, args.port, _ready)
+        else:
+            anyio.run(transports.serve_stdio, server)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        api.close()
+        store.close()
+    return 0
+
+
+def add_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--server", default=os.environ.get("WAYPOST_URL"), metavar="URL",
+                         help="the Waypost server's base URL (default: $WAYPOST_URL); a local "
+                              "file belongs to one server")
+    command.add_argument("--db", default=os.environ.get("WAYPOST_CONSUMER_DB", DEFAULT_DB),
+                         help="the consumer's local SQLite file, created if missing (default: "
+                              f"$WAYPOST_CONSUMER_DB, else ./{DEFAULT_DB})")
+    command.add_argument("--label", default="default",
+                         help="the name of this file's local checkpoints (default: default)")
+    command.add_argument("--token-file", default=None, metavar="FILE",
+                         help="read the agent's bearer token from FILE (default: "
+                              "$WAYPOST_TOKEN); never stored, echoed or logged")
+    command.add_argument("--http", action="store_true",
+                         help="serve Streamable HTTP at /mcp instead of stdio; prints "
+                              "{\"url\": …} once listening; clients must send the same token "
+                              "as 'Authorization: Bearer'")
+    command.add_argument("--host", default="127.0.0.1",
+                         help="with --http: the address to listen on (default: 127.0.0.1)")
+    command.add_argument("--port", type=int, default=8788,
+                         help="with --http: the port (default: 8788; 0: any free port)")
+    command.set_defaults(run=run)
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``mcp`` on the top-level parser."""
+    add_arguments(commands.add_parser(
+        "mcp", help="serve the reference consumer as MCP tools for an agent (stdio or HTTP)",
+        description="Serve one agent's mailbox and memory as MCP tools (inbox, read_message, "
+                    "mark_done, send, reply, memory_get, memory_publish, attach, read_blob) "
+                    "over stdio, or Streamable HTTP with --http. It is the reference consumer: "
+                    "items are stored before they are acknowledged, 'processed' follows the "
+                    "local done, and sends, replies and publishes go through the local outbox, "
+                    "so the same call again never writes twice. The token: WAYPOST_TOKEN or "
+                    "--token-file."))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m waypost.mcp_cli …`` is ``waypost mcp …`` without loading the rest of the
+    command line."""
+    top = argparse.ArgumentParser(prog="waypost")
+    add_commands(top.add_subparsers(dest="command", required=True))
+    args = top.parse_args(["mcp", *(sys.argv[1:] if argv is None else argv)])
+    code: int = args.run(args)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,42 @@
+"""Tool failures in the protocol's error envelope (§7): what an agent sees as an MCP tool error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+from pydantic import ValidationError
+
+from waypost.reference.consumer.client import ConsumerError, ServerError, Unreachable
+
+
+class ToolFailure(Exception):
+    """A tool call that ended without its effect: a §7 code, a message and details."""
+
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code, self.message, self.details = code, message, details or {}
+
+    def envelope(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+def from_exception(error: Exception) -> ToolFailure:
+    """The failure an expected exception stands for; anything else is ``INTERNAL`` without
+    its text (it could hold anything)."""
+    if isinstance(error, ToolFailure):
+        return error
+    if isinstance(error, ServerError):
+        return ToolFailure(error.code, error.message, error.details)
+    if isinstance(error, Unreachable):
+        return ToolFailure("UNAVAILABLE", str(error))
+    if isinstance(error, ConsumerError):
+        return ToolFailure("INVALID_REQUEST", str(error))
+    if isinstance(error, ValidationError):
+        # an unknown argument first: naming it explains the other complaints too
+        first = min(error.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        field = ".".join(str(part) for part in first["loc"]) or "arguments"
+        return ToolFailure("INVALID_REQUEST", f"{field}: {first['msg']}", {"field": field})
+    if isinstance(error, apsw.Error):
+        return ToolFailure("INTERNAL", f"the local database refused the change: {error}")
+    return ToolFailure("INTERNAL", f"unexpected failure ({type(error).__name__})")

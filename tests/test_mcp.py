@@ -1,0 +1,261 @@
+"""``waypost mcp``: agents use the reference consumer through MCP tools. A real ``waypost serve``,
+real ``waypost mcp`` processes, and the MCP SDK's own client over stdio and Streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+import httpx
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.mcp_harness import agent, command, http_process, ok, over_http, over_stdio, refused, run
+from waypost.bootstrap import provision
+from waypost.conformance.targets import ServerProcess
+from waypost.reference.consumer.store import LocalStore
+
+ADMIN = "mcp-admin"
+TOOLS = {"inbox", "read_message", "mark_done", "send", "reply", "memory_get", "memory_publish",
+         "attach", "read_blob"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    process = ServerProcess(tmp_path_factory.mktemp("mcp") / "data", ADMIN,
+                            "--no-access-log", "--synchronous", "normal")
+    try:
+        yield process.url
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+def space(server: str) -> dict[str, str]:
+    """A fresh space: alice (default actor, keeps the collection notes) and bob, a token each."""
+    with httpx.Client(base_url=server, timeout=30,
+                      headers={"Authorization": f"Bearer {ADMIN}"}) as admin:
+        tokens = provision(admin, f"mcp{secrets.token_hex(4)}")
+    return {"url": server, **{k: str(v) for k, v in tokens.items()}}
+
+
+def closed(schema: Any) -> bool:
+    """Whether every object in a JSON Schema refuses members it does not name."""
+    if isinstance(schema, list):
+        return all(closed(value) for value in schema)
+    if not isinstance(schema, dict):
+        return True
+    if schema.get("type") == "object" and schema.get("additionalProperties") is not False:
+        return False
+    return all(closed(value) for value in schema.values())
+
+
+def test_tools_are_few_strict_and_small(space: dict[str, str], tmp_path: Path) -> None:
+    async def main() -> None:
+        with (tmp_path / "err.log").open("w") as errlog:
+            async with over_stdio(space["url"], tmp_path / "a.db", space["alice"], errlog) as c:
+                listed = await c.list_tools()
+                assert {tool.name for tool in listed.tools} == TOOLS
+                for tool in listed.tools:
+                    assert closed(tool.input_schema), tool.name
+                    assert 0 < len(tool.description or "") <= 120, tool.name
+                size = len(listed.model_dump_json(by_alias=True, exclude_none=True))
+                assert size < 5000, f"tools/list is {size} bytes"
+                for name in sorted(TOOLS):  # an unknown argument is refused by every tool
+                    error = await refused(c, name, surprise=1)
+                    assert error["code"] == "INVALID_REQUEST", name
+                    assert error["details"]["field"] == "surprise", name
+                error = await refused(c, "inbox", limit="20")  # no coercion either
+                assert (error["code"], error["details"]["field"]) == ("INVALID_REQUEST", "limit")
+                error = await refused(c, "memory_publish", collection_id="notes",
+                                      expected_revision=0,
+                                      entries=[{"item_id": "a", "path": "a", "blob_id": "b",
+                                                "extra": True}])
+                assert error["details"]["field"] == "entries.0.extra"
+                error = await refused(c, "send", to=["nobody"], subject="Hi", text="there")
+                assert error["code"] == "NOT_FOUND"  # the server's §7 code and message
+                assert error["message"] == "recipient not found"
+                error = await refused(c, "attach", path=str(tmp_path / "missing.md"))
+                assert (error["code"], error["details"]["field"]) == ("INVALID_REQUEST", "path")
+                error = await refused(c, "read_blob", blob_id="blb_unknown")
+                assert error["code"] == "NOT_FOUND"
+        logged = (tmp_path / "err.log").read_text()
+        assert space["alice"] not in logged
+
+    run(main)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_two_agents_exchange_a_message_and_a_reply(space: dict[str, str], tmp_path: Path,
+                                                   transport: str) -> None:
+    url = space["url"]
+
+    async def main() -> None:
+        with (tmp_path / "err.log").open("w") as errlog:
+            async with (agent(transport, url, tmp_path / "alice.db", space["alice"],
+                              errlog) as alice,
+                        agent(transport, url, tmp_path / "bob.db", space["bob"], errlog) as bob):
+                sent = await ok(alice, "send", to=["bob"], subject="Plan", text="Meet at 10?",
+                                kind="question")
+                (item,) = (await ok(bob, "inbox"))["items"]
+                assert item == {"item_id": item["item_id"], "seq": item["seq"], "from": "alice",
+                                "subject": "Plan", "kind": "question"}
+                message = await ok(bob, "read_message", item_id=item["item_id"])
+                assert (message["message_id"], message["thread_id"], message["text"],
+                        message["to"], message["state"]) == (
+                    sent["message_id"], sent["thread_id"], "Meet at 10?", ["bob"], "pending")
+                answer = await ok(bob, "reply", item_id=item["item_id"], text="Yes, at 10")
+                assert answer["thread_id"] == sent["thread_id"]
+                assert await ok(bob, "mark_done", item_ids=[item["item_id"]]) == {
+                    "done": [item["item_id"]], "acked": True}
+                assert (await ok(bob, "inbox"))["items"] == []
+                assert [i["item_id"] for i in (await ok(bob, "inbox", state="done"))["items"]] \
+                    == [item["item_id"]]
+                (back,) = (await ok(alice, "inbox"))["items"]
+                assert (back["from"], back["subject"], back["kind"]) == ("bob", "Re: Plan",
+                                                                         "result")
+                shown = await ok(alice, "read_message", item_id=back["item_id"])
+                assert (shown["in_reply_to"], shown["thread_id"], shown["text"]) == (
+                    sent["message_id"], sent["thread_id"], "Yes, at 10")
+                error = await refused(bob, "read_message", item_id="fi_missing")
+                assert error["code"] == "NOT_FOUND"
+        # the server took bob's receipts: alice's consumer stored them from her feed
+        alice_file = apsw.Connection(str(tmp_path / "alice.db"), flags=apsw.SQLITE_OPEN_READONLY)
+        stages = [row[0] for row in alice_file.execute(
+            "SELECT stage FROM local_receipt_updates WHERE subject_item_id = ?"
+            " ORDER BY receipt_version", (item["item_id"],))]
+        alice_file.close()
+        assert stages == ["received", "processed"]
+        files = b"".join(path.read_bytes() for path in tmp_path.glob("*"))
+        assert space["alice"].encode() not in files
+        assert space["bob"].encode() not in files
+
+    run(main)
+
+
+def test_memory_publish_read_and_a_conflict(space: dict[str, str], tmp_path: Path) -> None:
+    url = space["url"]
+    note = tmp_path / "milk.md"
+    note.write_text("# Notes\nremember the milk\n")
+
+    async def main() -> None:
+        with (tmp_path / "err.log").open("w") as errlog:
+            async with (over_stdio(url, tmp_path / "alice.db", space["alice"], errlog) as alice,
+                        over_stdio(url, tmp_path / "bob.db", space["bob"], errlog) as bob):
+                blob = await ok(alice, "attach", path=str(note))
+                assert blob["size"] == note.stat().st_size
+                head = (await ok(alice, "memory_get", collection_id="notes"))["head"]
+                entry = {"item_id": "milk", "path": "todo/milk.md", "blob_id": blob["blob_id"]}
+                published = await ok(alice, "memory_publish", collection_id="notes",
+                                     expected_revision=head, entries=[entry])
+                assert published == {"published": True, "revision": head + 1, "changed": True}
+                read = await ok(bob, "memory_get", collection_id="notes")
+                assert (read["revision"], read["entries"]) == (head + 1, [entry])
+                content = await ok(bob, "read_blob", blob_id=blob["blob_id"])
+                assert content["text"] == note.read_text()
+                saved = await ok(bob, "read_blob", blob_id=blob["blob_id"],
+                                 save_to=str(tmp_path / "copy.md"))
+                assert Path(saved["saved_to"]).read_text() == note.read_text()
+                # a publish on a stale head is an answer with the head, not an error
+                stale = await ok(alice, "memory_publish", collection_id="notes",
+                                 expected_revision=head, entries=[{**entry, "path": "x.md"}])
+                assert stale == {"published": False, "conflict": True,
+                                 "current_revision": head + 1}
+                pinned = await ok(alice, "memory_get", collection_id="notes", revision=head)
+                assert pinned["entries"] == []
+                (item,) = [i for i in (await ok(bob, "inbox"))["items"] if i["kind"] == "memory"]
+                shown = await ok(bob, "read_message", item_id=item["item_id"])
+                assert (shown["collection_id"], shown["revision"]) == ("notes", head + 1)
+                # bob's consumer pinned the revision: a resource, read from his local file
+                uri = f"waypost://memory/notes/{head + 1}"
+                listed = await bob.list_resources()
+                assert uri in [str(r.uri) for r in listed.resources]
+                (pinned_json,) = (await bob.read_resource(uri)).contents
+                assert json.loads(pinned_json.text) == {  # type: ignore[union-attr]
+                    "collection_id": "notes", "revision": head + 1, "entries": [entry]}
+                with pytest.raises(MCPError, match="no pinned revision"):
+                    await bob.read_resource("waypost://memory/notes/999")
+
+    run(main)
+
+
+def test_an_inbox_page_of_twenty_is_small(space: dict[str, str], tmp_path: Path) -> None:
+    url = space["url"]
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {space['alice']}"}) as http:
+        for n in range(21):
+            assert http.post("/v1/messages", json={
+                "request_id": f"page-{n}", "recipient_ids": ["bob"], "thread": {"new": True},
+                "kind": "info", "subject": f"Status report number {n:02d} of the nightly build",
+                "body": {"text": "x" * 2000}}).status_code == 201
+
+    async def main() -> None:
+        with (tmp_path / "err.log").open("w") as errlog:
+            async with over_stdio(url, tmp_path / "bob.db", space["bob"], errlog) as bob:
+                result = await bob.call_tool("inbox", {})
+                page = json.loads(result.content[0].text)  # type: ignore[union-attr]
+                assert len(page["items"]) == 20
+                size = len(result.model_dump_json(by_alias=True, exclude_none=True))
+                assert size < 3500, f"a 20-item inbox page is {size} bytes"
+                rest = await ok(bob, "inbox", after=page["next_after"])
+                assert [i["subject"] for i in rest["items"]] == [
+                    "Status report number 20 of the nightly build"]
+                assert "next_after" not in rest
+
+    run(main)
+
+
+def test_streamable_http_needs_the_token_and_serves_the_tools(space: dict[str, str],
+                                                             tmp_path: Path) -> None:
+    url = space["url"]
+    with (tmp_path / "err.log").open("w") as errlog, \
+            http_process(url, tmp_path / "alice.db", space["alice"], errlog) as endpoint:
+        assert endpoint.startswith("http://127.0.0.1:")
+        anonymous = httpx.post(endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert anonymous.status_code == 401
+        assert anonymous.json()["error"]["code"] == "UNAUTHENTICATED"
+        wrong = httpx.post(endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                           headers={"Authorization": f"Bearer {space['bob']}"})
+        assert wrong.status_code == 401
+
+        async def main() -> None:
+            async with over_http(endpoint, space["alice"]) as alice:
+                assert {t.name for t in (await alice.list_tools()).tools} == TOOLS
+                first = await ok(alice, "send", to=["bob"], subject="Over HTTP", text="hi",
+                                 key="http-1")
+                again = await ok(alice, "send", to=["bob"], subject="Over HTTP", text="hi",
+                                 key="http-1")
+                assert again == {**first, "repeat": True}
+                error = await refused(alice, "send", to=["bob"], subject="Other", text="hi",
+                                      key="http-1")
+                assert error["code"] == "IDEMPOTENCY_CONFLICT"
+                assert (await refused(alice, "inbox", bogus=True))["code"] == "INVALID_REQUEST"
+            async with over_stdio(url, tmp_path / "bob.db", space["bob"], errlog) as bob:
+                subjects = [i["subject"] for i in (await ok(bob, "inbox"))["items"]]
+                assert subjects == ["Over HTTP"]
+
+        run(main)
+    assert space["alice"] not in (tmp_path / "err.log").read_text()
+
+
+def test_the_command_needs_a_token_and_keeps_a_file_to_its_server(space: dict[str, str],
+                                                                   tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    env = {k: v for k, v in os.environ.items() if k != "WAYPOST_TOKEN"}
+    done = subprocess.run(command(space["url"], db), env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=120)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "waypost mcp: no token: pass --token-file FILE or set WAYPOST_TOKEN\n"
+    other = LocalStore(db, create=True)
+    other.init_profile("http://127.0.0.1:1", "default")
+    other.close()
+    done = subprocess.run(command(space["url"], db), env={**env, "WAYPOST_TOKEN": space["bob"]},
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 2
+    assert "belongs to http://127.0.0.1:1" in done.stderr
+    assert space["bob"] not in done.stderr
