@@ -12,6 +12,7 @@ from waypost.conformance import report as reports
 from waypost.conformance import runner
 from waypost.conformance.arguments import add_target, admin_token, subset
 from waypost.conformance.consumer_cli import add_command as add_consumer_matrix
+from waypost.conformance.requirements import text_table as requirement_table
 from waypost.conformance.targets import check_target, open_target
 from waypost.properties.catalogue import select
 from waypost.properties.proxy import FaultProxy
@@ -42,6 +43,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                           "TARGET.json; none for a URL)")
     kit.add_argument("--report-json", type=Path, default=None, help="write a JSON report")
     kit.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report")
+    kit.add_argument("--report-md", type=Path, default=None,
+                     help="write the requirement table (every requirement id of "
+                          "docs/protocol.md: text, checks run, result) as Markdown")
+    kit.add_argument("--requirements", action="store_true",
+                     help="print the requirement table after the property table (a run "
+                          "prints only its summary line otherwise)")
     kit.add_argument("--replay-dir", type=Path, default=Path("waypost-replays"),
                      help="where failure replays are written (default: ./waypost-replays)")
     kit.add_argument("--trace", type=Path, default=None,
@@ -161,6 +168,11 @@ def _conformance(args: argparse.Namespace) -> int:
         return 2
     print(file=sys.stderr)
     print(reports.table(result))
+    if args.requirements:
+        print()
+        print(requirement_table(result.requirements))
+    if args.report_md:
+        reports.write_markdown(result, args.report_md)
     if args.report_json:
         reports.write_json(result, args.report_json)
     if args.junit:

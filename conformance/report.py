@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from waypost.conformance import requirements as coverage
 from waypost.conformance.runner import Report
 
 MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
@@ -30,6 +31,9 @@ def table(report: Report) -> str:
                  f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
                  f"({rate:.0f} steps/s)")
     lines.append("faults injected by: " + (", ".join(report.fault_sources) or "none"))
+    if report.requirements:
+        lines.append(coverage.summary(report.requirements)
+                     + " (--requirements prints the table)")
     if report.limits:
         lines += ["", limits_table(report)]
     return "\n".join(lines)
@@ -60,11 +64,19 @@ def as_json(report: Report) -> dict[str, Any]:
                         "replay": o.replay, "expected_failure_reason": o.expected_reason or None}
                        for o in report.outcomes],
         "limits": [row.as_json() for row in report.limits],
+        "requirements": [row.as_json() for row in report.requirements],
     }
 
 
 def write_json(report: Report, path: Path) -> None:
     path.write_text(json.dumps(as_json(report), indent=2, default=str) + "\n")
+
+
+def write_markdown(report: Report, path: Path) -> None:
+    """The requirement table as Markdown, under the run's target, profile and seed."""
+    path.write_text(coverage.markdown(
+        report.requirements, f"Waypost conformance: {report.target}, profile {report.profile}, "
+                             f"seed {report.seed}"))
 
 
 def write_junit(report: Report, path: Path) -> None:

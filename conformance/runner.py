@@ -21,6 +21,7 @@ from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
 
 from waypost.conformance import consumer_matrix
+from waypost.conformance import requirements as coverage
 from waypost.conformance.targets import check_target
 from waypost.properties.catalogue import CATALOGUE, Property
 from waypost.properties.http import Session
@@ -76,6 +77,7 @@ class Report:
     rules: list[str] = field(default_factory=list)  # the rules the run's steps drew from
     limits: list[LimitOutcome] = field(default_factory=list)  # the limit phase, by limit
     commands: list[list[str]] | None = None  # per example, its commands (when traced)
+    requirements: list[coverage.Row] = field(default_factory=list)  # by requirement id
 
     @property
     def failed(self) -> bool:
@@ -208,6 +210,7 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
         ({"test hooks"} if kit.session.hook_faults else set())
         | ({f"fault proxy ({', '.join(sorted(proxy.used))})"} if proxy and proxy.used else set()))
     report.outcomes = [_outcome(prop, kit, wanted, expected, failures) for prop in CATALOGUE]
+    report.requirements = requirement_rows(kit.ledger, wanted, expected)
     if "ERROR" in failures:
         _, unexpected, path = failures["ERROR"]
         report.outcomes.append(Outcome(
@@ -217,6 +220,15 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
 
 
 Failures = dict[str, tuple[PropertyViolation | None, BaseException, Path]]
+
+
+def requirement_rows(ledger: Ledger, wanted: set[str] | None, expected: dict[str, str],
+                     needs: dict[str, str] | None = None) -> list[coverage.Row]:
+    """The requirement table of a run from its ledger; a failure under a property the run
+    did not select is left out, as the property table leaves it out."""
+    failed = {name: pid for name, pid in ledger.failed_checks.items()
+              if wanted is None or pid in wanted}
+    return coverage.table(ledger.by_check, failed, frozenset(expected), needs)
 
 
 def _limits(kit: KitRun, replay_dir: Path, report: Report) -> Failures:

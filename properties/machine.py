@@ -77,6 +77,10 @@ class WaypostMachine(RuleBasedStateMachine):
     @invariant()
     def sequences_never_reused(self) -> None:
         """Within a space, every item sequence the kit has seen is distinct (P06)."""
+        with self.world.ledger.checking("invariant sequences_never_reused"):
+            self._sequences_never_reused()
+
+    def _sequences_never_reused(self) -> None:
         for items in self.world.model.items.values():
             seen = [item.sequence for item in items if item.sequence is not None]
             self.world.check("P06", len(seen) == len(set(seen)), "a sequence was used twice",

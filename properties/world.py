@@ -42,8 +42,10 @@ class World:
     def run(self, name: str, args: dict[str, Any]) -> None:
         """Perform one command by name (the state machine and replays both come here)."""
         self.commands.append({"command": name, "args": args})
+        check = f"limit {args.get('limit')}" if name == "check_limit" else f"command {name}"
         try:
-            COMMANDS[name](self, **args)
+            with self.ledger.checking(check):
+                COMMANDS[name](self, **args)
         except PropertyViolation as violation:  # the evidence of this very example
             violation.commands = list(self.commands)
             violation.exchanges = [e.as_json() for e in self.session.trace]
