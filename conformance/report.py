@@ -12,7 +12,7 @@ from waypost.conformance.runner import Report
 
 MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
          "not covered": "not covered", "skipped": "skipped (--only)",
-         "not exercised": "not exercised"}
+         "not exercised": "not exercised", "not run": "not run"}
 
 
 def table(report: Report) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from waypost.properties import fingerprints
+from waypost.properties import fingerprints, fixtures
 from waypost.properties.compare import epoch_ms
 from waypost.properties.memory import COLLECTIONS
 from waypost.properties.memory_model import Collection
@@ -21,13 +21,19 @@ FULL_SCOPES = ["message.send", "message.read", "space.observe", "receipt.write",
                "event.subscribe", "blob.write"]
 
 
-def setup(world: World) -> None:
-    """Two spaces: A (a0 default, a1, a2) and B (b0); an inbox and a full token each."""
-    described = world.session.admin("GET", "/v1/describe")
+def setup(world: World, fixture: str | None = None) -> None:
+    """Two spaces: A (a0 default, a1, a2) and B (b0); an inbox and a full token each. With
+    ``fixture``, the set of that name of the run's fixtures file (provisioned beforehand, no
+    admin API: no test hooks either)."""
+    described = world.session.describe()
     capabilities = described.json.get("capabilities", {}) if isinstance(
         described.json, dict) else {}
     world.model.hooks = isinstance(capabilities, dict) and bool(capabilities.get("test_hooks"))
     world.model.limits = published_limits(described.json)
+    if fixture is not None:
+        world.model.hooks = False  # the hooks need the admin token
+        fixtures.apply(world, fixture)
+        return
     if world.model.hooks:
         clock = world.session.admin("GET", "/_test/clock")
         now = epoch_ms(clock.json.get("now")) if isinstance(clock.json, dict) else None

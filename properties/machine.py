@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from waypost.properties.fixtures import setup_args
 from waypost.properties.http import Session
 from waypost.properties.reread import revision_rereads, view_rereads
 from waypost.properties.rules import BY_NAME, RULES, Rule, properties_of, weighted
@@ -67,7 +68,7 @@ class WaypostMachine(RuleBasedStateMachine):
 
     @initialize()
     def setup(self) -> None:
-        self.world.run("setup", {})
+        self.world.run("setup", setup_args(self.world))
 
     @rule(data=st.data())
     def step(self, data: st.DataObject) -> None:

@@ -7,6 +7,7 @@ A *check* is named by its kind and its name, the name a run counts it under:
 - ``command <name>``: a command of the state machine (``properties/commands.py``), with every
   check made while it runs (``World.run``), also the re-reads that end an example;
 - ``invariant <name>``: an invariant of the machine (``properties/machine.py``);
+- ``revoked token``, ``disabled actor``: a request of a dead credential, within any command;
 - ``limit <name>``: the limit phase's check of one published limit (``properties/limits.py``);
 - ``consumer matrix``: P17's matrix of the reference consumer (``consumer_matrix.py``);
 - ``crash matrix <operation>``: the cells of one write in ``waypost conformance crash-matrix``
@@ -78,15 +79,15 @@ _COMMANDS: dict[str, tuple[str, ...]] = {
     "regrant": ("WP-AUTH-8", "WP-CUR-4", "WP-RCPT-10"),
     "revoke": ("WP-CTRL-13", "WP-AUTH-2"),
     "disable": ("WP-CTRL-10", "WP-CTRL-15", "WP-AUTH-2"),
-    "change_view": ("WP-CTRL-9", "WP-CUR-4", "WP-RCPT-9", "WP-RCPT-10"),
+    "change_view": ("WP-CTRL-9", "WP-CUR-4", "WP-RCPT-10"),
     "send": (*_WRITE_AUTHORITY, *_ENVELOPE, "WP-MSG-1", "WP-MSG-2", "WP-MSG-3", "WP-MSG-4",
              "WP-MSG-5", "WP-MSG-6", "WP-MSG-8", "WP-MSG-9", "WP-HTTP-10", "WP-IDEM-1",
-             "WP-IDEM-7", "WP-AUTH-13", "WP-FEED-9"),
+             "WP-IDEM-7", "WP-AUTH-13", "WP-FEED-9", "WP-CTRL-15"),
     "read_message": ("WP-MSG-10", "WP-MSG-11", "WP-MSG-12", "WP-HTTP-11", "WP-AUTH-13",
                      "WP-AUTH-14", "WP-VIS-4"),
     "read_feed": ("WP-FEED-2", "WP-FEED-4", "WP-FEED-5", "WP-FEED-6", "WP-HTTP-12",
                   "WP-HTTP-13", "WP-VAL-9", "WP-CUR-1", "WP-CUR-4", "WP-CUR-5", "WP-VIS-1",
-                  "WP-AUTH-2"),
+                  "WP-AUTH-2", "WP-CTRL-9"),
     "check_view": ("WP-VIS-1", "WP-VIS-2", "WP-VIS-3", "WP-VIS-4", "WP-FEED-1", "WP-FEED-2",
                    "WP-FEED-3", "WP-FEED-8", "WP-FEED-9", "WP-HTTP-12", "WP-MEM-29",
                    "WP-MEM-30", "WP-RCPT-7", "WP-MSG-9", "WP-RCPT-5"),
@@ -161,6 +162,9 @@ _VECTORS: dict[str, tuple[str, ...]] = {
 for _name, _ids in _COMMANDS.items():
     register(f"command {_name}", _ids)
 register("invariant sequences_never_reused", ("WP-FEED-1",))
+#: A request of a dead credential, inside whichever command made it (``World.dead``).
+register("revoked token", ("WP-AUTH-2", "WP-CTRL-13", "WP-AUTH-10"))
+register("disabled actor", ("WP-AUTH-2", "WP-CTRL-10", "WP-AUTH-10"))
 for _name, _ids in _LIMITS.items():
     register(f"limit {_name}", _ids)
 register("consumer matrix", ("WP-IDEM-6", "WP-RCPT-6", "WP-RCPT-11"))
@@ -206,6 +210,8 @@ NOT_CHECKED: dict[str, str] = {
     "WP-LOAD-1": "stalls are measured by waypost bench, not checked by the kit",
     "WP-LOAD-2": "memory per request is measured by waypost bench publish, not checked",
     "WP-LOAD-4": "connection limits are a documentation duty",
+    "WP-RCPT-9": "the kit cannot change a view between an ACK's visibility check and its "
+                 "commit from outside",
     "WP-CTRL-2": "the kit sends each control-plane write once",
     "WP-CTRL-4": "the kit provokes no control-plane failure",
     "WP-CTRL-5": "no check reads through the control plane",

@@ -112,5 +112,6 @@ class World:
         """A request of a revoked token or a disabled actor: it must be 401 (P02)."""
         if self.model.live(token):
             return False
-        self.expect_refusal(answer, {"UNAUTHENTICATED"}, "P02", f"{what} with a dead token")
+        with self.ledger.checking("revoked token" if token.revoked else "disabled actor"):
+            self.expect_refusal(answer, {"UNAUTHENTICATED"}, "P02", f"{what} with a dead token")
         return True

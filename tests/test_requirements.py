@@ -52,7 +52,8 @@ def test_every_check_of_the_kit_is_tagged() -> None:
     assert {f"vectors {name}" for name in vectors} <= tagged
     for name in tagged:
         kind = name.split(" ")[0]
-        assert kind in ("command", "invariant", "limit", "consumer", "crash", "vectors"), name
+        assert kind in ("command", "invariant", "limit", "consumer", "crash", "vectors",
+                        "revoked", "disabled"), name
 
 
 def test_a_registered_check_counts_toward_its_requirements() -> None:
