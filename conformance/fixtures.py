@@ -56,7 +56,7 @@ def not_run(outcomes: list[Any]) -> None:
             outcome.message = f"partly: {', '.join(left_out)} not run (needs {'; '.join(wanted)})"
 
 
-def provision(client: httpx.Client, admin: str, sets: int, prefix: str) -> dict[str, object]:
+def provision(client: httpx.Client, admin: str, sets: int, prefix: str) -> dict[str, Any]:
     """A fixtures file of ``sets`` fresh sets, provisioned through the admin API as each
     example's setup would (spaces ``<prefix>-<n>-A`` and ``-B``)."""
     check_target(client, admin)

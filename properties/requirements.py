@@ -26,6 +26,10 @@ and its checks are counted under that name while they run, through the run's led
     with ledger.checking("hostile unknown-member"):
         ledger.check("P05", ok, "what differed", answer=...)
 
+A phase that keeps results of its own (no ledger checks) adds them to the run's ledger when it
+ends: ``ledger.by_check[name] += checks_made`` and, for a failure,
+``ledger.failed_checks.setdefault(name, pid)`` (the consumer matrix does so).
+
 ``where`` tells a check that a plain ``waypost conformance`` run does not make (``"crash
 matrix"``, ``"test suite"``): its ids then read ``not run`` with where they are checked, never
 ``pass``. ``tests/test_requirements.py`` keeps the registry honest: every id it names exists in

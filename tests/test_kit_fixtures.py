@@ -12,12 +12,13 @@ import tempfile
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from tests.inprocess import kit_client
+from tests.inprocess import PortalTransport, kit_client
 from waypost.conformance import runner
 from waypost.conformance.fixtures import provision
 from waypost.conformance.targets import ServerProcess
@@ -60,12 +61,12 @@ def test_fixtures_round_trip_and_a_replay_names_its_set_without_tokens(
     with kit_app(tmp_path / "data") as app:
         client = kit_client(app)
         data = provision(client, kit_admin, 2, "fxt")
-        secrets_held = [t["token"] for s in data["sets"] for t in s["tokens"]]  # type: ignore[index]
+        secrets_held = [t["token"] for s in data["sets"] for t in s["tokens"]]
         toml_file = tmp_path / "f.toml"
         fixtures = load(_write(tmp_path / "f.json", data))
         assert [s["name"] for s in fixtures.sets] == ["fxt-1", "fxt-2"]
-        recorded = Recorded(client._transport)
-        client._transport = recorded
+        recorded = Recorded(PortalTransport(app))
+        client = httpx.Client(transport=recorded, base_url="http://testserver", timeout=60)
         session = Session(client, "", fixtures=fixtures)
         world = World(session, "rp-", Ledger())
         world.run("setup", {"fixture": fixtures.take()})
@@ -87,10 +88,10 @@ def test_fixtures_round_trip_and_a_replay_names_its_set_without_tokens(
         assert load(toml_file).sets == fixtures.sets
 
 
-def _toml(data: dict[str, object]) -> str:
+def _toml(data: dict[str, Any]) -> str:
     """The same fixtures as TOML (what a port might write by hand)."""
     lines = [f'format = "{data["format"]}"']
-    for fixture in data["sets"]:  # type: ignore[attr-defined]
+    for fixture in data["sets"]:
         lines += ["[[sets]]", f'name = "{fixture["name"]}"']
         for role, space in fixture["spaces"].items():
             lines += [f"[sets.spaces.{role}]", f'space_id = "{space["space_id"]}"',
