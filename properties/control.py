@@ -156,17 +156,28 @@ def regrant(world: World, token: str) -> None:
 
 
 def revoke(world: World, token: str) -> None:
+    """Revoke a token: from then on it answers 401 (P02), at once."""
     target = world.token(token)
     world.admin_ok("POST", f"/admin/v1/tokens/{target.token_id}/revoke",
                    {"request_id": world.rid()})
     target.revoked = True
+    _dead_now(world, [target], "a feed read right after the revoke")
 
 
 def disable(world: World, space_name: str, actor: str) -> None:
+    """Disable an actor: from then on every token of it answers 401 (P02), at once."""
     space = world.space_ids[space_name]
     world.admin_ok("POST", f"/admin/v1/spaces/{space}/actors/{actor}/disable",
                    {"request_id": world.rid()})
     world.model.actors[(space, actor)].disabled = True
+    _dead_now(world, [t for t in world.model.tokens.values()
+                      if (t.space, t.actor_id) == (space, actor)], "a feed read right after "
+                                                                    "the disable")
+
+
+def _dead_now(world: World, tokens: list[Token], what: str) -> None:
+    for token in tokens:
+        world.dead(token, world.as_(token, "GET", "/v1/feed", params={"limit": 1}), what)
 
 
 def change_view(world: World, token: str, view: str, filter: dict[str, list[str]]) -> None:

@@ -45,4 +45,5 @@ def test_the_wheel_ships_only_the_package(tmp_path: Path) -> None:
     assert tops == {"waypost", wheel.name.split("-py3")[0] + ".dist-info"}
     assert "waypost/reference/storage/migrations/0001_core.sql" in names
     assert "waypost/adapters/d1/gateway/package-lock.json" in names
+    assert "waypost/conformance/requirements.json" in names  # the requirement table's texts
     assert not [name for name in names if "node_modules" in name or "__pycache__" in name]
