@@ -32,9 +32,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "reference in a temporary directory; 'd1' starts the D1/R2 gateway Worker "
                     "on local workerd (npm ci on first use; needs Node.js 20+) and the "
                     "reference on it; a URL targets any deployment (its "
-                    "admin token provisions fresh spaces prefixed by the run id). Ends with the "
-                    "P01–P18 table; exit status 1 on any failure. Failures are shrunk and "
-                    "written as replay files.")
+                    "admin token provisions fresh spaces prefixed by the run id; without an "
+                    "admin API, --fixtures names pre-provisioned ones). Ends with the "
+                    "P01–P18 table and the summary of the requirement table; exit status 1 on "
+                    "any failure. Failures are shrunk and written as replay files.")
     add_target(kit)
     kit.add_argument("--profile", choices=sorted(runner.PROFILES), default="ci",
                      help="how much to explore: quick, ci (default), thorough")
