@@ -12,10 +12,14 @@ from waypost.conformance import report as reports
 from waypost.conformance import runner
 from waypost.conformance.arguments import add_target, admin_token, subset
 from waypost.conformance.consumer_cli import add_command as add_consumer_matrix
+from waypost.conformance.fixtures import add_command as add_fixtures
 from waypost.conformance.hostile import add_command as add_hostile
 from waypost.conformance.load_cli import add_command as add_load
+from waypost.conformance.requirements import text_table as requirement_table
 from waypost.conformance.targets import check_target, open_target
 from waypost.properties.catalogue import select
+from waypost.properties.fixtures import Fixtures
+from waypost.properties.fixtures import load as load_fixtures
 from waypost.properties.proxy import FaultProxy
 
 EXPECTED_DIR = Path(__file__).resolve().parent / "expected_failures"
@@ -30,9 +34,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "reference in a temporary directory; 'd1' starts the D1/R2 gateway Worker "
                     "on local workerd (npm ci on first use; needs Node.js 20+) and the "
                     "reference on it; a URL targets any deployment (its "
-                    "admin token provisions fresh spaces prefixed by the run id). Ends with the "
-                    "P01–P18 table; exit status 1 on any failure. Failures are shrunk and "
-                    "written as replay files.")
+                    "admin token provisions fresh spaces prefixed by the run id; without an "
+                    "admin API, --fixtures names pre-provisioned ones). Ends with the "
+                    "P01–P18 table and the summary of the requirement table; exit status 1 on "
+                    "any failure. Failures are shrunk and written as replay files.")
     add_target(kit)
     kit.add_argument("--profile", choices=sorted(runner.PROFILES), default="ci",
                      help="how much to explore: quick, ci (default), thorough")
@@ -44,11 +49,22 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                           "TARGET.json; none for a URL)")
     kit.add_argument("--report-json", type=Path, default=None, help="write a JSON report")
     kit.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report")
+    kit.add_argument("--report-md", type=Path, default=None,
+                     help="write the requirement table (every requirement id of "
+                          "docs/protocol.md: text, checks run, result) as Markdown")
+    kit.add_argument("--requirements", action="store_true",
+                     help="print the requirement table after the property table (a run "
+                          "prints only its summary line otherwise)")
     kit.add_argument("--replay-dir", type=Path, default=Path("waypost-replays"),
                      help="where failure replays are written (default: ./waypost-replays)")
     kit.add_argument("--trace", type=Path, default=None,
                      help="write the commands of every example, one JSON list per line "
                           "(a seed reruns the same ones)")
+    kit.add_argument("--fixtures", type=Path, default=None,
+                     help="pre-provisioned spaces, actors, consumers, collections and tokens "
+                          "(JSON or TOML; docs/porting.md) for a URL target whose admin API "
+                          "the kit cannot reach: no admin request is sent, properties that "
+                          "need one are reported not run")
     kit.set_defaults(run=_conformance)
     kit_commands = kit.add_subparsers(dest="kit_command", metavar="COMMAND")
     replay = kit_commands.add_parser(
@@ -57,6 +73,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "recorded violation (or another) still happens.")
     replay.add_argument("file", type=Path, help="a replay file written by a failing run")
     add_target(replay)
+    replay.add_argument("--fixtures", type=Path, default=None,
+                        help="the fixtures file of the failing run (its set provisioned afresh)")
     replay.set_defaults(run=_replay)
     matrix = kit_commands.add_parser(
         "crash-matrix", help="every fault point × every write with a real crash and restart",
@@ -83,6 +101,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     add_consumer_matrix(kit_commands)  # P17
     add_hostile(kit_commands)
     add_load(kit_commands)
+    add_fixtures(kit_commands)
 
 
 def _crash_matrix(args: argparse.Namespace) -> int:
@@ -147,8 +166,9 @@ def _conformance(args: argparse.Namespace) -> int:
     expected = runner.load_expected(expected_path)
     profile = runner.PROFILES[args.profile]
     try:
+        fixtures = fixture_file(args)
         proxy = FaultProxy(httpx.HTTPTransport())
-        with open_target(args.target, admin_token(args)) as target, \
+        with open_target(args.target, admin_token(args), fixtures is not None) as target, \
                 httpx.Client(base_url=target.url, timeout=60, transport=proxy) as client:
             check_target(client, target.admin_token)
             where = target.url if target.name == "url" else f"{target.name} at {target.url}"
@@ -159,12 +179,18 @@ def _conformance(args: argparse.Namespace) -> int:
                                 selected=selected if args.only else None, expected=expected,
                                 replay_dir=args.replay_dir,
                                 progress=runner.Progress(sys.stderr, profile.examples),
-                                proxy=proxy, trace=args.trace is not None)
+                                proxy=proxy, trace=args.trace is not None,
+                                fixtures=fixtures)
     except (ValueError, RuntimeError) as exc:
         print(f"waypost conformance: {exc}", file=sys.stderr)
         return 2
     print(file=sys.stderr)
     print(reports.table(result))
+    if args.requirements:
+        print()
+        print(requirement_table(result.requirements))
+    if args.report_md:
+        reports.write_markdown(result, args.report_md)
     if args.report_json:
         reports.write_json(result, args.report_json)
     if args.junit:
@@ -180,12 +206,23 @@ def _conformance(args: argparse.Namespace) -> int:
     return 1 if result.failed else 0
 
 
+def fixture_file(args: argparse.Namespace) -> Fixtures | None:
+    """The ``--fixtures`` file, if given, read and checked; only a URL target has fixtures."""
+    if args.fixtures is None:
+        return None
+    if not args.target.startswith(("http://", "https://")):
+        raise ValueError("--fixtures needs a URL target: the deployment they were provisioned on")
+    return load_fixtures(args.fixtures)
+
+
 def _replay(args: argparse.Namespace) -> int:
     try:
+        fixtures = fixture_file(args)
         proxy = FaultProxy(httpx.HTTPTransport())
-        with open_target(args.target, admin_token(args)) as target, \
+        with open_target(args.target, admin_token(args), fixtures is not None) as target, \
                 httpx.Client(base_url=target.url, timeout=60, transport=proxy) as client:
-            violation = runner.replay_file(args.file, client, target.admin_token, proxy=proxy)
+            violation = runner.replay_file(args.file, client, target.admin_token, proxy=proxy,
+                                           fixtures=fixtures)
     except (ValueError, RuntimeError, OSError) as exc:
         print(f"waypost conformance replay: {exc}", file=sys.stderr)
         return 2

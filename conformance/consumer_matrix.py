@@ -41,6 +41,7 @@ from waypost.properties.violations import Ledger, PropertyViolation
 POINTS = ("sync.after_fetch", "sync.after_commit", "ack.before_submit", "ack.after_submit",
           "done.after_commit", "outbound.before_submit", "outbound.after_submit")
 FLOWS = ("sync", "done", "outbound")
+CHECK = "consumer matrix"  # its name in requirement coverage (properties/requirements.py)
 CRASH_EXIT = 86
 #: ``waypost consumer`` without loading the rest of the CLI (the kit starts it many times).
 DEFAULT_COMMAND = (sys.executable, "-m", "waypost.consumer_cli")
@@ -326,9 +327,11 @@ def for_run(client: httpx.Client, admin_token: str, ledger: Ledger, wanted: set[
         return {}
     matrix = consumer_matrix(url, admin_token, command=command, flows=flows, on_cell=on_cell)
     ledger.checks[PID] += matrix.checks
+    ledger.by_check[CHECK] += matrix.checks
     failed = [cell for cell in matrix.cells if not cell.ok]
     if not failed:
         return {}
+    ledger.failed_checks.setdefault(CHECK, PID)
     violation = PropertyViolation(PID, f"{failed[0].flow} × {failed[0].point}: {failed[0].note}",
                                   {"failed_cells": [c.__dict__ for c in failed]})
     if ledger.enforced is not None and PID not in ledger.enforced:

@@ -8,11 +8,12 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from waypost.conformance import hostile
+from waypost.conformance import requirements as coverage
 from waypost.conformance.runner import Report
 
 MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
          "not covered": "not covered", "skipped": "skipped (--only)",
-         "not exercised": "not exercised"}
+         "not exercised": "not exercised", "not run": "not run"}
 
 
 def table(report: Report) -> str:
@@ -31,6 +32,9 @@ def table(report: Report) -> str:
                  f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
                  f"({rate:.0f} steps/s)")
     lines.append("faults injected by: " + (", ".join(report.fault_sources) or "none"))
+    if report.requirements:
+        lines.append(coverage.summary(report.requirements)
+                     + " (--requirements prints the table)")
     if report.limits:
         lines += ["", limits_table(report)]
     if report.hostile:
@@ -64,11 +68,19 @@ def as_json(report: Report) -> dict[str, Any]:
                        for o in report.outcomes],
         "limits": [row.as_json() for row in report.limits],
         "hostile": [row.as_json() for row in report.hostile],
+        "requirements": [row.as_json() for row in report.requirements],
     }
 
 
 def write_json(report: Report, path: Path) -> None:
     path.write_text(json.dumps(as_json(report), indent=2, default=str) + "\n")
+
+
+def write_markdown(report: Report, path: Path) -> None:
+    """The requirement table as Markdown, under the run's target, profile and seed."""
+    path.write_text(coverage.markdown(
+        report.requirements, f"Waypost conformance: {report.target}, profile {report.profile}, "
+                             f"seed {report.seed}"))
 
 
 def write_junit(report: Report, path: Path) -> None:

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -21,8 +21,11 @@ from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
 
 from waypost.conformance import consumer_matrix, hostile
+from waypost.conformance import requirements as coverage
+from waypost.conformance.fixtures import NEEDS, fixture_rules, not_run
 from waypost.conformance.targets import check_target
 from waypost.properties.catalogue import CATALOGUE, Property
+from waypost.properties.fixtures import Fixtures, FixturesExhausted
 from waypost.properties.http import Session
 from waypost.properties.limits import LimitOutcome, limit_phase
 from waypost.properties.machine import KitRun, machine_for
@@ -77,6 +80,7 @@ class Report:
     limits: list[LimitOutcome] = field(default_factory=list)  # the limit phase, by limit
     commands: list[list[str]] | None = None  # per example, its commands (when traced)
     hostile: list[hostile.HostileRow] = field(default_factory=list)  # the hostile-input phase
+    requirements: list[coverage.Row] = field(default_factory=list)  # by requirement id
 
     @property
     def failed(self) -> bool:
@@ -175,50 +179,82 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
         seed: int | None = None, selected: list[Property] | None = None,
         expected: dict[str, str] | None = None, replay_dir: Path = Path("waypost-replays"),
         progress: Progress | None = None, shrink_seconds: float | None = None,
-        proxy: FaultProxy | None = None, trace: bool = False) -> Report:
-    """Run the command model; every property ends as pass, fail, xfail, xpass, skipped or not
-    covered. ``proxy`` (the transport of ``client``) injects network faults where the target
-    has no fault points; ``trace`` keeps each example's commands in the report;
+        proxy: FaultProxy | None = None, trace: bool = False,
+        fixtures: Fixtures | None = None) -> Report:
+    """Run the command model; every property ends as pass, fail, xfail, xpass, skipped, not
+    covered or not run. ``proxy`` (the transport of ``client``) injects network faults where
+    the target has no fault points; ``trace`` keeps each example's commands in the report;
     ``shrink_seconds`` bounds shrinking a failure (0: report it as first found, the same on any
-    machine, as the tests of broken servers do). A target that
-    cannot be reached, or refuses the admin token, raises ``TargetError`` before anything
-    runs."""
+    machine, as the tests of broken servers do). With ``fixtures`` (and an empty
+    ``admin_token``) the run sends no admin request: each example and limit check takes a
+    fresh set, the rules of the control plane, the hooks and P17 do not run, nothing is
+    shrunk (conformance/fixtures.py). A target that cannot be reached, or refuses the admin
+    token, raises ``TargetError`` before anything runs."""
     check_target(client, admin_token)
     chosen = PROFILES[profile]
     seed = random.randrange(2**32) if seed is None else seed
     report = Report(target_name, profile, seed, f"run{secrets.token_hex(4)}")
     expected = expected or {}
     wanted = None if selected is None else {p.pid for p in selected}
-    kit = KitRun(Session(client, admin_token, proxy=proxy), report.run_id,
+    rules = rules_for(wanted) if fixtures is None else fixture_rules(rules_for(wanted))
+    kit = KitRun(Session(client, admin_token, proxy=proxy, fixtures=fixtures), report.run_id,
                  Ledger(enforced=(wanted or {p.pid for p in CATALOGUE}) - set(expected)),
-                 rules_for(wanted), wanted, trace=[] if trace else None, on_example=progress)
+                 rules, wanted, trace=[] if trace else None, on_example=progress)
     report.rules = [rule.name for rule in kit.rules]
     started = time.monotonic()
     failures = _limits(kit, replay_dir, report)
     budget = chosen.shrink_seconds if shrink_seconds is None else shrink_seconds
+    if fixtures is not None:  # a shrink step, and the last rerun of a failure, take a set each
+        budget, chosen = 0, replace(chosen, examples=min(chosen.examples, fixtures.left - 1))
     with shrinking_budget(budget):
         explored = _explore(kit, chosen, seed, replay_dir, report, shrink=budget > 0)
-    explored.update(consumer_matrix.for_run(  # P17: the reference consumer
-        client, admin_token, kit.ledger, wanted, replay_dir, report.run_id,
-        on_cell=progress.cell if progress is not None else None))
+    if fixtures is None:
+        explored.update(consumer_matrix.for_run(  # P17: the reference consumer
+            client, admin_token, kit.ledger, wanted, replay_dir, report.run_id,
+            on_cell=progress.cell if progress is not None else None))
     for pid, found in explored.items():
         failures.setdefault(pid, found)
     report.seconds = time.monotonic() - started
+    _results(report, kit, proxy, wanted, expected, failures, fixtures is not None)
+    return report
+
+
+def _results(report: Report, kit: KitRun, proxy: FaultProxy | None, wanted: set[str] | None,
+             expected: dict[str, str], failures: Failures, through_fixtures: bool) -> None:
+    """What the run found: counts, fault sources, the property and requirement tables."""
     report.examples, report.steps, report.commands = kit.examples, kit.steps, kit.trace
     report.fault_sources = sorted(
         ({"test hooks"} if kit.session.hook_faults else set())
         | ({f"fault proxy ({', '.join(sorted(proxy.used))})"} if proxy and proxy.used else set()))
     report.outcomes = [_outcome(prop, kit, wanted, expected, failures) for prop in CATALOGUE]
-    report.outcomes.append(_hostile(client, admin_token, report, wanted, expected))
+    if through_fixtures:
+        not_run(report.outcomes)
+    report.outcomes.append(_hostile(client, admin_token, report, wanted, expected,
+                                    through_fixtures))
+    for row in report.hostile:  # the phase keeps its own results: into the run's ledger
+        if row.result in ("pass", "fail"):
+            kit.ledger.by_check[f"hostile {row.check.name}"] += max(row.inputs, 1)
+        if row.result == "fail":
+            kit.ledger.failed_checks.setdefault(f"hostile {row.check.name}", HOSTILE.pid)
+    report.requirements = requirement_rows(kit.ledger, wanted, expected,
+                                           NEEDS if through_fixtures else None)
     if "ERROR" in failures:
         _, unexpected, path = failures["ERROR"]
         report.outcomes.append(Outcome(
             Property("ERROR", "Kit or server error", "An exception outside any property check",
                      (), True), "fail", 0, repr(unexpected), {}, str(path)))
-    return report
 
 
 Failures = dict[str, tuple[PropertyViolation | None, BaseException, Path]]
+
+
+def requirement_rows(ledger: Ledger, wanted: set[str] | None, expected: dict[str, str],
+                     needs: dict[str, str] | None = None) -> list[coverage.Row]:
+    """The requirement table of a run from its ledger; a failure under a property the run
+    did not select is left out, as the property table leaves it out."""
+    failed = {name: pid for name, pid in ledger.failed_checks.items()
+              if wanted is None or pid in wanted}
+    return coverage.table(ledger.by_check, failed, frozenset(expected), needs)
 
 
 def _limits(kit: KitRun, replay_dir: Path, report: Report) -> Failures:
@@ -244,7 +280,7 @@ def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path, report:
     ``shrink`` a failure is reported as first found: shrinking stops on a clock, so only a run
     without it names the same failure on a busy machine as on an idle one."""
     failures: Failures = {}
-    if not kit.rules:
+    if not kit.rules or profile.examples < 1:  # no rule selected (P17), no fixture set left
         return failures  # nothing selected has a rule (P17): no example to run
     machine = hypothesis_seed(seed)(machine_for(kit))
     try:
@@ -258,6 +294,8 @@ def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path, report:
             verbosity=Verbosity.quiet))
     except Exception as raised:  # every failure is reported, none swallowed
         for failure in _failures(raised):
+            if isinstance(failure, FixturesExhausted):
+                continue  # the run's fresh spaces are used up: exploration ends there
             violation = failure if isinstance(failure, PropertyViolation) else None
             path = write_replay(replay_dir, report, violation, failure, kit.last)
             failures[violation.pid if violation else "ERROR"] = (violation, failure, path)
@@ -270,10 +308,13 @@ HOSTILE = Property("HOSTILE", "Hostile input",
 
 
 def _hostile(client: httpx.Client, admin_token: str, report: Report, wanted: set[str] | None,
-             expected: dict[str, str]) -> Outcome:
-    """The hostile-input phase as one row; skipped with ``--only``."""
+             expected: dict[str, str], through_fixtures: bool) -> Outcome:
+    """The hostile-input phase as one row; skipped with ``--only``; not run through
+    fixtures (each check provisions a fresh space of its own)."""
     if wanted is not None:
         return Outcome(HOSTILE, "skipped")
+    if through_fixtures:
+        return Outcome(HOSTILE, "not run", message="needs the admin API (a fresh space per check)")
     report.hostile = hostile.run_checks(client, admin_token, f"{report.run_id}-h")
     result, note = hostile.summary(report.hostile)
     outcome = Outcome(HOSTILE, result, sum(row.inputs for row in report.hostile), note,
@@ -310,14 +351,16 @@ def _outcome(prop: Property, kit: KitRun, wanted: set[str] | None,
 
 
 def replay_file(path: Path, client: httpx.Client, admin_token: str,
-                out: TextIO = sys.stdout, proxy: FaultProxy | None = None
-                ) -> PropertyViolation | None:
+                out: TextIO = sys.stdout, proxy: FaultProxy | None = None,
+                fixtures: Fixtures | None = None) -> PropertyViolation | None:
     """Rerun a replay file's commands against a target; return the violation it still shows.
-    A target that cannot be reached, or refuses the admin token, raises ``TargetError``."""
+    A replay of a run through fixtures names its set: it needs ``fixtures``, the same file,
+    with that set fresh. A target that cannot be reached, or refuses the admin token, raises
+    ``TargetError``."""
     recorded = json.loads(path.read_text())
     check_target(client, admin_token)
-    world = World(Session(client, admin_token, proxy=proxy), f"rp{secrets.token_hex(3)}-",
-                  Ledger())
+    world = World(Session(client, admin_token, proxy=proxy, fixtures=fixtures),
+                  f"rp{secrets.token_hex(3)}-", Ledger())
     try:
         for step in recorded["commands"]:
             world.run(step["command"], step["args"])

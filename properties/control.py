@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from waypost.properties import fingerprints
+from waypost.properties import fingerprints, fixtures
 from waypost.properties.compare import epoch_ms
 from waypost.properties.memory import COLLECTIONS
 from waypost.properties.memory_model import Collection
@@ -21,13 +21,19 @@ FULL_SCOPES = ["message.send", "message.read", "space.observe", "receipt.write",
                "event.subscribe", "blob.write"]
 
 
-def setup(world: World) -> None:
-    """Two spaces: A (a0 default, a1, a2) and B (b0); an inbox and a full token each."""
-    described = world.session.admin("GET", "/v1/describe")
+def setup(world: World, fixture: str | None = None) -> None:
+    """Two spaces: A (a0 default, a1, a2) and B (b0); an inbox and a full token each. With
+    ``fixture``, the set of that name of the run's fixtures file (provisioned beforehand, no
+    admin API: no test hooks either)."""
+    described = world.session.describe()
     capabilities = described.json.get("capabilities", {}) if isinstance(
         described.json, dict) else {}
     world.model.hooks = isinstance(capabilities, dict) and bool(capabilities.get("test_hooks"))
     world.model.limits = published_limits(described.json)
+    if fixture is not None:
+        world.model.hooks = False  # the hooks need the admin token
+        fixtures.apply(world, fixture)
+        return
     if world.model.hooks:
         clock = world.session.admin("GET", "/_test/clock")
         now = epoch_ms(clock.json.get("now")) if isinstance(clock.json, dict) else None
@@ -150,17 +156,28 @@ def regrant(world: World, token: str) -> None:
 
 
 def revoke(world: World, token: str) -> None:
+    """Revoke a token: from then on it answers 401 (P02), at once."""
     target = world.token(token)
     world.admin_ok("POST", f"/admin/v1/tokens/{target.token_id}/revoke",
                    {"request_id": world.rid()})
     target.revoked = True
+    _dead_now(world, [target], "a feed read right after the revoke")
 
 
 def disable(world: World, space_name: str, actor: str) -> None:
+    """Disable an actor: from then on every token of it answers 401 (P02), at once."""
     space = world.space_ids[space_name]
     world.admin_ok("POST", f"/admin/v1/spaces/{space}/actors/{actor}/disable",
                    {"request_id": world.rid()})
     world.model.actors[(space, actor)].disabled = True
+    _dead_now(world, [t for t in world.model.tokens.values()
+                      if (t.space, t.actor_id) == (space, actor)], "a feed read right after "
+                                                                    "the disable")
+
+
+def _dead_now(world: World, tokens: list[Token], what: str) -> None:
+    for token in tokens:
+        world.dead(token, world.as_(token, "GET", "/v1/feed", params={"limit": 1}), what)
 
 
 def change_view(world: World, token: str, view: str, filter: dict[str, list[str]]) -> None:

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from waypost.properties.proxy import FaultProxy
 
+if TYPE_CHECKING:
+    from waypost.properties.fixtures import Fixtures
+
 #: The status of an exchange whose connection closed without an HTTP answer.
 DROPPED = 0
+
+
+class NeedsAdmin(RuntimeError):
+    """A command needs the admin API (the control plane or a test hook), and the run has
+    none: it goes through fixtures. Raised before any request is sent."""
 
 
 @dataclass
@@ -64,6 +72,7 @@ class Session:
     record: bool = True
     proxy: FaultProxy | None = None  # network faults for targets without fault points
     hook_faults: int = 0  # faults armed through /_test/faults
+    fixtures: Fixtures | None = None  # a run without an admin API: its pre-provisioned sets
 
     def call(self, method: str, path: str, *, bearer: str, who: str, body: Any = None,
              params: dict[str, Any] | None = None, may_drop: bool = False,
@@ -134,4 +143,20 @@ class Session:
         return Content(response.status_code, response.content, response.headers.get("etag", ""))
 
     def admin(self, method: str, path: str, body: Any = None) -> Answer:
+        """A request with the admin token; without one (a run through fixtures) nothing is
+        sent and :class:`NeedsAdmin` says what needed it."""
+        if not self.admin_token:
+            raise NeedsAdmin(f"needs the admin API ({method} {path})")
         return self.call(method, path, bearer=self.admin_token, who="admin", body=body)
+
+    def describe(self) -> Answer:
+        """``GET /v1/describe``, which needs no credential (WP-AUTH-1)."""
+        response = self.client.get("/v1/describe")
+        try:
+            payload: Any = response.json()
+        except ValueError:
+            payload = {"unparsed": response.text[:500]}
+        if self.record:
+            self.trace.append(Exchange("GET", "/v1/describe", "anyone", None, None,
+                                       response.status_code, payload, False))
+        return Answer(response.status_code, payload, False)

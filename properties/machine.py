@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from waypost.properties.fixtures import setup_args
 from waypost.properties.http import Session
 from waypost.properties.reread import revision_rereads, view_rereads
 from waypost.properties.rules import BY_NAME, RULES, Rule, properties_of, weighted
@@ -67,7 +68,7 @@ class WaypostMachine(RuleBasedStateMachine):
 
     @initialize()
     def setup(self) -> None:
-        self.world.run("setup", {})
+        self.world.run("setup", setup_args(self.world))
 
     @rule(data=st.data())
     def step(self, data: st.DataObject) -> None:
@@ -77,6 +78,10 @@ class WaypostMachine(RuleBasedStateMachine):
     @invariant()
     def sequences_never_reused(self) -> None:
         """Within a space, every item sequence the kit has seen is distinct (P06)."""
+        with self.world.ledger.checking("invariant sequences_never_reused"):
+            self._sequences_never_reused()
+
+    def _sequences_never_reused(self) -> None:
         for items in self.world.model.items.values():
             seen = [item.sequence for item in items if item.sequence is not None]
             self.world.check("P06", len(seen) == len(set(seen)), "a sequence was used twice",

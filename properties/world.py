@@ -42,8 +42,10 @@ class World:
     def run(self, name: str, args: dict[str, Any]) -> None:
         """Perform one command by name (the state machine and replays both come here)."""
         self.commands.append({"command": name, "args": args})
+        check = f"limit {args.get('limit')}" if name == "check_limit" else f"command {name}"
         try:
-            COMMANDS[name](self, **args)
+            with self.ledger.checking(check):
+                COMMANDS[name](self, **args)
         except PropertyViolation as violation:  # the evidence of this very example
             violation.commands = list(self.commands)
             violation.exchanges = [e.as_json() for e in self.session.trace]
@@ -110,5 +112,6 @@ class World:
         """A request of a revoked token or a disabled actor: it must be 401 (P02)."""
         if self.model.live(token):
             return False
-        self.expect_refusal(answer, {"UNAUTHENTICATED"}, "P02", f"{what} with a dead token")
+        with self.ledger.checking("revoked token" if token.revoked else "disabled actor"):
+            self.expect_refusal(answer, {"UNAUTHENTICATED"}, "P02", f"{what} with a dead token")
         return True

@@ -42,16 +42,25 @@ def test_the_reference_passes_the_ci_profile(tmp_path: Path, kit_app: KitApp, ki
         results
     assert results["P17"] == "not exercised"
     assert report.steps > 1000
+    rows = report.requirements
+    assert len(rows) > 150
+    assert not [(r.requirement.rid, r.note) for r in rows if r.result == "fail"]
+    assert all(r.note for r in rows if r.result != "pass")  # not run or not checked: why
+    assert sum(r.result == "pass" for r in rows) > 120
 
 
 def test_the_cli_runs_the_kit_against_the_sqlite_target(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "waypost.cli", "conformance", "--target", "sqlite",
          "--profile", "quick", "--seed", "7", "--report-json", str(tmp_path / "r.json"),
-         "--junit", str(tmp_path / "r.xml"), "--replay-dir", str(tmp_path / "replays")],
+         "--junit", str(tmp_path / "r.xml"), "--replay-dir", str(tmp_path / "replays"),
+         "--requirements", "--report-md", str(tmp_path / "r.md")],
         capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "P06 Feed order and completeness" in result.stdout
+    assert "requirements: " in result.stdout
+    assert "WP-FEED-4" in result.stdout  # --requirements prints the table
+    assert "| WP-FEED-4 | 8.4 | pass |" in (tmp_path / "r.md").read_text()
     assert "seed 7" in result.stdout
     assert "example" in result.stderr  # progress was shown
     report = json.loads((tmp_path / "r.json").read_text())
@@ -60,6 +69,9 @@ def test_the_cli_runs_the_kit_against_the_sqlite_target(tmp_path: Path) -> None:
     assert report["properties"][-1]["result"] == "pass"  # the hostile-input phase, one row
     assert {row["result"] for row in report["hostile"]} == {"pass", "not applicable"}
     assert "HOSTILE Hostile input" in result.stdout
+    requirements = {row["id"]: row for row in report["requirements"]}
+    assert requirements["WP-FEED-4"]["checks"]["command read_feed"] > 0
+    assert requirements["WP-AUTH-4"]["result"] == "not checked"
     suite = ET.parse(tmp_path / "r.xml").getroot()
     assert suite.get("failures") == "0"
     cases = suite.findall("testcase")
