@@ -214,13 +214,15 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
             on_cell=progress.cell if progress is not None else None))
     for pid, found in explored.items():
         failures.setdefault(pid, found)
+    hostile_row = _hostile(client, admin_token, report, wanted, expected, fixtures is not None)
     report.seconds = time.monotonic() - started
-    _results(report, kit, proxy, wanted, expected, failures, fixtures is not None)
+    _results(report, kit, proxy, wanted, expected, failures, fixtures is not None, hostile_row)
     return report
 
 
 def _results(report: Report, kit: KitRun, proxy: FaultProxy | None, wanted: set[str] | None,
-             expected: dict[str, str], failures: Failures, through_fixtures: bool) -> None:
+             expected: dict[str, str], failures: Failures, through_fixtures: bool,
+             hostile_row: Outcome) -> None:
     """What the run found: counts, fault sources, the property and requirement tables."""
     report.examples, report.steps, report.commands = kit.examples, kit.steps, kit.trace
     report.fault_sources = sorted(
@@ -229,8 +231,7 @@ def _results(report: Report, kit: KitRun, proxy: FaultProxy | None, wanted: set[
     report.outcomes = [_outcome(prop, kit, wanted, expected, failures) for prop in CATALOGUE]
     if through_fixtures:
         not_run(report.outcomes)
-    report.outcomes.append(_hostile(client, admin_token, report, wanted, expected,
-                                    through_fixtures))
+    report.outcomes.append(hostile_row)
     for row in report.hostile:  # the phase keeps its own results: into the run's ledger
         if row.result in ("pass", "fail"):
             kit.ledger.by_check[f"hostile {row.check.name}"] += max(row.inputs, 1)

@@ -139,8 +139,10 @@ def test_expected_failures_keep_a_known_gap_green(
     with kit_app(tmp_path / "data") as client:
         drop_page_edges(monkeypatch, client)
         report = runner.run("broken", kit_client(client), kit_admin, profile="ci", seed=5,
+                            # dropped items move the consumer's checkpoint off the model's
+                            # too (P10), as any tolerated gap can make the model drift
                             expected={pid: "pages drop their last item (known)"
-                                      for pid in ("P06", "P08", "P09")},
+                                      for pid in ("P06", "P08", "P09", "P10")},
                             replay_dir=tmp_path / "replays", shrink_seconds=0)
     results = {o.prop.pid: o.result for o in report.outcomes}
     assert results["P06"] == "xfail"  # a tolerated gap can make the model drift (docs/spec.md)
