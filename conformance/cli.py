@@ -12,6 +12,8 @@ from waypost.conformance import report as reports
 from waypost.conformance import runner
 from waypost.conformance.arguments import add_target, admin_token, subset
 from waypost.conformance.consumer_cli import add_command as add_consumer_matrix
+from waypost.conformance.fuzz_cli import FUZZ_PROFILES, fuzz_phase, is_fuzz_replay, replay_finding
+from waypost.conformance.fuzz_cli import add_command as add_fuzz
 from waypost.conformance.targets import check_target, open_target
 from waypost.properties.catalogue import select
 from waypost.properties.proxy import FaultProxy
@@ -79,6 +81,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     matrix.add_argument("--json", type=Path, default=None, help="also write the cells as JSON")
     matrix.set_defaults(run=_crash_matrix)
     add_consumer_matrix(kit_commands)  # P17
+    add_fuzz(kit_commands)
 
 
 def _crash_matrix(args: argparse.Namespace) -> int:
@@ -156,6 +159,9 @@ def _conformance(args: argparse.Namespace) -> int:
                                 replay_dir=args.replay_dir,
                                 progress=runner.Progress(sys.stderr, profile.examples),
                                 proxy=proxy, trace=args.trace is not None)
+            if args.profile in FUZZ_PROFILES and not args.only:  # the fuzz phase
+                result.fuzz = fuzz_phase(target.name if target.name != "url" else target.url,
+                                         client, target.admin_token, args)
     except (ValueError, RuntimeError) as exc:
         print(f"waypost conformance: {exc}", file=sys.stderr)
         return 2
@@ -177,6 +183,8 @@ def _conformance(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    if is_fuzz_replay(args.file):
+        return replay_finding(args)
     try:
         proxy = FaultProxy(httpx.HTTPTransport())
         with open_target(args.target, admin_token(args)) as target, \

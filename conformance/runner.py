@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import httpx
 from hypothesis import HealthCheck, Phase, Verbosity, settings
@@ -30,6 +30,9 @@ from waypost.properties.proxy import FaultProxy
 from waypost.properties.rules import rules_for, step_budget
 from waypost.properties.violations import Ledger, PropertyViolation
 from waypost.properties.world import World
+
+if TYPE_CHECKING:
+    from waypost.conformance.fuzz import FuzzReport
 
 
 @dataclass(frozen=True)
@@ -76,10 +79,12 @@ class Report:
     rules: list[str] = field(default_factory=list)  # the rules the run's steps drew from
     limits: list[LimitOutcome] = field(default_factory=list)  # the limit phase, by limit
     commands: list[list[str]] | None = None  # per example, its commands (when traced)
+    fuzz: FuzzReport | None = None  # the fuzz phase (ci and thorough runs of the CLI)
 
     @property
     def failed(self) -> bool:
-        return any(o.result == "fail" for o in self.outcomes)
+        return any(o.result == "fail" for o in self.outcomes) or bool(
+            self.fuzz and self.fuzz.failed)
 
 
 def load_expected(path: Path | None) -> dict[str, str]:

@@ -1,0 +1,150 @@
+"""The fuzz phase (``waypost conformance fuzz``): Schemathesis with the kit's own OpenAPI
+document finds nothing on the reference, and finds a server that breaks its contract.
+
+Schemathesis sends real HTTP requests, so every target here is a real server: ``waypost serve``
+started by the command, or the reference with one defect patched in this test process and
+served by uvicorn in a thread (as the crash matrix's broken servers are)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from waypost.conformance import fuzz
+from waypost.conformance.targets import free_port
+from waypost.reference.server import Settings, build_app
+from waypost.reference.service import messages
+from waypost.reference.service.context import Context, Outcome
+
+ADMIN = "fuzz-admin"
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.up = threading.Event()
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        self.up.set()
+
+
+@contextmanager
+def serving(data_dir: Path) -> Iterator[str]:
+    """The reference (as patched by the caller) on loopback, in a thread."""
+    app = build_app(Settings(data_dir, ADMIN, sweep_seconds=0))
+    port = free_port()
+    server = _Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    assert server.up.wait(timeout=30), "the server did not start"
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def fuzz_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "waypost.cli", "conformance", "fuzz", *args],
+                          capture_output=True, text=True, timeout=1200, cwd=cwd)
+
+
+def counts(stdout: str) -> dict[str, int]:
+    """The finding counts of the summary, by kind."""
+    found = {}
+    for check in fuzz.fuzz_rules.FUZZ_CHECKS:
+        line = next(line for line in stdout.splitlines() if line.strip().startswith(check.finding))
+        found[check.finding] = int(line.split()[-1])
+    return found
+
+
+def test_the_reference_passes_a_dev_fuzz_run_over_http(tmp_path: Path) -> None:
+    result = fuzz_cli("--target", "sqlite", "--profile", "dev", "--seed", "1",
+                      "--report-json", "fuzz.json", "--junit", "fuzz.xml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert set(counts(result.stdout).values()) == {0}
+    report = json.loads((tmp_path / "fuzz.json").read_text())
+    assert report["result"] == "pass"
+    assert report["findings"] == []
+    assert report["requests"] >= 50, report  # every operation, several times
+    assert "WP-ERR-5" in report["requirements"]
+    assert 'failures="0"' in (tmp_path / "fuzz.xml").read_text()
+
+
+@pytest.mark.slow
+def test_the_reference_passes_a_ci_fuzz_run(tmp_path: Path) -> None:
+    result = fuzz_cli("--target", "sqlite", "--profile", "ci", "--seed", "2", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert set(counts(result.stdout).values()) == {0}
+
+
+@pytest.mark.d1
+@pytest.mark.slow
+def test_the_reference_on_d1_passes_a_dev_fuzz_run(tmp_path: Path) -> None:
+    result = fuzz_cli("--target", "d1", "--profile", "dev", "--seed", "3", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert set(counts(result.stdout).values()) == {0}
+
+
+MESSAGE = "/v1/messages/{message_id}"
+
+
+def only(path: str) -> dict[str, Any]:
+    """The kit's document with one path (a run that reaches the broken route quickly)."""
+    document = fuzz.contract()
+    document["paths"] = {path: document["paths"][path]}
+    return document
+
+
+def message_read_fails(mp: pytest.MonkeyPatch) -> None:
+    async def read_message(ctx: Context, principal: Any, message_id: str) -> Outcome:
+        raise RuntimeError("a defect")
+    mp.setattr(messages, "read_message", read_message)
+
+
+def message_read_loses_a_member(mp: pytest.MonkeyPatch) -> None:
+    original = messages.read_message
+
+    async def read_message(ctx: Context, principal: Any, message_id: str) -> Outcome:
+        outcome = await original(ctx, principal, message_id)
+        return Outcome(outcome.status, {k: v for k, v in outcome.body.items()
+                                        if k != "feed_item_id"}, outcome.replayed)
+    mp.setattr(messages, "read_message", read_message)
+
+
+@pytest.mark.parametrize(("patch", "kind"), [
+    (message_read_fails, "server error"),
+    (message_read_loses_a_member, "schema violation"),
+])
+def test_a_broken_server_is_found_and_its_replay_still_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        patch: Callable[[pytest.MonkeyPatch], None], kind: str) -> None:
+    patch(monkeypatch)
+    with serving(tmp_path / "data") as url, httpx.Client(base_url=url, timeout=60) as client:
+        report = fuzz.run_fuzz(url, client, ADMIN, profile="dev", seed=4,
+                               replay_dir=tmp_path / "replays", document=only(MESSAGE))
+        found = [f for f in report.findings if f.operation == f"GET {MESSAGE}"]
+        assert kind in {f.kind for f in found}, report.as_json()
+        assert report.result == "fail"
+        replay = Path(next(f.replay for f in found if f.kind == kind and f.replay))
+        recorded = json.loads(replay.read_text())
+        assert recorded["format"] == fuzz.REPLAY_FORMAT
+        assert recorded["requirements"]
+        said: list[str] = []
+        assert fuzz.replay_fuzz(replay, client, ADMIN, out=said.append) is not None
+        assert said[0].startswith("still failing")
+    monkeypatch.undo()  # the reference as it is: the same replay passes
+    with serving(tmp_path / "fixed") as url, httpx.Client(base_url=url, timeout=60) as client:
+        said = []
+        assert fuzz.replay_fuzz(replay, client, ADMIN, out=said.append) is None, said
