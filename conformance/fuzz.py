@@ -11,9 +11,7 @@ the control plane with the admin token. Every finding is written as a replay fil
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
-import re
 import secrets
 import threading
 import time
@@ -26,6 +24,7 @@ from typing import Any
 import httpx
 
 from waypost.conformance import fuzz_rules
+from waypost.conformance.fuzz_bodies import BodyRules
 from waypost.properties import control
 from waypost.properties.http import Session
 from waypost.properties.violations import Ledger
@@ -146,8 +145,9 @@ def provision(client: httpx.Client, admin_token: str, run_id: str) -> Fixtures:
         result: dict[str, Any] = answer.json
         return result
 
+    sent_key = world.rid()
     sent = data("POST", "/v1/messages", {
-        "request_id": world.rid(), "thread": {"new": True}, "kind": "info",
+        "request_id": sent_key, "thread": {"new": True}, "kind": "info",
         "subject": "fuzz", "body": {"text": "a message to read"}})
     content = b"fuzz"
     prepared = data("POST", "/v1/blobs", {
@@ -166,7 +166,8 @@ def provision(client: httpx.Client, admin_token: str, run_id: str) -> Fixtures:
         "collection_id": "notes", "message_id": sent["message_id"],
         "thread_id": sent["thread_id"], "blob_id": prepared["blob_id"],
         "upload_id": prepared["upload_id"], "token_id": spare.token_id, "revision": "1",
-        "operation": "message.send", "request_id": f"{space}.create"})
+        "operation": "message.send", "request_id": sent_key,
+        "feed_item_id": sent["feed_item_id"]})
 
 
 def fuzz_rules_scopes() -> tuple[str, ...]:
@@ -244,7 +245,7 @@ def run_fuzz(target_name: str, client: httpx.Client, admin_token: str, *, profil
     config = schemathesis.Config.from_dict(
         _config(document, str(client.base_url).rstrip("/"), fixtures, chosen, seed))
     schema = schemathesis.openapi.from_dict(json.loads(json.dumps(document)), config=config)
-    schema.hooks.register_hook_with_name(BodyRules(report.run_id), "map_body")
+    schema.hooks.register_hook_with_name(BodyRules(report.run_id, fixtures.ids), "map_body")
     started = time.monotonic()
     seen: set[tuple[str, str, int | None]] = set()
     stream = from_schema(schema).execute()
@@ -259,38 +260,6 @@ def run_fuzz(target_name: str, client: httpx.Client, admin_token: str, *, profil
             report.errors.append(f"fatal: {event.exception!r}")
     report.seconds = time.monotonic() - started
     return report
-
-
-class BodyRules:
-    """Two rules of Waypost a generated body must follow that its JSON Schema cannot state
-    (declared in ``fuzz_rules.BODY_RULES``): integers are written without a fraction (JSON
-    Schema's ``integer`` admits ``1.0``, WP-VAL-7 refuses it), and a well-formed
-    ``request_id`` is made unique, so that a write is performed rather than answered as a
-    conflict with an earlier generated one."""
-
-    def __init__(self, run_id: str) -> None:
-        self.prefix, self.count = run_id, itertools.count(1)
-
-    def __call__(self, context: Any, body: Any) -> Any:
-        body = _whole_numbers(body)
-        if isinstance(body, dict) and isinstance(body.get("request_id"), str) \
-                and REQUEST_ID.fullmatch(body["request_id"]):
-            suffix = f".{self.prefix}.{next(self.count)}"
-            body = {**body, "request_id": body["request_id"][:128 - len(suffix)] + suffix}
-        return body
-
-
-REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-
-
-def _whole_numbers(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: _whole_numbers(member) for key, member in value.items()}
-    if isinstance(value, list):
-        return [_whole_numbers(member) for member in value]
-    return value
 
 
 _lock = threading.Lock()

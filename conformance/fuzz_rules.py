@@ -96,13 +96,16 @@ ALLOWANCES = (
               ("WP-IDEM-9",)),
 )
 
-#: Rules the kit applies to every generated body before sending it (``fuzz.BodyRules``).
+#: What the kit does to every generated body before sending it (``fuzz_bodies.BodyRules``).
 BODY_RULES = {
     "integers without a fraction": "JSON Schema's integer admits 1.0; a Waypost integer "
                                    "written with a fraction is 400 (WP-VAL-7, WP-VAL-11)",
     "a fresh request_id": "A key reused with another body is a conflict (WP-IDEM-9): a "
                           "well-formed generated key gets a unique suffix, so the write is "
                           "performed and its answer checked",
+    "real ids": "In every other body, a well-formed generated id of a recipient, actor, "
+                "attachment, blob, thread or message is replaced by one the run provisioned "
+                "(a generated id names nothing: the request would only reach a 404)",
 }
 
 #: Schemathesis checks the fuzz phase does not run, with the reason.

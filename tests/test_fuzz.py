@@ -148,3 +148,39 @@ def test_a_broken_server_is_found_and_its_replay_still_fails(
     with serving(tmp_path / "fixed") as url, httpx.Client(base_url=url, timeout=60) as client:
         said = []
         assert fuzz.replay_fuzz(replay, client, ADMIN, out=said.append) is None, said
+
+
+def test_the_kit_report_shows_the_fuzz_phase_as_its_own_row(tmp_path: Path) -> None:
+    from waypost.conformance import report as reports
+    from waypost.conformance.runner import Report
+
+    phase = fuzz.FuzzReport("sqlite", "dev", 1, "fzrun", requests=321,
+                            by_check={"not_a_server_error": 300})
+    phase.findings.append(fuzz.Finding(
+        "not_a_server_error", "Server error", "500", "GET /v1/describe", {}, 500, "",
+        replay="waypost-replays/fzrun-fuzz-1-not_a_server_error.json"))
+    run = Report("sqlite", "ci", 1, "run1", fuzz=phase)
+    row = next(line for line in reports.table(run).splitlines() if "FUZZ" in line)
+    assert "FAIL" in row
+    assert "321 requests, 1 findings" in row
+    assert "fzrun-fuzz-1" in row
+    assert run.failed
+    assert reports.as_json(run)["fuzz"]["findings"][0]["requirements"] == [
+        "WP-ERR-5", "WP-ERR-6", "WP-LOAD-5"]
+    reports.write_junit(run, tmp_path / "junit.xml")
+    junit = (tmp_path / "junit.xml").read_text()
+    assert "FUZZ Contract fuzzing (321 requests)" in junit
+    assert 'failures="1"' in junit
+
+
+@pytest.mark.slow
+def test_a_ci_kit_run_ends_with_the_fuzz_row(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "waypost.cli", "conformance", "--target", "sqlite", "--profile",
+         "ci", "--seed", "5", "--report-json", "kit.json", "--junit", "kit.xml"],
+        capture_output=True, text=True, timeout=1800, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    row = next(line for line in result.stdout.splitlines() if "FUZZ" in line)
+    assert " pass " in row
+    assert json.loads((tmp_path / "kit.json").read_text())["fuzz"]["requests"] > 0
+    assert "FUZZ Contract fuzzing" in (tmp_path / "kit.xml").read_text()
