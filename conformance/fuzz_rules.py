@@ -103,6 +103,10 @@ BODY_RULES = {
     "a fresh request_id": "A key reused with another body is a conflict (WP-IDEM-9): a "
                           "well-formed generated key gets a unique suffix, so the write is "
                           "performed and its answer checked",
+    "bytes, not characters": "A text's maxLength is a quarter of its byte limit (always "
+                             "safe to generate); a body that breaks only a maxLength and is "
+                             "within every x-waypost-max-bytes is valid, so its acceptance is "
+                             "no finding (fuzz_bodies.ByteExact) (WP-VAL-15, WP-VAL-17)",
     "real ids": "In every other body, a well-formed generated id of a recipient, actor, "
                 "attachment, blob, thread or message is replaced by one the run provisioned "
                 "(a generated id names nothing: the request would only reach a 404)",

@@ -184,3 +184,26 @@ def test_a_ci_kit_run_ends_with_the_fuzz_row(tmp_path: Path) -> None:
     assert " pass " in row
     assert json.loads((tmp_path / "kit.json").read_text())["fuzz"]["requests"] > 0
     assert "FUZZ Contract fuzzing" in (tmp_path / "kit.xml").read_text()
+
+
+def test_texts_within_their_byte_limit_are_valid_whatever_their_characters(
+        tmp_path: Path) -> None:
+    """maxLength is a quarter of a byte limit; a longer text within the limit is valid (the
+    reference accepts it), one past the limit is not."""
+    from waypost.conformance.fuzz_bodies import ByteExact
+
+    document = fuzz.contract()
+    send = document["paths"]["/v1/messages"]["post"]
+    exact = ByteExact(document)
+    body = {"request_id": "r", "thread": {"new": True}, "kind": "info", "body": {"text": ""}}
+    assert exact.body_valid(send, {**body, "subject": "x" * 256})
+    assert exact.body_valid(send, {**body, "subject": "✓" * 85})  # 255 bytes
+    assert not exact.body_valid(send, {**body, "subject": "✓" * 86})  # 258 bytes
+    assert not exact.body_valid(send, {**body, "subject": "x" * 10, "metadata": {"n": 2**53}})
+    with serving(tmp_path / "data") as url, httpx.Client(base_url=url, timeout=60) as client:
+        fixtures = fuzz.provision(client, ADMIN, "bytes")
+        for subject, status in (("x" * 256, 201), ("✓" * 85, 201), ("✓" * 86, 413)):
+            answer = client.post("/v1/messages", json={
+                **body, "request_id": f"r{len(subject)}{status}", "subject": subject},
+                headers={"Authorization": f"Bearer {fixtures.data_token}"})
+            assert answer.status_code == status, answer.text
