@@ -207,3 +207,13 @@ def test_texts_within_their_byte_limit_are_valid_whatever_their_characters(
                 **body, "request_id": f"r{len(subject)}{status}", "subject": subject},
                 headers={"Authorization": f"Bearer {fixtures.data_token}"})
             assert answer.status_code == status, answer.text
+
+
+def test_porting_md_lists_every_declared_rule() -> None:
+    """The business rules the fuzz phase declares are documented, one row each."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "porting.md").read_text()
+    for rule in fuzz.fuzz_rules.ALLOWANCES:
+        assert f"| `{rule.check}` | {', '.join(map(str, rule.statuses))} |" in text
+        assert rule.reason in text
+    for reason in [*fuzz.fuzz_rules.BODY_RULES.values(), *fuzz.fuzz_rules.NOT_RUN.values()]:
+        assert reason in text
