@@ -23,13 +23,13 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     """Register ``fuzz`` under ``waypost conformance``."""
     parser = commands.add_parser(
         "fuzz", help="Schemathesis against the published contract (the kit's OpenAPI document)",
-        description="Provision a space, actors, consumers, collections and tokens as the kit "
+        description="Provision spaces, actors, consumers, collections and tokens as the kit "
                     "does, then run Schemathesis (examples, coverage, fuzzing and stateful "
                     "phases, with the document's links) with the kit's own OpenAPI document of "
                     "Waypost/1: the data plane with a data token holding every scope, the "
-                    "control plane with the admin token, real ids in path parameters. Checks: "
-                    "no server error, every status, content type, header and body as "
-                    "documented, invalid requests refused, valid ones accepted (but for the "
+                    "control plane with the admin token, real ids in path parameters and "
+                    "bodies. Checks: no server error, every status, content type, header and "
+                    "body as documented, invalid requests refused, valid ones accepted (but for the "
                     "business rules declared in conformance/fuzz_rules.py). Prints the "
                     "requests sent and each finding; each finding is written as a replay file "
                     "(rerun it with waypost conformance replay FILE). Exit status 1 on a "

@@ -217,3 +217,18 @@ def test_porting_md_lists_every_declared_rule() -> None:
         assert rule.reason in text
     for reason in [*fuzz.fuzz_rules.BODY_RULES.values(), *fuzz.fuzz_rules.NOT_RUN.values()]:
         assert reason in text
+
+
+def test_an_expected_failure_entry_for_fuzz_marks_findings_as_expected(tmp_path: Path) -> None:
+    from waypost.conformance.fuzz_cli import expected_reason
+
+    path = tmp_path / "expected.json"
+    path.write_text(json.dumps([{"property": "P07", "reason": "other"},
+                                {"property": "FUZZ", "reason": "known 500 on reads"}]))
+    phase = fuzz.FuzzReport("url", "dev", 1, "fzrun")
+    phase.expected_reason = expected_reason(path, "http://port.test")
+    phase.findings.append(fuzz.Finding("not_a_server_error", "Server error", "", "GET /x", {},
+                                       500, ""))
+    assert phase.result == "xfail"
+    assert not phase.failed
+    assert expected_reason(None, "http://port.test") == ""
