@@ -130,8 +130,6 @@ def metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
     """A JSON object of at most 4096 bytes in canonical form."""
     if not isinstance(value, dict):
         raise _bad(field, f"{field} must be a JSON object")
-    if not _safe_numbers(value):
-        raise _bad(field, f"{field} holds a number outside ±(2^53−1)")
     try:
         size = len(canonical_json(value))
     except ValueError as exc:
@@ -139,22 +137,6 @@ def metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
     if size > MAX_METADATA_BYTES:
         raise over_limit(field, "metadata_bytes", MAX_METADATA_BYTES)
     return value
-
-
-def _safe_numbers(value: Any) -> bool:
-    """Whether every number in ``value`` is within ±(2^53−1), floats too (``1e300`` has no
-    exact integer twin in other parsers). Iterative: deep nesting cannot exhaust the stack."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, int | float) and not isinstance(item, bool) \
-                and not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-            return False
-    return True
 
 
 def integer(value: Any, field: str, low: int, high: int) -> int:

@@ -51,7 +51,7 @@ def obj(required: dict[str, Schema], optional: dict[str, Schema] | None = None,
 #: characters): a vendor extension holds it, and ``maxLength`` is the characters that always fit
 #: (a character is at most 4 bytes), so every string the schema admits is within the limit.
 MAX_BYTES = "x-waypost-max-bytes"
-#: Numbers in metadata: the integers JSON parsers share (I-JSON, RFC 7493), as canonical JSON
+#: Integers in metadata: those JSON parsers share (I-JSON, RFC 7493), as canonical JSON
 #: (RFC 8785) needs them.
 SAFE_INTEGER = values.MAX_SAFE_INTEGER
 
@@ -124,11 +124,14 @@ def _values() -> dict[str, Schema]:
                      MAX_BYTES: values.MAX_METADATA_BYTES,
                      "description": f"At most {values.MAX_METADATA_BYTES} bytes "
                      "as canonical JSON; never used for identity or authorisation."},
-        "JsonValue": {"description": "Any JSON value whose numbers are within "
-                                     "±(2^53−1); others are 400 INVALID_REQUEST.",
+        "JsonValue": {"description": "Any JSON value whose integers (numbers written without "
+                                     "fraction or exponent) are within ±(2^53−1); a larger "
+                                     "one is 400 INVALID_REQUEST. Other numbers are any "
+                                     "finite double.",
                       "anyOf": [{"type": ["null", "boolean", "string"]},
-                                {"type": "number", "minimum": -SAFE_INTEGER,
+                                {"type": "integer", "minimum": -SAFE_INTEGER,
                                  "maximum": SAFE_INTEGER},
+                                {"type": "number", "not": {"type": "integer"}},
                                 array(ref("JsonValue")),
                                 {"type": "object", "additionalProperties": ref("JsonValue")}]},
         "Error": obj({"error": obj({
