@@ -50,7 +50,7 @@ class FuzzProfile:
 FUZZ_PROFILES = {
     "dev": FuzzProfile(max_examples=3, stateful_steps=3, coverage=False),
     "ci": FuzzProfile(max_examples=10, stateful_steps=5, coverage=True),
-    "thorough": FuzzProfile(max_examples=300, stateful_steps=20, coverage=True),
+    "thorough": FuzzProfile(max_examples=400, stateful_steps=20, coverage=True),
 }
 
 
