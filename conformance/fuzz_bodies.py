@@ -44,7 +44,7 @@ class BodyRules:
             return [self.real(member) for member in value]
         if not isinstance(value, dict):
             return value
-        changed = {}
+        changed: dict[str, Any] = {}
         for name, member in value.items():
             fixture = self.ids.get(REAL_IDS.get(name, ""))
             if fixture and isinstance(member, str) and OBJECT_ID.fullmatch(member):
