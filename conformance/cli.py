@@ -13,6 +13,9 @@ from waypost.conformance import runner
 from waypost.conformance.arguments import add_target, admin_token, subset
 from waypost.conformance.consumer_cli import add_command as add_consumer_matrix
 from waypost.conformance.fixtures import add_command as add_fixtures
+from waypost.conformance.fuzz import FuzzReport
+from waypost.conformance.fuzz_cli import FUZZ_PROFILES, fuzz_phase, is_fuzz_replay, replay_finding
+from waypost.conformance.fuzz_cli import add_command as add_fuzz
 from waypost.conformance.hostile import add_command as add_hostile
 from waypost.conformance.load_cli import add_command as add_load
 from waypost.conformance.requirements import text_table as requirement_table
@@ -102,6 +105,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     add_hostile(kit_commands)
     add_load(kit_commands)
     add_fixtures(kit_commands)
+    add_fuzz(kit_commands)
 
 
 def _crash_matrix(args: argparse.Namespace) -> int:
@@ -174,13 +178,18 @@ def _conformance(args: argparse.Namespace) -> int:
             where = target.url if target.name == "url" else f"{target.name} at {target.url}"
             print(f"waypost conformance: target {where}, profile {args.profile}",
                   file=sys.stderr)
-            result = runner.run(target.name if target.name != "url" else target.url, client,
+            name = target.name if target.name != "url" else target.url
+            fuzz = None  # the fuzz phase provisions spaces of its own: not through fixtures
+            if args.profile in FUZZ_PROFILES and not args.only and fixtures is None:
+                def fuzz() -> FuzzReport:
+                    return fuzz_phase(name, client, target.admin_token, args)
+            result = runner.run(name, client,
                                 target.admin_token, profile=args.profile, seed=args.seed,
                                 selected=selected if args.only else None, expected=expected,
                                 replay_dir=args.replay_dir,
                                 progress=runner.Progress(sys.stderr, profile.examples),
                                 proxy=proxy, trace=args.trace is not None,
-                                fixtures=fixtures)
+                                fixtures=fixtures, fuzz=fuzz)
     except (ValueError, RuntimeError) as exc:
         print(f"waypost conformance: {exc}", file=sys.stderr)
         return 2
@@ -216,6 +225,8 @@ def fixture_file(args: argparse.Namespace) -> Fixtures | None:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    if is_fuzz_replay(args.file):
+        return replay_finding(args)
     try:
         fixtures = fixture_file(args)
         proxy = FaultProxy(httpx.HTTPTransport())

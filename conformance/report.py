@@ -9,6 +9,7 @@ from xml.etree import ElementTree as ET
 
 from waypost.conformance import hostile
 from waypost.conformance import requirements as coverage
+from waypost.conformance.fuzz_cli import junit_case
 from waypost.conformance.runner import Report
 
 MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
@@ -26,6 +27,14 @@ def table(report: Report) -> str:
         name = f"{outcome.prop.pid} {outcome.prop.name}"
         lines.append(f"{'':3}{name:<38} {MARKS[outcome.result]:<16} {outcome.checks:>7}  "
                      f"{note[:400]}")
+    if report.fuzz is not None:
+        fuzz = report.fuzz
+        note = (f"{fuzz.requests} requests, {len(fuzz.findings)} findings"
+                + "".join(f"; {f.kind}: {f.operation} {f.status} — replay: {f.replay}"
+                          for f in fuzz.findings[:3])
+                + (f"; expected: {fuzz.expected_reason}" if fuzz.expected_reason else ""))
+        lines.append(f"{'':3}{'FUZZ Contract fuzzing (Schemathesis)':<38} "
+                     f"{MARKS[fuzz.result]:<16} {sum(fuzz.by_check.values()):>7}  {note[:400]}")
     rate = report.steps / report.seconds if report.seconds else 0.0
     lines.append("-" * 98)
     lines.append(f"target {report.target}, profile {report.profile}, seed {report.seed}: "
@@ -68,6 +77,7 @@ def as_json(report: Report) -> dict[str, Any]:
                        for o in report.outcomes],
         "limits": [row.as_json() for row in report.limits],
         "hostile": [row.as_json() for row in report.hostile],
+        "fuzz": report.fuzz.as_json() if report.fuzz is not None else None,
         "requirements": [row.as_json() for row in report.requirements],
     }
 
@@ -109,10 +119,15 @@ def write_junit(report: Report, path: Path) -> None:
         elif row.result != "pass":
             ET.SubElement(case, "skipped", message=f"{row.result}: {row.note}")
     hostile.junit_cases(suite, report.hostile)
-    suite.set("tests", str(len(report.outcomes) + len(report.limits) + len(report.hostile)))
+    if report.fuzz is not None:
+        suite.append(junit_case(report.fuzz))
+    fuzzed = report.fuzz is not None
+    suite.set("tests", str(len(report.outcomes) + len(report.limits) + len(report.hostile)
+                           + fuzzed))
     suite.set("failures", str(sum(o.result == "fail" for o in report.outcomes)
                               + sum(row.result == "fail" for row in report.limits)
-                              + sum(row.result == "fail" for row in report.hostile)))
+                              + sum(row.result == "fail" for row in report.hostile)
+                              + bool(report.fuzz and report.fuzz.result == "fail")))
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
 
 

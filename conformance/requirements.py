@@ -18,9 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from waypost.properties.requirements import CHECKS, NOT_CHECKED, checks_of
+from waypost.conformance.fuzz_rules import FUZZ_CHECKS
+from waypost.properties.requirements import CHECKS, NOT_CHECKED, checks_of, register
 
 DATA = Path(__file__).resolve().parent / "requirements.json"
+
+for _fuzz in FUZZ_CHECKS:  # the fuzz phase's checks (conformance/fuzz_rules.py)
+    register(f"fuzz {_fuzz.name}", _fuzz.requirements)
 
 
 @dataclass(frozen=True)

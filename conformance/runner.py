@@ -8,11 +8,11 @@ import random
 import secrets
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import httpx
 from hypothesis import HealthCheck, Phase, Verbosity, settings
@@ -33,6 +33,9 @@ from waypost.properties.proxy import FaultProxy
 from waypost.properties.rules import rules_for, step_budget
 from waypost.properties.violations import Ledger, PropertyViolation
 from waypost.properties.world import World
+
+if TYPE_CHECKING:
+    from waypost.conformance.fuzz import FuzzReport
 
 
 @dataclass(frozen=True)
@@ -80,11 +83,13 @@ class Report:
     limits: list[LimitOutcome] = field(default_factory=list)  # the limit phase, by limit
     commands: list[list[str]] | None = None  # per example, its commands (when traced)
     hostile: list[hostile.HostileRow] = field(default_factory=list)  # the hostile-input phase
+    fuzz: FuzzReport | None = None  # the fuzz phase (ci and thorough runs of the CLI)
     requirements: list[coverage.Row] = field(default_factory=list)  # by requirement id
 
     @property
     def failed(self) -> bool:
-        return any(o.result == "fail" for o in self.outcomes)
+        return any(o.result == "fail" for o in self.outcomes) or bool(
+            self.fuzz and self.fuzz.failed)
 
 
 def load_expected(path: Path | None) -> dict[str, str]:
@@ -180,7 +185,8 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
         expected: dict[str, str] | None = None, replay_dir: Path = Path("waypost-replays"),
         progress: Progress | None = None, shrink_seconds: float | None = None,
         proxy: FaultProxy | None = None, trace: bool = False,
-        fixtures: Fixtures | None = None) -> Report:
+        fixtures: Fixtures | None = None,
+        fuzz: Callable[[], FuzzReport] | None = None) -> Report:
     """Run the command model; every property ends as pass, fail, xfail, xpass, skipped, not
     covered or not run. ``proxy`` (the transport of ``client``) injects network faults where
     the target has no fault points; ``trace`` keeps each example's commands in the report;
@@ -215,6 +221,8 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     for pid, found in explored.items():
         failures.setdefault(pid, found)
     hostile_row = _hostile(client, admin_token, report, wanted, expected, fixtures is not None)
+    if fuzz is not None:  # the contract fuzz phase (conformance/fuzz.py), when the CLI asks
+        report.fuzz = fuzz()
     report.seconds = time.monotonic() - started
     _results(report, kit, proxy, wanted, expected, failures, fixtures is not None, hostile_row)
     return report
@@ -237,6 +245,11 @@ def _results(report: Report, kit: KitRun, proxy: FaultProxy | None, wanted: set[
             kit.ledger.by_check[f"hostile {row.check.name}"] += max(row.inputs, 1)
         if row.result == "fail":
             kit.ledger.failed_checks.setdefault(f"hostile {row.check.name}", HOSTILE.pid)
+    if report.fuzz is not None:
+        for name, count in report.fuzz.by_check.items():
+            kit.ledger.by_check[f"fuzz {name}"] += count
+        for finding in report.fuzz.findings:
+            kit.ledger.failed_checks.setdefault(f"fuzz {finding.check}", "FUZZ")
     report.requirements = requirement_rows(kit.ledger, wanted, expected,
                                            NEEDS if through_fixtures else None)
     if "ERROR" in failures:

@@ -1,5 +1,5 @@
-"""Hostile HTTP: the letter case of the bearer scheme, test hooks a target runs without, and
-JSON routes given another content type."""
+"""Hostile HTTP: the letter case of the bearer scheme, test hooks a target runs without, JSON
+routes given another content type, and query parameters a route does not take."""
 
 from __future__ import annotations
 
@@ -98,6 +98,22 @@ def json_content_types(probe: Probe) -> int:
     return sent
 
 
+def query_parameters(probe: Probe) -> int:
+    """An unknown or repeated query parameter is ``400`` naming it, on routes that take
+    parameters and on routes that take none, on both planes."""
+    sent = 0
+    for path, who in (("/v1/describe", None), ("/openapi.json", None), ("/v1/feed", "bob"),
+                      (f"/admin/v1/spaces/{probe.space}", "admin")):
+        invalid(probe.request("GET", path + "?x-unknown=1", who=who),
+                f"GET {path}?x-unknown=1 (WP-HTTP-4)", "x-unknown")
+        sent += 1
+    invalid(probe.request("GET", "/v1/feed?limit=1&limit=2", who="bob"),
+            "GET /v1/feed?limit=1&limit=2 (WP-HTTP-4)", "limit")
+    expect_status(probe.request("GET", "/v1/feed?limit=1", who="bob"), 200,
+                  "GET /v1/feed?limit=1")
+    return sent + 2
+
+
 CHECKS = (
     HostileCheck("auth_scheme", "Authorization 'bearer', 'BEARER', 'bEaReR' on the data and "
                  "control planes are the Bearer scheme; other schemes and spellings are 401",
@@ -110,4 +126,7 @@ CHECKS = (
                  "look-alike content types naming content-type, and take application/json "
                  "with parameters or no content type",
                  ("WP-HTTP-1", "WP-HTTP-2", "WP-ERR-1"), json_content_types),
+    HostileCheck("query_parameters", "an unknown or repeated query parameter is 400 naming "
+                 "it, on routes with parameters and without, on both planes",
+                 ("WP-HTTP-4", "WP-ERR-1"), query_parameters),
 )

@@ -169,3 +169,21 @@ def test_a_content_type_stored_before_the_rule_is_sent_as_octet_stream(
     assert content.status_code == 200
     assert content.headers["content-type"] == "application/octet-stream"
     assert "x-evil" not in content.headers
+
+
+@pytest.mark.parametrize("path", ["/v1/describe", "/openapi.json"])
+def test_a_route_without_query_parameters_refuses_one(api: Api, path: str) -> None:
+    assert api.client.get(path).status_code == 200
+    must_fail(api.client.get(path, params={"x": "1"}), 400, "INVALID_REQUEST", "x")
+
+
+def test_data_and_admin_routes_refuse_unknown_or_repeated_query_parameters(api: Api) -> None:
+    must_fail(api.admin("GET", "/admin/v1/spaces?x=1"), 400, "INVALID_REQUEST", "x")
+    must_fail(api.admin("GET", "/admin/v1/spaces/s1?limit=2"), 400, "INVALID_REQUEST", "limit")
+    must_fail(api.as_("s1/bob", "GET", "/v1/feed?limit=1&limit=2"), 400, "INVALID_REQUEST",
+              "limit")
+    must_fail(api.as_("s1/bob", "GET", "/v1/feed", params={"after": "1"}), 400,
+              "INVALID_REQUEST", "after")
+    unknown = api.client.get("/v1/feed?x=1")  # the credential is checked first
+    must_fail(unknown, 401, "UNAUTHENTICATED")
+    assert api.as_("s1/bob", "GET", "/v1/feed", params={"limit": 1}).status_code == 200

@@ -473,3 +473,97 @@ def test_memory_answers_conform(api: Api, doc: Doc) -> None:
     conforms(doc, "get", "/v1/submissions/{operation}/{request_id}", lookup)
     feed = conforms(doc, "get", "/v1/feed", api.as_("writer", "GET", "/v1/feed"))
     assert [i["type"] for i in feed["items"]].count("memory_revision") == 2
+
+
+#: What the reference serves beyond the kit's normative document: the optional test hooks of
+#: protocol.md §14 (only with --test-hooks do they answer) and the schemas only they use.
+HOOK_SCHEMAS = {"Clock", "ClockAdvanceRequest", "ArmFaultRequest", "Faults", "EmptyRequest",
+                "Restarted"}
+
+
+def test_the_reference_serves_the_kits_document_plus_the_test_hooks(doc: Doc) -> None:
+    from waypost.conformance.fuzz import contract
+
+    kit = contract()
+    served = {**doc, "paths": {path: item for path, item in doc["paths"].items()
+                               if not path.startswith("/_test/")},
+              "components": {**doc["components"], "schemas": {
+                  name: schema for name, schema in doc["components"]["schemas"].items()
+                  if name not in HOOK_SCHEMAS}}}
+    assert sorted(set(doc["paths"]) - set(kit["paths"])) == [
+        "/_test/clock", "/_test/faults", "/_test/restart"]
+    assert served == kit
+
+
+def test_the_kits_document_is_valid_and_links_its_operations() -> None:
+    from waypost.conformance.fuzz import contract
+
+    kit = contract()
+    validate(kit)
+    ids = {op["operationId"] for item in kit["paths"].values() for op in item.values()}
+    links = [link for item in kit["paths"].values() for op in item.values()
+             for answer in op["responses"].values() for link in answer.get("links", {}).values()]
+    assert len(links) >= 20
+    assert {link["operationId"] for link in links} <= ids
+
+
+def test_text_limits_are_bytes_the_schema_never_overstates(doc: Doc) -> None:
+    """maxLength counts characters: every text's maxLength is at most a quarter of its byte
+    limit (a character is at most 4 bytes of UTF-8), which x-waypost-max-bytes states."""
+    texts = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "x-waypost-max-bytes" in node and node.get("type") == "string":
+                texts.append(node)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    walk(doc)
+    assert len(texts) >= 8
+    assert all(t["maxLength"] * 4 <= t["x-waypost-max-bytes"] for t in texts), texts
+    subject = doc["components"]["schemas"]["MessageSendRequest"]["properties"]["subject"]
+    assert subject["x-waypost-max-bytes"] == 256
+
+
+def test_metadata_integers_past_the_safe_range_are_refused_as_the_document_says(
+        api: Api, doc: Doc) -> None:
+    value = doc["components"]["schemas"]["JsonValue"]["anyOf"][1]
+    assert (value["type"], value["minimum"], value["maximum"]) == (
+        "integer", -(2**53 - 1), 2**53 - 1)
+
+    def send(metadata: bytes) -> httpx.Response:
+        body = (b'{"request_id": "%s", "thread": {"new": true}, "kind": "info", '
+                b'"subject": "s", "body": {"text": ""}, "metadata": ' % rid().encode()
+                + metadata + b"}")
+        return api.client.post("/v1/messages", content=body, headers={
+            "Authorization": f"Bearer {api.tokens['s1/alice']}",
+            "Content-Type": "application/json"})
+    for fine in (b'{"n": 9007199254740991}', b'{"n": -9007199254740991}', b'{"n": 1.5}',
+                 b'{"n": 1e+21}'):
+        assert send(fine).status_code == 201, fine
+    for raw in (b'{"n": 9007199254740992}', b'{"n": [-9007199254740992]}'):
+        refused = send(raw)
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"]["details"]["field"] == "metadata"
+
+
+@pytest.mark.parametrize(("path", "valid"), [
+    ("a", True), ("a/b.txt", True), ("...", True), (".a/..b", True), ("é/x\x7f", True),
+    ("./a", False), ("a/.", False), ("a/../b", False), ("a//b", False), ("/a", False),
+    ("a/", False), ("a\\b", False), ("a\x01", False)])
+def test_the_path_pattern_is_the_reference_path_rule(doc: Doc, path: str, valid: bool) -> None:
+    from waypost.reference.domain import values
+    from waypost.reference.domain.errors import InvalidRequest
+
+    schema = doc["components"]["schemas"]["PublishRequest"]["oneOf"][0]
+    item = schema["properties"]["items"]["items"]["properties"]["path"]
+    assert (errors_of(doc, item, path) == []) is valid
+    try:
+        values.relative_path(path, "path")
+        accepted = True
+    except InvalidRequest:
+        accepted = False
+    assert accepted is valid

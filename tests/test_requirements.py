@@ -53,7 +53,7 @@ def test_every_check_of_the_kit_is_tagged() -> None:
     for name in tagged:
         kind = name.split(" ")[0]
         assert kind in ("command", "invariant", "limit", "consumer", "crash", "vectors",
-                        "revoked", "disabled", "hostile"), name
+                        "revoked", "disabled", "hostile", "fuzz"), name
 
 
 def test_a_registered_check_counts_toward_its_requirements() -> None:

@@ -19,7 +19,8 @@ ObjectId = NewType("ObjectId", str)
 RequestId = NewType("RequestId", str)
 RelativePath = NewType("RelativePath", str)
 
-MAX_REVISION = 2**53 - 1
+MAX_SAFE_INTEGER = 2**53 - 1  # the integers every JSON parser keeps exact (I-JSON)
+MAX_REVISION = MAX_SAFE_INTEGER
 MAX_SEQUENCE = 2**63 - 1
 MAX_SUBJECT_BYTES = 256
 MAX_METADATA_BYTES = 4096

@@ -27,6 +27,7 @@ from waypost.reference.http.endpoints import (
     context,
     data,
     error_response,
+    query_params,
     read_json,
 )
 from waypost.reference.http.limits import BodyTimeout, ConnectionLimits
@@ -45,8 +46,16 @@ from waypost.reference.service.context import Context, Outcome
 P = "path_params"
 
 
+FEED_QUERY = ("cursor", "limit", "wait")
+ITEMS_QUERY = ("cursor", "limit", "include_tombstones")
+
+
 async def describe(request: Request) -> Response:
     ctx = context(request)
+    try:
+        query_params(request)
+    except InvalidRequest as refused:
+        return error_response(refused)
     return JSONResponse({
         "protocol": "waypost/1",
         "server": f"waypost-reference/{__version__}",
@@ -58,6 +67,10 @@ async def describe(request: Request) -> Response:
 
 
 async def openapi_document(request: Request) -> Response:
+    try:
+        query_params(request)
+    except InvalidRequest as refused:
+        return error_response(refused)
     return JSONResponse(openapi.document())
 
 
@@ -70,19 +83,9 @@ async def _message(ctx: Context, principal: Principal, request: Request) -> Outc
 
 
 async def _feed(ctx: Context, principal: Principal, request: Request) -> Outcome:
-    query = _query(request, "cursor", "limit", "wait")
+    query = request.query_params  # checked by data(): FEED_QUERY
     return await feed.read_feed(ctx, principal, query.get("cursor"), query.get("limit"),
                                 query.get("wait"))
-
-
-def _query(request: Request, *known: str) -> dict[str, str]:
-    """The query parameters, each known and given once (``INVALID_REQUEST`` otherwise)."""
-    for name in request.query_params:
-        if name not in known:
-            raise InvalidRequest(f"unknown query parameter {name}", field=name)
-        if len(request.query_params.getlist(name)) > 1:
-            raise InvalidRequest(f"query parameter {name} is repeated", field=name)
-    return dict(request.query_params)
 
 
 async def _ack(ctx: Context, principal: Principal, request: Request) -> Outcome:
@@ -141,7 +144,7 @@ async def _revision(ctx: Context, principal: Principal, request: Request) -> Out
 
 
 async def _revision_items(ctx: Context, principal: Principal, request: Request) -> Outcome:
-    query = _query(request, "cursor", "limit", "include_tombstones")
+    query = dict(request.query_params)  # checked by data(): ITEMS_QUERY
     return await memory.read_items(ctx, principal, request.path_params["collection_id"],
                                    request.path_params["revision"], query)
 
@@ -218,7 +221,7 @@ ROUTES = [
     Route("/openapi.json", openapi_document, methods=["GET"]),
     Route("/v1/messages", data(_send), methods=["POST"]),
     Route("/v1/messages/{message_id}", data(_message), methods=["GET"]),
-    Route("/v1/feed", data(_feed), methods=["GET"]),
+    Route("/v1/feed", data(_feed, *FEED_QUERY), methods=["GET"]),
     Route("/v1/acks", data(_ack), methods=["POST"]),
     Route("/v1/submissions/{operation}/{request_id}", data(_submission), methods=["GET"]),
     Route("/v1/blobs", data(_prepare), methods=["POST"]),
@@ -230,8 +233,8 @@ ROUTES = [
     Route("/v1/collections/{collection_id}", data(_collection), methods=["GET"]),
     Route("/v1/collections/{collection_id}/revisions/{revision}", data(_revision),
           methods=["GET"]),
-    Route("/v1/collections/{collection_id}/revisions/{revision}/items", data(_revision_items),
-          methods=["GET"]),
+    Route("/v1/collections/{collection_id}/revisions/{revision}/items",
+          data(_revision_items, *ITEMS_QUERY), methods=["GET"]),
     Route("/_test/clock", clock, methods=["GET", "POST"]),
     Route("/_test/faults", faults_hook, methods=["GET", "POST", "DELETE"]),
     Route("/_test/restart", restart_hook, methods=["POST"]),

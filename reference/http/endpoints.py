@@ -100,14 +100,28 @@ async def _answer(work: Callable[[], Awaitable[Outcome]]) -> Response:
         return error_response(internal_error())
 
 
-def data(operation: Callable[[Context, Principal, Request], Awaitable[Outcome]]) -> Handler:
-    """A data-plane endpoint: bearer token first, then the operation."""
+def query_params(request: Request, *known: str) -> dict[str, str]:
+    """The query parameters, each known and given once (``INVALID_REQUEST`` naming the first
+    that is not): a route that takes none refuses any."""
+    for name in request.query_params:
+        if name not in known:
+            raise InvalidRequest(f"unknown query parameter {name}", field=name)
+        if len(request.query_params.getlist(name)) > 1:
+            raise InvalidRequest(f"query parameter {name} is repeated", field=name)
+    return dict(request.query_params)
+
+
+def data(operation: Callable[[Context, Principal, Request], Awaitable[Outcome]],
+         *queries: str) -> Handler:
+    """A data-plane endpoint: bearer token first, then its query parameters (``queries``,
+    none by default), then the operation."""
 
     async def endpoint(request: Request) -> Response:
         ctx = context(request)
 
         async def work() -> Outcome:
             principal = await authenticate(ctx, request.headers.get("authorization"))
+            query_params(request, *queries)
             return await operation(ctx, principal, request)
         return await guarded(work, ctx.faults)
 
@@ -115,13 +129,14 @@ def data(operation: Callable[[Context, Principal, Request], Awaitable[Outcome]])
 
 
 def admin(operation: Callable[[Context, Request], Awaitable[Outcome]]) -> Handler:
-    """A control-plane endpoint: the operator's admin token first."""
+    """A control-plane endpoint: the operator's admin token first; no query parameters."""
 
     async def endpoint(request: Request) -> Response:
         ctx = context(request)
 
         async def work() -> Outcome:
             check_admin(ctx, request.headers.get("authorization"))
+            query_params(request)
             return await operation(ctx, request)
         return await guarded(work)  # the control plane and test hooks have no fault points
 

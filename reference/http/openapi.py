@@ -147,9 +147,9 @@ def _paths() -> dict[str, dict[str, Schema]]:
     return {
         "/v1/describe": {"get": operation(
             "describe", "Protocol version, limits and capabilities.", PUBLIC, 200,
-            ref("Describe"), ())},
+            ref("Describe"), (400,))},
         "/openapi.json": {"get": operation(
-            "openapi", "This document.", PUBLIC, 200, {"type": "object"}, ())},
+            "openapi", "This document.", PUBLIC, 200, {"type": "object"}, (400,))},
         "/v1/messages": {"post": operation(
             "sendMessage", "message.send: publish a message.", DATA, 201, ref("MessageSent"),
             (400, 401, 403, 404, 409, 413, 422, 503), "MessageSendRequest", write=True)},
@@ -232,7 +232,7 @@ def _paths() -> dict[str, dict[str, Schema]]:
             "post": admin_write("createSpace", "A space and its default actor.", 201,
                                 "SpaceCreated", "CreateSpaceRequest"),
             "get": operation("listSpaces", "Every space.", ADMIN, 200, ref("SpaceList"),
-                             (401, 503))},
+                             (400, 401, 503))},
         space: {"get": operation("readSpace", "One space with what it holds.", ADMIN, 200,
                                  ref("SpaceDetail"), (400, 401, 404, 503),
                                  params=[parameter("space_id")])},
@@ -263,14 +263,76 @@ def _paths() -> dict[str, dict[str, Schema]]:
     }
 
 
+def _body(member: str) -> str:
+    return f"$response.body#/{member}"
+
+
+def _path(name: str) -> str:
+    return f"$request.path.{name}"
+
+
+#: OpenAPI links (what an answer lets a client do next), by operation and success status: link
+#: name -> (target operationId, its parameters as runtime expressions or constants).
+LINKS: dict[tuple[str, str], dict[str, tuple[str, dict[str, Any]]]] = {
+    ("sendMessage", "201"): {
+        "ReadMessage": ("readMessage", {"message_id": _body("message_id")}),
+        "ReadSubmission": ("readSubmission", {"operation": "message.send",
+                                              "request_id": "$request.body#/request_id"})},
+    ("prepareBlob", "201"): {
+        "PutContent": ("putUploadContent", {"upload_id": _body("upload_id")}),
+        "CommitUpload": ("commitUpload", {"upload_id": _body("upload_id")}),
+        "ReadBlob": ("readBlob", {"blob_id": _body("blob_id")})},
+    ("putUploadContent", "200"): {
+        "CommitUpload": ("commitUpload", {"upload_id": _body("upload_id")})},
+    ("commitUpload", "200"): {
+        "ReadBlob": ("readBlob", {"blob_id": _body("blob_id")}),
+        "ReadContent": ("readBlobContent", {"blob_id": _body("blob_id")})},
+    ("publishMemory", "201"): {
+        "ReadRevision": ("readRevision", {"collection_id": _path("collection_id"),
+                                          "revision": _body("revision")}),
+        "ReadItems": ("readRevisionItems", {"collection_id": _path("collection_id"),
+                                            "revision": _body("revision")}),
+        "ReadCollection": ("readCollection", {"collection_id": _path("collection_id")})},
+    ("readCollection", "200"): {
+        "ReadHead": ("readRevision", {"collection_id": _path("collection_id"),
+                                      "revision": _body("current_revision")}),
+        "ReadHeadItems": ("readRevisionItems", {"collection_id": _path("collection_id"),
+                                                "revision": _body("current_revision")})},
+    ("createSpace", "201"): {
+        "ReadSpace": ("readSpace", {"space_id": _body("space_id")}),
+        "CreateActor": ("createActor", {"space_id": _body("space_id")}),
+        "CreateConsumer": ("createConsumer", {"space_id": _body("space_id")}),
+        "CreateCollection": ("createCollection", {"space_id": _body("space_id")}),
+        "IssueToken": ("issueToken", {"space_id": _body("space_id")})},
+    ("createActor", "201"): {
+        "DisableActor": ("disableActor", {"space_id": _body("space_id"),
+                                          "actor_id": _body("actor_id")})},
+    ("createConsumer", "201"): {
+        "ChangeView": ("changeView", {"space_id": _path("space_id"),
+                                      "consumer_id": _body("consumer_id")})},
+    ("issueToken", "201"): {
+        "RevokeToken": ("revokeToken", {"token_id": _body("token_id")})},
+}
+
+
+def _link(paths: dict[str, dict[str, Schema]]) -> None:
+    by_id = {op["operationId"]: op for item in paths.values() for op in item.values()}
+    for (op_id, status), links in LINKS.items():
+        by_id[op_id]["responses"][status]["links"] = {
+            name: {"operationId": target, "parameters": parameters}
+            for name, (target, parameters) in links.items()}
+
+
 def document() -> dict[str, Any]:
     """The whole document; built fresh on each call (it is small)."""
+    paths = _paths()
+    _link(paths)
     return {
         "openapi": "3.1.0",
         "info": {"title": "Waypost/1", "version": "1",
                  "description": "Asynchronous mailbox and memory-sync protocol for AI agents."},
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
-        "paths": _paths(),
+        "paths": paths,
         "components": {
             "securitySchemes": {
                 "bearerAuth": {"type": "http", "scheme": "bearer",

@@ -22,6 +22,10 @@ OBJECT_ID = f"^{values.OBJECT_ID_PATTERN}$"
 REQUEST_ID = f"^{values.REQUEST_ID_PATTERN}$"
 SEQUENCE = "^[0-9]{1,19}$"
 SHA256 = "^[0-9a-f]{64}$"
+# A relative path (protocol.md §3.4): segments joined by "/", none empty, "." or "..", no
+# backslash or C0 control character.
+_SEGMENT = r"(?:[^/\\\x00-\x1f.][^/\\\x00-\x1f]*|\.[^/\\\x00-\x1f.][^/\\\x00-\x1f]*|\.\.[^/\\\x00-\x1f]+)"
+PATH = f"^{_SEGMENT}(?:/{_SEGMENT})*$"
 TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$"
 TIMESTAMP_INPUT = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?"
                    r"(Z|[+-][0-9]{2}:[0-9]{2})$")
@@ -43,12 +47,24 @@ def obj(required: dict[str, Schema], optional: dict[str, Schema] | None = None,
     return schema
 
 
-def text(low: int, high: int) -> Schema:
-    """UTF-8 text of ``low`` to ``high`` bytes."""
-    schema: Schema = {"type": "string", "maxLength": high,
+#: The byte limit of a UTF-8 text, which JSON Schema cannot state (its maxLength counts
+#: characters): a vendor extension holds it, and ``maxLength`` is the characters that always fit
+#: (a character is at most 4 bytes), so every string the schema admits is within the limit.
+MAX_BYTES = "x-waypost-max-bytes"
+#: Integers in metadata: those JSON parsers share (I-JSON, RFC 7493), as canonical JSON
+#: (RFC 8785) needs them.
+SAFE_INTEGER = values.MAX_SAFE_INTEGER
+
+
+def text(low: int, high: int, pattern: str | None = None) -> Schema:
+    """UTF-8 text of ``low`` to ``high`` bytes: at most ``high // 4`` characters by the schema,
+    ``high`` bytes by :data:`MAX_BYTES`."""
+    schema: Schema = {"type": "string", "maxLength": high // 4, MAX_BYTES: high,
                       "description": f"{low}-{high} bytes of UTF-8"}
     if low:
         schema["minLength"] = low
+    if pattern:
+        schema["pattern"] = pattern
     return schema
 
 
@@ -104,8 +120,20 @@ def _values() -> dict[str, Schema]:
         "Sha256": {"type": "string", "pattern": SHA256,
                    "description": "SHA-256 digest or fingerprint: 64 lowercase hex characters."},
         "Revision": integer(0, values.MAX_REVISION),
-        "Metadata": {"type": "object", "description": f"At most {values.MAX_METADATA_BYTES} bytes "
+        "Metadata": {"type": "object", "additionalProperties": ref("JsonValue"),
+                     MAX_BYTES: values.MAX_METADATA_BYTES,
+                     "description": f"At most {values.MAX_METADATA_BYTES} bytes "
                      "as canonical JSON; never used for identity or authorisation."},
+        "JsonValue": {"description": "Any JSON value whose integers (numbers written without "
+                                     "fraction or exponent) are within ±(2^53−1); a larger "
+                                     "one is 400 INVALID_REQUEST. Other numbers are any "
+                                     "finite double.",
+                      "anyOf": [{"type": ["null", "boolean", "string"]},
+                                {"type": "integer", "minimum": -SAFE_INTEGER,
+                                 "maximum": SAFE_INTEGER},
+                                {"type": "number", "not": {"type": "integer"}},
+                                array(ref("JsonValue")),
+                                {"type": "object", "additionalProperties": ref("JsonValue")}]},
         "Error": obj({"error": obj({
             "code": enum([cls.code for cls in ERROR_CLASSES]),
             "message": {"type": "string"},
@@ -235,7 +263,7 @@ def _blobs() -> dict[str, Schema]:
 
 
 def _memory() -> dict[str, Schema]:
-    item_in = obj({"item_id": ID, "path": text(1, values.MAX_PATH_BYTES), "blob_id": ID},
+    item_in = obj({"item_id": ID, "path": text(1, values.MAX_PATH_BYTES, PATH), "blob_id": ID},
                   {"metadata": ref("Metadata")})
     active = obj({"item_id": ID, "state": const("active"), "path": {"type": "string"},
                   "blob_id": ID, "metadata": ref("Metadata")})
