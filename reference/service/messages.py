@@ -1,4 +1,5 @@
-"""``message.send`` (reserve → body object → commit) and the message read (protocol.md §5, §8)."""
+"""``message.send`` (one plan: the key, the message with its body, its feed item) and the message
+read (protocol.md §5, §8)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from waypost.reference.service.context import Context, Outcome
 from waypost.reference.storage import messages as sql
 from waypost.reference.storage import references
 from waypost.reference.storage import submissions as submission_sql
-from waypost.reference.storage.blob_store import one_chunk
 from waypost.reference.storage.plan import Row
 from waypost.reference.storage.rows import texts
 
@@ -107,56 +107,62 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         raise Forbidden("the token lacks the message.send scope", field="scope")
     fingerprint = digest(request.normalised)
     preflight = await _preflight(ctx, principal, request)
-    found, recipients = preflight.found, preflight.recipients
+    found = preflight.found
     if found is None:
-        record, sequence = submissions.reserved(await submission_sql.reserve(
-            ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
-            fingerprint, values.new_id("sub"), values.new_id("msg"),
-            thread_id=values.new_id("thr") if request.new_thread else request.thread_id,
-            feed_item_id=values.new_id("fi"), object_ref=values.new_id("obj"),
-            recipient_ids=recipients))
-        ctx.faults.hit("reserve.after")
+        message = _fresh(request, fingerprint, preflight.recipients)
     else:
-        record, sequence = found
+        message = await _held(ctx, request, fingerprint, *found)
+        if isinstance(message, Outcome):
+            return message
+    ctx.faults.hit("commit.before")
+    verdict, record, sequence = sql.sent_from(await ctx.driver.run(
+        sql.send_message(principal, ctx.clock.now_ms(), message)))
+    ctx.faults.hit("commit.after")
+    if verdict == sql.KEY_TAKEN:  # another attempt holds the key: its result, or its conflict
+        assert record is not None
+        held = await _held(ctx, request, fingerprint, record, sequence)
+        if isinstance(held, Outcome):
+            return held
+        # A pending key under ids other than the ones just given: the attempt that holds
+        # them finishes it (only a reservation older than migration 0004 can be pending).
+        raise submissions.refuse("SUBMISSION_PENDING", "request_id")
+    if verdict != "ok":
+        raise submissions.refuse(verdict, "message")
+    assert record is not None
+    ctx.signal.committed(principal.space_id)
+    return await answers.stable_result(ctx, OPERATION, record, sequence)
+
+
+def _fresh(request: SendMessage, fingerprint: bytes, recipients: list[str]) -> sql.MessageSend:
+    """A first attempt: fresh ids for everything the send creates."""
+    thread_id = values.new_id("thr") if request.new_thread else request.thread_id
+    assert thread_id is not None
+    return _message(request, fingerprint, values.new_id("sub"), values.new_id("msg"), thread_id,
+                    values.new_id("fi"), recipients)
+
+
+async def _held(ctx: Context, request: SendMessage, fingerprint: bytes,
+                record: submission_sql.SubmissionRecord,
+                sequence: int | None) -> Outcome | sql.MessageSend:
+    """The key is held: a different request is a conflict, a final one replays; a reservation
+    made before migration 0004 (a send then took three plans) is finished with its ids."""
     submissions.check_fingerprint(record, fingerprint)
     if not record.pending:
         return await submissions.replay(ctx, OPERATION, record, sequence)
-    return await _resume(ctx, principal, request, record)
-
-
-async def _resume(ctx: Context, principal: Principal, request: SendMessage,
-                  record: submission_sql.SubmissionRecord) -> Outcome:
-    """Carry a reserved submission through its remaining phases with its reserved ids."""
-    assert record.object_ref is not None
     assert record.thread_id is not None
     assert record.feed_item_id is not None
-    body = canonical_json(request.body_document())
-    _, facts = await ctx.blobs.create_only(record.object_ref, one_chunk(body))
-    ctx.faults.hit("object.after_write")
-    state = await submission_sql.mark_prepared(ctx.driver, principal, ctx.clock.now_ms(),
-                                               record.submission_id, facts.sha256, facts.size)
-    ctx.faults.hit("prepare.after")
-    if state not in ("prepared", "committed", "failed"):
-        raise submissions.refuse(state)
-    now = ctx.clock.now_ms()
-    plan = sql.commit_message(principal, now, sql.MessageCommit(
-        record.submission_id, record.resource_id, record.thread_id, request.new_thread,
-        record.feed_item_id, request.in_reply_to, request.kind, request.subject,
-        request.attachment_ids, request.metadata))
-    ctx.faults.hit("commit.before")
-    outcome = sql.message_outcome_from(await ctx.driver.run(plan))
-    ctx.faults.hit("commit.after")
-    if outcome.verdict == submission_sql.SETTLED:
-        found = await submissions.find(ctx, principal, OPERATION, request.request_id)
-        assert found is not None
-        return await submissions.replay(ctx, OPERATION, *found)
-    if outcome.verdict != "ok":
-        raise submissions.refuse(outcome.verdict, "message")
-    ctx.signal.committed(principal.space_id)
-    assert outcome.committed_at is not None
-    committed = replace(record, state="committed", result_status=201,
-                        committed_at=outcome.committed_at)
-    return await answers.stable_result(ctx, OPERATION, committed, outcome.sequence)
+    (rows,) = await ctx.driver.read([sql.reserved_recipients_statement(record.submission_id)])
+    return replace(_message(request, fingerprint, record.submission_id, record.resource_id,
+                            record.thread_id, record.feed_item_id, texts(rows)), resumed=True)
+
+
+def _message(request: SendMessage, fingerprint: bytes, submission_id: str, message_id: str,
+             thread_id: str, feed_item_id: str, recipients: list[str]) -> sql.MessageSend:
+    return sql.MessageSend(
+        request.request_id, fingerprint, submission_id, message_id, thread_id,
+        request.new_thread, feed_item_id, recipients, request.in_reply_to, request.kind,
+        request.subject, canonical_json(request.body_document()).decode(),
+        request.attachment_ids, request.metadata)
 
 
 async def read_message(ctx: Context, principal: Principal, message_id: str) -> Outcome:
@@ -174,7 +180,8 @@ async def read_message(ctx: Context, principal: Principal, message_id: str) -> O
         raise not_found("message")
     if not principal.has("message.read"):
         raise Forbidden("the token lacks the message.read scope", field="scope")
-    raw_body = await ctx.blobs.read(message.body_ref)
+    raw_body = message.body.encode() if message.body is not None \
+        else await ctx.blobs.read(message.body_ref or "")
     if len(raw_body) != message.body_size or \
             hashlib.sha256(raw_body).digest() != message.body_sha256:
         raise RuntimeError(f"stored body of {message.message_id} fails its verified facts")
