@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from waypost.reference.domain import values
@@ -25,18 +25,14 @@ from waypost.reference.storage.rows import texts
 OPERATION = "message.send"
 
 
-@dataclass(frozen=True)
-class _Preflight:
-    """What a first attempt checks before reserving, read in one snapshot."""
-
-    found: tuple[submission_sql.SubmissionRecord, int | None] | None
-    recipients: list[str]
+Found = tuple[submission_sql.SubmissionRecord, int | None]
 
 
-async def _preflight(ctx: Context, principal: Principal, request: SendMessage) -> _Preflight:
-    """One read: the key's submission, the recipients (explicit, or the space's default), the
-    thread's members, the replied-to message, the referenceable attachments; then the checks in
-    order, unless the key already exists."""
+async def _preflight(ctx: Context, principal: Principal, request: SendMessage) -> Found | None:
+    """Why the plan refused, as the first failing check with its details, from one read: the
+    key's submission, the recipients (explicit, or the space's default), the thread's members,
+    the replied-to message, the referenceable attachments. Returns the key's submission if an
+    attempt holds it (then nothing else is checked), None if every check passes."""
     space_id, explicit = principal.space_id, request.recipient_ids
     statements = [submission_sql.lookup_statement(principal, OPERATION, request.request_id),
                   sql.default_actor_statement(space_id) if explicit is None
@@ -53,7 +49,7 @@ async def _preflight(ctx: Context, principal: Principal, request: SendMessage) -
     found_rows = next(results)
     found = submission_sql.found_from(found_rows[0]) if found_rows else None
     if found is not None:
-        return _Preflight(found, [])
+        return found
     recipients = _recipients(principal, explicit, next(results))
     if not request.new_thread:
         _check_thread(principal, request, recipients, next(results),
@@ -61,7 +57,7 @@ async def _preflight(ctx: Context, principal: Principal, request: SendMessage) -
     if request.attachment_ids:
         blobs.check_referenceable_rows(next(results), request.attachment_ids, "attachment_ids",
                                        "attachments must be")
-    return _Preflight(None, recipients)
+    return None
 
 
 def _recipients(principal: Principal, explicit: Sequence[str] | None,
@@ -101,44 +97,48 @@ def _check_thread(principal: Principal, request: SendMessage, recipients: list[s
 
 
 async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
-    """Publish a message with its recipients, feed item and stable result, or replay it."""
+    """Publish a message with its recipients, feed item and stable result, or replay it.
+
+    The plan checks everything itself, so a first attempt goes straight to it; only when it
+    refuses does the read of :func:`_preflight` run, to answer with the first failing check
+    and its details (or to find the key an earlier attempt holds)."""
     request = parse_send(raw, ctx.limits)
     if not principal.has(OPERATION):
         raise Forbidden("the token lacks the message.send scope", field="scope")
     fingerprint = digest(request.normalised)
-    preflight = await _preflight(ctx, principal, request)
-    found = preflight.found
-    if found is None:
-        message = _fresh(request, fingerprint, preflight.recipients)
-    else:
-        message = await _held(ctx, request, fingerprint, *found)
-        if isinstance(message, Outcome):
-            return message
-    ctx.faults.hit("commit.before")
-    verdict, record, sequence = sql.sent_from(await ctx.driver.run(
-        sql.send_message(principal, ctx.clock.now_ms(), message)))
-    ctx.faults.hit("commit.after")
-    if verdict == sql.KEY_TAKEN:  # another attempt holds the key: its result, or its conflict
+    message = _fresh(request, fingerprint)
+    for _attempt in range(2):  # a first attempt; a reservation older than 0004, finished
+        ctx.faults.hit("commit.before")
+        verdict, record, sequence = sql.sent_from(await ctx.driver.run(
+            sql.send_message(principal, ctx.clock.now_ms(), message)))
+        ctx.faults.hit("commit.after")
+        if verdict == "ok":
+            assert record is not None
+            ctx.signal.committed(principal.space_id)
+            return await answers.stable_result(ctx, OPERATION, record, sequence)
+        if verdict != sql.KEY_TAKEN and message.resumed:  # its checks were made back then
+            raise submissions.refuse(verdict, "message")
+        if verdict != sql.KEY_TAKEN:
+            found = await _preflight(ctx, principal, request)  # raises the first failing check
+            if found is None:  # the checks pass now: the state moved between plan and read
+                raise submissions.refuse(verdict, "message")
+            record, sequence = found
         assert record is not None
         held = await _held(ctx, request, fingerprint, record, sequence)
         if isinstance(held, Outcome):
             return held
-        # A pending key under ids other than the ones just given: the attempt that holds
-        # them finishes it (only a reservation older than migration 0004 can be pending).
-        raise submissions.refuse("SUBMISSION_PENDING", "request_id")
-    if verdict != "ok":
-        raise submissions.refuse(verdict, "message")
-    assert record is not None
-    ctx.signal.committed(principal.space_id)
-    return await answers.stable_result(ctx, OPERATION, record, sequence)
+        message = held
+    # The reservation's ids were taken by another attempt meanwhile: it finishes the key.
+    raise submissions.refuse("SUBMISSION_PENDING", "request_id")
 
 
-def _fresh(request: SendMessage, fingerprint: bytes, recipients: list[str]) -> sql.MessageSend:
-    """A first attempt: fresh ids for everything the send creates."""
+def _fresh(request: SendMessage, fingerprint: bytes) -> sql.MessageSend:
+    """A first attempt: fresh ids for everything the send creates; the recipients as given
+    (the space's default actor, resolved by the plan, when none are)."""
     thread_id = values.new_id("thr") if request.new_thread else request.thread_id
     assert thread_id is not None
     return _message(request, fingerprint, values.new_id("sub"), values.new_id("msg"), thread_id,
-                    values.new_id("fi"), recipients)
+                    values.new_id("fi"), request.recipient_ids)
 
 
 async def _held(ctx: Context, request: SendMessage, fingerprint: bytes,
@@ -157,7 +157,8 @@ async def _held(ctx: Context, request: SendMessage, fingerprint: bytes,
 
 
 def _message(request: SendMessage, fingerprint: bytes, submission_id: str, message_id: str,
-             thread_id: str, feed_item_id: str, recipients: list[str]) -> sql.MessageSend:
+             thread_id: str, feed_item_id: str,
+             recipients: Sequence[str] | None) -> sql.MessageSend:
     return sql.MessageSend(
         request.request_id, fingerprint, submission_id, message_id, thread_id,
         request.new_thread, feed_item_id, recipients, request.in_reply_to, request.kind,

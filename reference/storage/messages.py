@@ -50,7 +50,8 @@ class MessageSend:
     thread_id: str
     new_thread: bool
     feed_item_id: str
-    recipient_ids: Sequence[str]
+    #: the recipients; None means the space's default actor, resolved inside the plan
+    recipient_ids: Sequence[str] | None
     in_reply_to: str | None
     kind: str
     subject: str
@@ -79,13 +80,14 @@ def send_message(principal: Principal, now: int, message: MessageSend) -> Commit
         "fingerprint": message.fingerprint, "submission_id": message.submission_id,
         "message_id": message.message_id, "thread_id": message.thread_id,
         "new_thread": int(message.new_thread), "feed_item_id": message.feed_item_id,
-        "recipients": json_list(message.recipient_ids), "in_reply_to": message.in_reply_to,
+        "recipients": None if message.recipient_ids is None else json_list(
+            message.recipient_ids), "in_reply_to": message.in_reply_to,
         "kind": message.kind, "subject": message.subject, "body": message.body,
         "body_sha256": hashlib.sha256(encoded).digest(), "body_size": len(encoded),
         "attachments": json_list(message.attachment_ids),
         "metadata": None if message.metadata is None else json.dumps(message.metadata),
     }
-    recipients = "SELECT value AS actor_id FROM json_each(:recipients)"
+    recipients = RECIPIENTS
     key = f"""INSERT INTO submissions (submission_id, space_id, producer_id, operation,
             request_id, fingerprint, state, reserved_at, resource_id, thread_id, feed_item_id,
             result_status, committed_at)
@@ -138,6 +140,11 @@ def send_message(principal: Principal, now: int, message: MessageSend) -> Commit
     return plan("send_message", plan_id, writes, outcome)
 
 
+#: The send's recipients: the listed ones, or the space's default actor.
+RECIPIENTS = ("SELECT value AS actor_id FROM json_each(COALESCE(:recipients, (SELECT"
+              " json_array(default_actor_id) FROM spaces WHERE space_id = :space_id)))")
+
+
 def _send_cases(recipients: str) -> list[tuple[str, str]]:
     """The guard of :func:`send_message`, in the order the protocol checks them."""
     member = ("EXISTS (SELECT 1 FROM thread_members m WHERE m.space_id = :space_id"
@@ -148,6 +155,8 @@ def _send_cases(recipients: str) -> list[tuple[str, str]]:
          " AND request_id = :request_id AND (submission_id <> :submission_id"
          " OR state NOT IN ('reserved', 'prepared')))", KEY_TAKEN),
         *authority_cases(),
+        (f"EXISTS ({recipients} WHERE NOT EXISTS (SELECT 1 FROM actors a"
+         " WHERE a.space_id = :space_id AND a.actor_id = value))", "NOT_FOUND:recipient_ids"),
         ("EXISTS (SELECT 1 FROM tokens WHERE token_id = :token_id AND recipients_mode = 'listed'"
          f" AND EXISTS ({recipients} WHERE value NOT IN (SELECT recipient_actor_id"
          " FROM token_recipient_grants WHERE token_id = :token_id)))", "FORBIDDEN:recipient_ids"),
