@@ -18,6 +18,7 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import ExitStack
 from typing import Any
 
 import httpx
@@ -86,36 +87,44 @@ def bench_send(levels: Sequence[int], seconds: float) -> dict[str, Any]:
                 f"sends_{top}_over_raw_fsync": round(by_level[top] / raw["per_second"], 3)}}
 
 
-async def _pages(run: Served, repeats: int) -> list[float]:
-    """Seconds of ``repeats`` reads of bob's first feed page of 100 (his checkpoint is 0)."""
-    connection, seconds = await Connection.open(run.server.port), []
+async def _pages(runs: Sequence[Served], repeats: int) -> list[list[float]]:
+    """Seconds of ``repeats`` reads of bob's first feed page of 100 (his checkpoint is 0) on
+    each server, taken in turn (server 1, server 2, server 1, …) so that whatever else the
+    machine does weighs on every size alike."""
+    connections = [await Connection.open(run.server.port) for run in runs]
+    seconds: list[list[float]] = [[] for _ in runs]
     try:
         for _ in range(repeats):
-            started = time.perf_counter()
-            status, body = await connection.request("GET", "/v1/feed?limit=100",
-                                                    run.tokens["bob"])
-            seconds.append(time.perf_counter() - started)
-            if status != 200:
-                raise RuntimeError(f"feed answered {status}: {body[:300]!r}")
+            for run, connection, taken in zip(runs, connections, seconds, strict=True):
+                started = time.perf_counter()
+                status, body = await connection.request("GET", "/v1/feed?limit=100",
+                                                        run.tokens["bob"])
+                taken.append(time.perf_counter() - started)
+                if status != 200:
+                    raise RuntimeError(f"feed answered {status}: {body[:300]!r}")
     finally:
-        connection.close()
+        for connection in connections:
+            connection.close()
     return seconds
 
 
 def bench_feed(sizes: Sequence[int], repeats: int) -> dict[str, Any]:
-    """Feed page p50 at each size (the feed filled by the bulk path of :mod:`waypost.bench_fill`
-    between the measurements; the pages read over HTTP)."""
-    rows, have = [], 0
-    with served("normal") as run:
+    """Feed page p50 at each size: one server per size, its feed filled by the bulk path of
+    :mod:`waypost.bench_fill`, then the pages read over HTTP from the servers in turn."""
+    filled = []
+    with ExitStack() as stack:
         for size in sorted(sizes):
+            run = stack.enter_context(served("normal"))
             started = time.perf_counter()
-            have = fill(run.data_dir / DATABASE, run.tokens["alice"], have, size)
-            seconds = time.perf_counter() - started
-            rows.append({"items": size, "fill_seconds": round(seconds, 1),
-                         **millis(asyncio.run(_pages(run, repeats)))})
+            fill(run.data_dir / DATABASE, run.tokens["alice"], 0, size)
+            filled.append((size, run, round(time.perf_counter() - started, 1)))
+        timings = asyncio.run(_pages([run for _, run, _ in filled], repeats))
+    rows = [{"items": size, "fill_seconds": seconds, **millis(taken)}
+            for (size, _, seconds), taken in zip(filled, timings, strict=True)]
     return {"benchmark": "feed", "machine": machine(), "server": {"synchronous": "normal"},
             "fill": "bulk: the rows of alice's sends written straight into the database, "
                     "10,000 sends per transaction (waypost.bench_fill)",
+            "reads": "over HTTP, one server per size, the servers read in turn",
             "pages": rows, "ratio_p50_largest_over_smallest":
                 round(rows[-1]["p50_ms"] / rows[0]["p50_ms"], 2)}
 
