@@ -26,8 +26,10 @@ def test_the_whole_matrix_is_green_and_explained() -> None:
     for operation in ("memory.publish", "receipt.ack", "blob.commit"):
         assert outcome[(operation, "reserve.after")] == "resumed"
         assert outcome[(operation, "commit.before")] == "resumed"
+        # commit.durable fires after the first durable group: the reservation's
+        assert outcome[(operation, "commit.durable")] == "resumed"
+    assert outcome[("message.send", "commit.durable")] == "committed"
     for operation in ("message.send", "memory.publish", "receipt.ack", "blob.commit"):
-        assert outcome[(operation, "commit.durable")] == "committed"
         assert outcome[(operation, "commit.after")] == "committed"
         assert outcome[(operation, "response.before")] == "committed"
     # A send is one plan: nothing of it exists before its commit, all of it after.
