@@ -87,7 +87,7 @@ def send_message(principal: Principal, now: int, message: MessageSend) -> Commit
         "attachments": json_list(message.attachment_ids),
         "metadata": None if message.metadata is None else json.dumps(message.metadata),
     }
-    recipients = RECIPIENTS
+    recipients = LISTED if message.recipient_ids is not None else RECIPIENTS
     key = f"""INSERT INTO submissions (submission_id, space_id, producer_id, operation,
             request_id, fingerprint, state, reserved_at, resource_id, thread_id, feed_item_id,
             result_status, committed_at)
@@ -104,13 +104,14 @@ def send_message(principal: Principal, now: int, message: MessageSend) -> Commit
             SELECT :space_id, :thread_id, :now WHERE {GUARD_OK}""",
               f"""INSERT INTO thread_members (space_id, thread_id, actor_id, added_at)
             SELECT :space_id, :thread_id, actor_id, :now FROM (
-                SELECT :producer_id AS actor_id UNION {recipients})
+                SELECT :producer_id AS actor_id UNION ALL
+                SELECT actor_id FROM ({recipients}) WHERE actor_id <> :producer_id)
             WHERE {GUARD_OK}""")
     attachments = f"""INSERT INTO message_attachments (space_id, message_id, position, blob_id)
         SELECT :space_id, :message_id, key, value FROM json_each(:attachments)
         WHERE {GUARD_OK}"""
     # Statements that would write nothing (no new thread, no attachment) are left out.
-    writes: list[Statement] = [guard(plan_id, _send_cases(recipients), p)] + [
+    writes: list[Statement] = [guard(plan_id, _send_cases(recipients, message), p)] + [
         guarded(plan_id, sql, p) for sql in (
             key,
             *(thread if message.new_thread else ()),
@@ -140,15 +141,36 @@ def send_message(principal: Principal, now: int, message: MessageSend) -> Commit
     return plan("send_message", plan_id, writes, outcome)
 
 
+#: The send's recipients as listed.
+LISTED = "SELECT value AS actor_id FROM json_each(:recipients)"
 #: The send's recipients: the listed ones, or the space's default actor.
 RECIPIENTS = ("SELECT value AS actor_id FROM json_each(COALESCE(:recipients, (SELECT"
               " json_array(default_actor_id) FROM spaces WHERE space_id = :space_id)))")
 
 
-def _send_cases(recipients: str) -> list[tuple[str, str]]:
-    """The guard of :func:`send_message`, in the order the protocol checks them."""
+def _send_cases(recipients: str, message: MessageSend) -> list[tuple[str, str]]:
+    """The guard of :func:`send_message`, in the order the protocol checks them. The checks of
+    an existing thread, of a reply and of attachments are left out of a send that has none
+    (they could not fail there, and each costs the guard a search)."""
     member = ("EXISTS (SELECT 1 FROM thread_members m WHERE m.space_id = :space_id"
               " AND m.thread_id = :thread_id AND m.actor_id = {who})")
+    thread = [
+        ("NOT " + member.format(who=":producer_id"), "NOT_FOUND:thread_id"),
+        (f"EXISTS ({recipients} WHERE NOT " + member.format(who="value") + ")",
+         "FORBIDDEN:recipient_ids")]
+    reply = [
+        ("NOT EXISTS (SELECT 1 FROM messages r WHERE"
+         " r.space_id = :space_id AND r.message_id = :in_reply_to AND r.thread_id = :thread_id"
+         " AND EXISTS (SELECT 1 FROM token_scopes WHERE token_id = :token_id"
+         "   AND scope = 'message.read')"
+         " AND (r.producer_id = :producer_id OR EXISTS (SELECT 1 FROM message_recipients mr"
+         "   WHERE mr.space_id = r.space_id AND mr.message_id = r.message_id"
+         "   AND mr.actor_id = :producer_id) OR EXISTS (SELECT 1 FROM token_scopes"
+         "   WHERE token_id = :token_id AND scope = 'space.observe')))",
+         "NOT_FOUND:in_reply_to")]
+    attachments = [
+        ("EXISTS (SELECT 1 FROM json_each(:attachments) j WHERE NOT"
+         f" {referenceable('j.value', ':producer_id')})", "REFERENCE_INVALID:attachment_ids")]
     return [
         ("EXISTS (SELECT 1 FROM submissions WHERE space_id = :space_id"
          " AND producer_id = :producer_id AND operation = :operation"
@@ -157,23 +179,13 @@ def _send_cases(recipients: str) -> list[tuple[str, str]]:
         *authority_cases(),
         (f"EXISTS ({recipients} WHERE NOT EXISTS (SELECT 1 FROM actors a"
          " WHERE a.space_id = :space_id AND a.actor_id = value))", "NOT_FOUND:recipient_ids"),
-        ("EXISTS (SELECT 1 FROM tokens WHERE token_id = :token_id AND recipients_mode = 'listed'"
+        # the token's mode first: a token that may send to anyone reads no recipient list
+        ("(SELECT recipients_mode FROM tokens WHERE token_id = :token_id) = 'listed'"
          f" AND EXISTS ({recipients} WHERE value NOT IN (SELECT recipient_actor_id"
-         " FROM token_recipient_grants WHERE token_id = :token_id)))", "FORBIDDEN:recipient_ids"),
-        (":new_thread = 0 AND NOT " + member.format(who=":producer_id"), "NOT_FOUND:thread_id"),
-        (f":new_thread = 0 AND EXISTS ({recipients} WHERE NOT "
-         + member.format(who="value") + ")", "FORBIDDEN:recipient_ids"),
-        (":in_reply_to IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages r WHERE"
-         " r.space_id = :space_id AND r.message_id = :in_reply_to AND r.thread_id = :thread_id"
-         " AND EXISTS (SELECT 1 FROM token_scopes WHERE token_id = :token_id"
-         "   AND scope = 'message.read')"
-         " AND (r.producer_id = :producer_id OR EXISTS (SELECT 1 FROM message_recipients mr"
-         "   WHERE mr.space_id = r.space_id AND mr.message_id = r.message_id"
-         "   AND mr.actor_id = :producer_id) OR EXISTS (SELECT 1 FROM token_scopes"
-         "   WHERE token_id = :token_id AND scope = 'space.observe')))",
-         "NOT_FOUND:in_reply_to"),
-        ("EXISTS (SELECT 1 FROM json_each(:attachments) j WHERE NOT"
-         f" {referenceable('j.value', ':producer_id')})", "REFERENCE_INVALID:attachment_ids"),
+         " FROM token_recipient_grants WHERE token_id = :token_id))", "FORBIDDEN:recipient_ids"),
+        *(() if message.new_thread else thread),
+        *(() if message.in_reply_to is None else reply),
+        *(attachments if message.attachment_ids else ()),
         sequence_exhausted("1"),
     ]
 
