@@ -14,16 +14,21 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
+import multiprocessing
+import multiprocessing.process
 import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import ExitStack
 from typing import Any
 
 import httpx
 
+from waypost.bench_fill import fill
 from waypost.bench_wire import Connection, Served, millis, raw_fsync_rate, served
 from waypost.conformance.bench import machine
+from waypost.reference.server import DATABASE
 
 MIB = 1 << 20
 Request = Callable[[Connection, str], Awaitable[tuple[int, bytes]]]
@@ -84,51 +89,44 @@ def bench_send(levels: Sequence[int], seconds: float) -> dict[str, Any]:
                 f"sends_{top}_over_raw_fsync": round(by_level[top] / raw["per_second"], 3)}}
 
 
-async def _fill(run: Served, target: int, have: int) -> int:
-    """Send alice → bob until bob's inbox holds ``target`` items (16 connections)."""
-    keys, send = itertools.count(have), _send(run.tokens["alice"])
-
-    async def worker() -> None:
-        connection = await Connection.open(run.server.port)
-        try:
-            while (key := next(keys)) < target:
-                status, body = await send(connection, f"fill-{key}")
-                if status != 201:
-                    raise RuntimeError(f"fill answered {status}: {body[:300]!r}")
-        finally:
-            connection.close()
-
-    await asyncio.gather(*(worker() for _ in range(16)))
-    return target
-
-
-async def _pages(run: Served, repeats: int) -> list[float]:
-    """Seconds of ``repeats`` reads of bob's first feed page of 100 (his checkpoint is 0)."""
-    connection, seconds = await Connection.open(run.server.port), []
+async def _pages(runs: Sequence[Served], repeats: int) -> list[list[float]]:
+    """Seconds of ``repeats`` reads of bob's first feed page of 100 (his checkpoint is 0) on
+    each server, taken in turn (server 1, server 2, server 1, …) so that whatever else the
+    machine does weighs on every size alike."""
+    connections = [await Connection.open(run.server.port) for run in runs]
+    seconds: list[list[float]] = [[] for _ in runs]
     try:
         for _ in range(repeats):
-            started = time.perf_counter()
-            status, body = await connection.request("GET", "/v1/feed?limit=100",
-                                                    run.tokens["bob"])
-            seconds.append(time.perf_counter() - started)
-            if status != 200:
-                raise RuntimeError(f"feed answered {status}: {body[:300]!r}")
+            for run, connection, taken in zip(runs, connections, seconds, strict=True):
+                started = time.perf_counter()
+                status, body = await connection.request("GET", "/v1/feed?limit=100",
+                                                        run.tokens["bob"])
+                taken.append(time.perf_counter() - started)
+                if status != 200:
+                    raise RuntimeError(f"feed answered {status}: {body[:300]!r}")
     finally:
-        connection.close()
+        for connection in connections:
+            connection.close()
     return seconds
 
 
 def bench_feed(sizes: Sequence[int], repeats: int) -> dict[str, Any]:
-    """Feed page p50 at each size (the feed filled by sends between the measurements)."""
-    rows, have = [], 0
-    with served("normal") as run:
+    """Feed page p50 at each size: one server per size, its feed filled by the bulk path of
+    :mod:`waypost.bench_fill`, then the pages read over HTTP from the servers in turn."""
+    filled = []
+    with ExitStack() as stack:
         for size in sorted(sizes):
+            run = stack.enter_context(served("normal"))
             started = time.perf_counter()
-            have = asyncio.run(_fill(run, size, have))
-            fill = time.perf_counter() - started
-            rows.append({"items": size, "fill_seconds": round(fill, 1),
-                         **millis(asyncio.run(_pages(run, repeats)))})
+            fill(run.data_dir / DATABASE, run.tokens["alice"], 0, size)
+            filled.append((size, run, round(time.perf_counter() - started, 1)))
+        timings = asyncio.run(_pages([run for _, run, _ in filled], repeats))
+    rows = [{"items": size, "fill_seconds": seconds, **millis(taken)}
+            for (size, _, seconds), taken in zip(filled, timings, strict=True)]
     return {"benchmark": "feed", "machine": machine(), "server": {"synchronous": "normal"},
+            "fill": "bulk: the rows of alice's sends written straight into the database, "
+                    "10,000 sends per transaction (waypost.bench_fill)",
+            "reads": "over HTTP, one server per size, the servers read in turn",
             "pages": rows, "ratio_p50_largest_over_smallest":
                 round(rows[-1]["p50_ms"] / rows[0]["p50_ms"], 2)}
 
@@ -149,17 +147,21 @@ def _upload(run: Served, chunks: Callable[[], Iterator[bytes]], size: int) -> st
     return str(slot["blob_id"])
 
 
-def _slow_download(run: Served, blob_id: str, delay: float) -> None:
-    """Read the blob 256 KiB at a time with a pause after each: a slow client."""
-    with socket.create_connection(("127.0.0.1", run.server.port)) as connection:
+def slow_download(port: int, token: str, blob_id: str, delay: float) -> None:
+    """Read the blob 256 KiB at a time with a pause after each: a slow client. Each runs in a
+    process of its own, so the client timing describe shares no interpreter lock with it."""
+    with socket.create_connection(("127.0.0.1", port)) as connection:
         connection.sendall(f"GET /v1/blobs/{blob_id}/content HTTP/1.1\r\nHost: bench\r\n"
-                           f"Authorization: Bearer {run.tokens['alice']}\r\n"
+                           f"Authorization: Bearer {token}\r\n"
                            "Connection: close\r\n\r\n".encode())
         while connection.recv(256 * 1024):
             time.sleep(delay)
 
 
-def _describe_while(run: Served, load: list[threading.Thread], minimum: int = 20) -> list[float]:
+Load = threading.Thread | multiprocessing.process.BaseProcess
+
+
+def _describe_while(run: Served, load: Sequence[Load], minimum: int = 20) -> list[float]:
     """Describe latencies, one after another, until every ``load`` thread has ended (and at
     least ``minimum`` of them)."""
     for thread in load:
@@ -175,13 +177,15 @@ def _describe_while(run: Served, load: list[threading.Thread], minimum: int = 20
     return seconds
 
 
-def _under(run: Served, rest: dict[str, float], load: list[threading.Thread]) -> dict[str, Any]:
+def _under(run: Served, rest: dict[str, float], load: Sequence[Load]) -> dict[str, Any]:
     before = run.rss_mib()
     during = millis(_describe_while(run, load))
     after = run.rss_mib()
     growth = None if after["VmHWM"] is None or before["VmHWM"] is None else round(
         after["VmHWM"] - before["VmHWM"], 1)
     return {"describe": during, "p99_over_rest_p50": round(during["p99_ms"] / rest["p50_ms"], 2),
+            # what the load adds to the tail, beside what the machine gives it at rest
+            "p99_over_rest_p99": round(during["p99_ms"] / rest["p99_ms"], 2),
             "server_rss_before_mib": before, "server_rss_after_mib": after,
             "server_peak_rss_growth_mib": growth}
 
@@ -223,9 +227,9 @@ def bench_blobs(downloaders: int, blob_mib: int, delay: float) -> dict[str, Any]
         at_limit = _upload(run, _empty_items(limit), limit)
         over = _upload(run, _empty_items(limit + MIB), limit + MIB)
         rest = millis(_describe_while(run, [], minimum=500))
-        downloads = _under(run, rest, [threading.Thread(target=_slow_download,
-                                                        args=(run, blob_id, delay))
-                                       for _ in range(downloaders)])
+        forked = multiprocessing.get_context("fork")  # no thread runs here: forking is safe
+        downloads = _under(run, rest, [forked.Process(target=slow_download, args=(
+            run.server.port, run.tokens["alice"], blob_id, delay)) for _ in range(downloaders)])
         refusals: dict[str, list[float]] = {"at_limit": [], "over_limit": []}
         manifests = _under(run, rest, [threading.Thread(
             target=_refused_manifest, args=(run, blob, refusals[name]))

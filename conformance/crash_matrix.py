@@ -37,9 +37,11 @@ import httpx
 
 from waypost.conformance.targets import GatewayProcess, ServerProcess
 
+#: Every fault point of protocol.md §14, and ``commit.durable`` (a server's point after a
+#: transaction is durable and before its callers are answered), "not reached" where absent.
 POINTS = ("reserve.after", "object.after_write", "prepare.after", "commit.before",
-          "commit.after", "seal.before_commit", "upload.after_store", "ack.after_commit",
-          "response.before")
+          "commit.durable", "commit.after", "seal.before_commit", "upload.after_store",
+          "ack.after_commit", "response.before")
 OPERATIONS = ("message.send", "receipt.ack", "blob.prepare", "blob.put", "blob.commit",
               "memory.publish")
 CRASH_EXIT = 86

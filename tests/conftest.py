@@ -348,19 +348,26 @@ def record_temporary_errors_as_final() -> Patch:
     result (the key must stay retryable). It patches the service module, for every app."""
 
     def patch(mp: pytest.MonkeyPatch, app: Any) -> None:
+        from waypost.reference.domain import values
+        from waypost.reference.domain.canonical import digest
         from waypost.reference.domain.errors import StorageUnavailable
+        from waypost.reference.domain.requests import parse_send
         from waypost.reference.service import messages
         from waypost.reference.storage import submissions as submission_sql
 
-        original = messages._resume
+        original = messages.send
 
-        async def resume(ctx: Any, principal: Any, request: Any, record: Any) -> Any:
+        async def send(ctx: Any, principal: Any, raw: Any) -> Any:
             try:
-                return await original(ctx, principal, request, record)
+                return await original(ctx, principal, raw)
             except StorageUnavailable:
+                request, now = parse_send(raw, ctx.limits), ctx.clock.now_ms()
+                submission_id = values.new_id("sub")
+                await ctx.driver.run(submission_sql.reserve_plan(
+                    principal, now, "message.send", request.request_id,
+                    digest(request.normalised), submission_id, values.new_id("msg")))
                 await ctx.driver.run(submission_sql.record_failure(
-                    principal, ctx.clock.now_ms(), record.submission_id, 503, "UNAVAILABLE",
-                    "{}"))
+                    principal, now, submission_id, 503, "UNAVAILABLE", "{}"))
                 raise
-        mp.setattr(messages, "_resume", resume)
+        mp.setattr(messages, "send", send)
     return patch

@@ -23,12 +23,19 @@ def test_the_whole_matrix_is_green_and_explained() -> None:
     outcome = {(c.operation, c.point): c.outcome for c in matrix.cells}
     # Before the commit a reservation survives and the retry finishes it with its ids; after
     # the commit the lookup already holds the result and the retry replays it.
-    for operation in ("message.send", "memory.publish", "receipt.ack", "blob.commit"):
+    for operation in ("memory.publish", "receipt.ack", "blob.commit"):
         assert outcome[(operation, "reserve.after")] == "resumed"
         assert outcome[(operation, "commit.before")] == "resumed"
+        # commit.durable fires after the first durable group: the reservation's
+        assert outcome[(operation, "commit.durable")] == "resumed"
+    assert outcome[("message.send", "commit.durable")] == "committed"
+    for operation in ("message.send", "memory.publish", "receipt.ack", "blob.commit"):
         assert outcome[(operation, "commit.after")] == "committed"
         assert outcome[(operation, "response.before")] == "committed"
-    assert outcome[("message.send", "object.after_write")] == "resumed"
+    # A send is one plan: nothing of it exists before its commit, all of it after.
+    for point in ("reserve.after", "object.after_write", "prepare.after"):
+        assert outcome[("message.send", point)] == "not reached"
+    assert outcome[("message.send", "commit.before")] == "not committed"
     assert outcome[("memory.publish", "prepare.after")] == "resumed"
     assert outcome[("blob.put", "upload.after_store")] == "stored"
     assert outcome[("message.send", "seal.before_commit")] == "not reached"
@@ -42,7 +49,7 @@ def test_the_cli_prints_the_table_and_json(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     assert "blob.prepare" in result.stdout
     assert "committed" in result.stdout
-    assert result.stdout.splitlines()[-1] == "crash matrix: 18 cells, 18 green"  # 2 actions
+    assert result.stdout.splitlines()[-1] == "crash matrix: 20 cells, 20 green"  # 2 actions
     cells = json.loads((tmp_path / "m.json").read_text())["cells"]
     assert {c["operation"] for c in cells} == {"blob.prepare"}
     assert all(c["ok"] for c in cells)

@@ -4,11 +4,9 @@ abandoned requests and ``/_test/restart`` stands in for a new process)."""
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +16,9 @@ from starlette.routing import request_response
 
 from waypost.conformance.crash_matrix import crash_matrix
 from waypost.conformance.targets import free_port
-from waypost.reference.domain import values
 from waypost.reference.http import app as http_app
 from waypost.reference.server import Settings, build_app
 from waypost.reference.service import messages
-from waypost.reference.storage import submissions as submission_sql
 
 ADMIN = "matrix-admin"
 Patch = Callable[[pytest.MonkeyPatch, Any], None]
@@ -55,24 +51,6 @@ def serving(data_dir: Path, patch: Patch, mp: pytest.MonkeyPatch) -> Iterator[st
         thread.join(timeout=30)
 
 
-_fresh: ContextVar[bool] = ContextVar("fresh", default=False)
-
-
-def resumed_submission_allocates_new_ids(mp: pytest.MonkeyPatch, app: Any) -> None:
-    reserve, original = submission_sql.reserve, messages._resume
-
-    async def reserving(*args: Any, **kwargs: Any) -> Any:
-        _fresh.set(True)
-        return await reserve(*args, **kwargs)
-
-    async def resume(ctx: Any, principal: Any, request: Any, record: Any) -> Any:
-        if not _fresh.get():  # an earlier attempt's reservation: the defect ignores its ids
-            record = dataclasses.replace(record, resource_id=values.new_id("msg"))
-        return await original(ctx, principal, request, record)
-    mp.setattr(submission_sql, "reserve", reserving)
-    mp.setattr(messages, "_resume", resume)
-
-
 def replays_forgotten_after_a_restart(mp: pytest.MonkeyPatch, app: Any) -> None:
     """Deduplication kept in memory only: after a restart a committed key sends again."""
     remembered: set[str] = set()
@@ -99,8 +77,6 @@ def replays_forgotten_after_a_restart(mp: pytest.MonkeyPatch, app: Any) -> None:
 VARIANTS: dict[str, tuple[Patch | str, tuple[str, ...], str]] = {
     "a temporary error is recorded as a final failure": (  # a conftest fixture
         "record_temporary_errors_as_final", ("unavailable",), "final failure"),
-    "a resumed submission allocates new ids": (
-        resumed_submission_allocates_new_ids, ("crash",), "a second retry answered differently"),
     "a crash after commit re-commits on retry": (
         replays_forgotten_after_a_restart, ("crash",), "took effect 2 times"),
 }

@@ -116,6 +116,22 @@ def test_every_write_is_whole_plans_in_batches_never_a_transaction(d1: Api) -> N
         batch(d1, [Statement("BEGIN")])  # and D1 would refuse one anyway
 
 
+def test_a_send_is_its_tokens_read_and_one_plan(d1: Api) -> None:
+    sent: list[Sequence[Statement]] = []
+    driver(d1).on_batch = sent.append
+    try:
+        message = d1.must_send("s1/alice", recipient_ids=["bob"])
+    finally:
+        driver(d1).on_batch = None
+    assert len(sent) == 2  # the token, then the plan: key, message, body, feed item at once
+    plan = [s.sql for s in sent[1]]
+    assert plan[0].startswith("INSERT INTO commit_guards")
+    assert any(sql.startswith(("INSERT INTO messages", "INSERT INTO feed_items"))
+               for sql in plan)
+    read = d1.as_("s1/bob", "GET", f"/v1/messages/{message['message_id']}")
+    assert read.json()["body"] == {"text": "hi", "options": [], "source_uri": None}
+
+
 def test_a_failed_guard_writes_nothing(d1: Api) -> None:
     token_id = d1.tokens["s1/alice"].split(".")[0]
     state = on_loop(d1, load_token(driver(d1), token_id))

@@ -64,23 +64,39 @@ def bob_sees(server: Server) -> list[str]:
     return [item["message"]["message_id"] for item in items if item["type"] == "message"]
 
 
-@pytest.mark.parametrize("point", ["reserve.after", "object.after_write", "prepare.after",
-                                   "commit.before", "commit.durable", "commit.after",
+@pytest.mark.parametrize("point", ["commit.before", "commit.durable", "commit.after",
                                    "response.before"])
 def test_a_crashed_send_has_one_stable_result(server: Server, point: str) -> None:
+    """A send is one plan: a crash before its commit leaves nothing (the key is unknown), a
+    crash after it leaves all of it (the key is committed); the retry answers once either way."""
     server.arm(point, "crash")
     with server.client() as alice:
         with pytest.raises(httpx.TransportError):
             alice.post("/v1/messages", json=send_body("crash-1"))
-        before = alice.get("/v1/submissions/message.send/crash-1").json()
-        committed = point in ("commit.after", "response.before")
-        assert before["state"] == ("committed" if committed else "pending")
+        before = alice.get("/v1/submissions/message.send/crash-1")
+        committed = point != "commit.before"
+        assert before.status_code == (200 if committed else 404)
+        assert bob_sees(server) == ([before.json()["result"]["body"]["message_id"]]
+                                    if committed else [])
         retry = alice.post("/v1/messages", json=send_body("crash-1"))
         assert retry.status_code == 201, retry.text
         assert retry.headers.get("Waypost-Replayed") == ("true" if committed else None)
         again = alice.post("/v1/messages", json=send_body("crash-1"))
     assert again.json() == retry.json()
     assert bob_sees(server) == [retry.json()["message_id"]]
+
+
+@pytest.mark.parametrize("point", ["reserve.after", "object.after_write", "prepare.after"])
+def test_a_send_passes_no_point_of_a_multi_step_write(server: Server, point: str) -> None:
+    """No reservation, body object or prepare step exists apart from the send's one plan, so
+    these points stay armed and the send answers normally."""
+    server.arm(point, "crash")
+    with server.client() as alice:
+        sent = alice.post("/v1/messages", json=send_body("whole-1"))
+    assert sent.status_code == 201
+    armed = httpx.get(f"{server.process.url}/_test/faults", headers=server.admin).json()["armed"]
+    assert [entry["point"] for entry in armed] == [point]
+    assert bob_sees(server) == [sent.json()["message_id"]]
 
 
 def test_a_lost_response_is_found_by_the_retry(server: Server) -> None:
@@ -94,7 +110,7 @@ def test_a_lost_response_is_found_by_the_retry(server: Server) -> None:
     assert bob_sees(server) == [retry.json()["message_id"]]
 
 
-@pytest.mark.parametrize("point", ["reserve.after", "prepare.after", "commit.before"])
+@pytest.mark.parametrize("point", ["commit.before", "commit.durable"])
 def test_a_temporary_error_is_never_final(server: Server, point: str) -> None:
     server.arm(point, "unavailable")
     with server.client() as alice:
@@ -102,9 +118,13 @@ def test_a_temporary_error_is_never_final(server: Server, point: str) -> None:
         assert failed.status_code == 503
         assert failed.json()["error"]["code"] == "UNAVAILABLE"
         lookup = alice.get("/v1/submissions/message.send/flaky-1")
-        assert lookup.status_code == 404 or lookup.json()["state"] == "pending"
+        if point == "commit.before":  # nothing was written
+            assert lookup.status_code == 404
+        else:  # the commit was durable before the 503: the key holds its result, not a failure
+            assert lookup.json()["state"] == "committed"
         retry = alice.post("/v1/messages", json=send_body("flaky-1"))
     assert retry.status_code == 201
+    assert retry.headers.get("Waypost-Replayed") == (None if point == "commit.before" else "true")
     assert bob_sees(server) == [retry.json()["message_id"]]
 
 
@@ -168,7 +188,7 @@ def test_a_real_crash_after_commit_is_replayed_by_the_next_process(tmp_path: Pat
 def test_a_real_crash_in_the_writer_after_a_group_commit_leaves_the_key_resolvable(
         tmp_path: Path) -> None:
     """``commit.durable`` ends the process on the writer thread, after a group's COMMIT and
-    before any of its callers is answered (here the send's reservation)."""
+    before any of its callers is answered (here the send's one plan: the key is committed)."""
     server = Server(tmp_path / "data", "--crash-mode", "exit")
     try:
         server.arm("commit.durable", "crash")
@@ -177,9 +197,11 @@ def test_a_real_crash_in_the_writer_after_a_group_commit_leaves_the_key_resolvab
         assert server.process.process.wait(timeout=10) == CRASH_EXIT
         server.restart_process()
         with server.client() as alice:
-            assert alice.get("/v1/submissions/message.send/durable-1").json()["state"] == "pending"
+            assert alice.get("/v1/submissions/message.send/durable-1").json()["state"] == \
+                "committed"
             retry = alice.post("/v1/messages", json=send_body("durable-1"))
         assert retry.status_code == 201, retry.text
+        assert retry.headers["Waypost-Replayed"] == "true"
         assert bob_sees(server) == [retry.json()["message_id"]]
     finally:
         server.process.stop()

@@ -53,7 +53,8 @@ def _shapes() -> Iterator[tuple[str, Statement, tuple[str, ...]]]:
     record = names(submissions.SubmissionRecord)
     verdict = names(Verdict)
     commit = memory.RevisionCommit("sub", "c", 0, "delta", None, b"\0" * 32, "upl")
-    message = messages.MessageCommit("sub", "msg", "thr", True, "fi", None, "note", "s", [], None)
+    message = messages.MessageSend("r", b"\0" * 32, "sub", "msg", "thr", True, "fi", ["b"], None,
+                                   "note", "s", "{}", [], None)
     slot = uploads.Slot("sub", "upl", "blb", "obj", 1, b"\0" * 32, "text/plain", None, 0)
     yield from [
         ("feed page", feed.page_statement(PRINCIPAL, 0, 51), names(feed.FeedRow)),
@@ -68,8 +69,8 @@ def _shapes() -> Iterator[tuple[str, Statement, tuple[str, ...]]]:
         ("failure recorded", submissions.record_failure(PRINCIPAL, 0, "sub", 400, "X", "").outcome,
          verdict),
         ("ack", acks.acknowledge(PRINCIPAL, 0, "sub", [], None).outcome, verdict),
-        ("message commit", messages.commit_message(PRINCIPAL, 0, message).outcome,
-         names(messages.MessageOutcome)),
+        ("message send", messages.send_message(PRINCIPAL, 0, message).outcome,
+         ("verdict", *record, "sequence")),
         ("message", messages.message_statements("s1", "msg")[0], names(messages.MessageRow)),
         ("reply", messages.reply_statement("s1", "msg"), names(messages.ReplyRow)),
         ("referenceable", references.referenceable_statement(PRINCIPAL, ["blb"]), ("blob_id",)),

@@ -12,11 +12,12 @@ def test_schema_doc_is_current() -> None:
 
 
 def test_every_table_and_trigger_is_documented() -> None:
+    """Every table and trigger a migration creates, except a copy it drops again itself."""
     text = OUT.read_text()
     for migration in all_migrations():
         for word, name in (line.split()[1:3] for line in migration.sql.splitlines()
                            if line.startswith("CREATE ") and len(line.split()) > 2):
-            if word in ("TABLE", "TRIGGER"):
+            if word in ("TABLE", "TRIGGER") and f"DROP TABLE {name};" not in migration.sql:
                 assert f"{name}" in text, name
 
 

@@ -1,7 +1,10 @@
 """Local file blob store: temp file, fsync, link (create-only), directory fsync.
 
 Every file operation runs on a worker thread; the event loop only hands over buffers of at most
-:data:`BUFFER` bytes. Reads stream in chunks of ``chunk_bytes``.
+:data:`BUFFER` bytes. Reads take :data:`BUFFER` bytes per thread hop and stream them on in
+chunks of ``chunk_bytes`` (:data:`CHUNK`): a small chunk keeps each step of the event loop short
+(the socket's buffer holds one chunk, not a megabyte copied and shifted as a slow client drains
+it), while one hop per megabyte keeps the hand-offs between threads few.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from typing import Any, BinaryIO
 from waypost.reference.storage.blob_store import FactsMismatch, ObjectConflict, ObjectFacts, Written
 
 _REF = re.compile(r"[A-Za-z0-9_-]{1,128}")
-#: Bytes gathered from the request before one write on a thread.
+#: Bytes gathered from the request before one write on a thread; bytes read per thread hop.
 BUFFER = 1 << 20
+#: Bytes a download hands the server per step (asyncio's default write buffer high mark).
+CHUNK = 64 << 10
 
 
 @dataclass
@@ -51,7 +56,7 @@ class _Upload:
 class FileBlobStore:
     """Objects live at ``root/<last two characters>/<object_ref>``."""
 
-    def __init__(self, root: Path, *, durable: bool = True, chunk_bytes: int = BUFFER) -> None:
+    def __init__(self, root: Path, *, durable: bool = True, chunk_bytes: int = CHUNK) -> None:
         self.root = root
         self.durable = durable  # False skips fsyncs: for throwaway test targets only
         self.chunk_bytes = chunk_bytes
@@ -127,13 +132,17 @@ class FileBlobStore:
         return await asyncio.to_thread(self.path(object_ref).read_bytes)
 
     async def stream(self, object_ref: str) -> AsyncIterator[bytes]:
-        """The object's bytes in chunks of at most ``chunk_bytes``, each read on a thread."""
+        """The object's bytes in chunks of at most ``chunk_bytes``, read on a thread about
+        :data:`BUFFER` bytes at a time (a whole number of chunks)."""
+        size = self.chunk_bytes
         stored = await asyncio.to_thread(open, self.path(object_ref), "rb")
         try:
-            while chunk := await asyncio.to_thread(stored.read, self.chunk_bytes):
-                self.streamed.chunks += 1
-                self.streamed.largest = max(self.streamed.largest, len(chunk))
-                yield chunk
+            while block := await asyncio.to_thread(stored.read, size * max(1, BUFFER // size)):
+                for start in range(0, len(block), size):
+                    chunk = block[start:start + size]
+                    self.streamed.chunks += 1
+                    self.streamed.largest = max(self.streamed.largest, len(chunk))
+                    yield chunk
         finally:
             await asyncio.to_thread(stored.close)
 

@@ -7,12 +7,13 @@ value or raises :class:`InvalidRequest` naming that field, e.g.
 
 from __future__ import annotations
 
+import base64
 import re
-import secrets
 from datetime import UTC, datetime, timedelta
 from typing import Any, NewType
 
 from waypost.reference.domain.canonical import canonical_json
+from waypost.reference.domain.entropy import random_bytes
 from waypost.reference.domain.errors import InvalidRequest, ResourceLimit
 
 ObjectId = NewType("ObjectId", str)
@@ -76,7 +77,8 @@ def request_id(value: Any, field: str = "request_id") -> RequestId:
 
 def new_id(prefix: str) -> ObjectId:
     """An unguessable server-generated id with a type prefix, e.g. ``msg_3q…`` (128 random bits)."""
-    return ObjectId(f"{prefix}_{secrets.token_urlsafe(16).replace('-', 'x').replace('_', 'y')}")
+    text = base64.urlsafe_b64encode(random_bytes(16)).rstrip(b"=").decode()
+    return ObjectId(f"{prefix}_{text.replace('-', 'x').replace('_', 'y')}")
 
 
 def relative_path(value: Any, field: str) -> RelativePath:

@@ -1,11 +1,12 @@
-"""``message.send`` (reserve → body object → commit) and the message read (protocol.md §5, §8)."""
+"""``message.send`` (one plan: the key, the message with its body, its feed item) and the message
+read (protocol.md §5, §8)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from waypost.reference.domain import values
@@ -18,25 +19,20 @@ from waypost.reference.service.context import Context, Outcome
 from waypost.reference.storage import messages as sql
 from waypost.reference.storage import references
 from waypost.reference.storage import submissions as submission_sql
-from waypost.reference.storage.blob_store import one_chunk
 from waypost.reference.storage.plan import Row
 from waypost.reference.storage.rows import texts
 
 OPERATION = "message.send"
 
 
-@dataclass(frozen=True)
-class _Preflight:
-    """What a first attempt checks before reserving, read in one snapshot."""
-
-    found: tuple[submission_sql.SubmissionRecord, int | None] | None
-    recipients: list[str]
+Found = tuple[submission_sql.SubmissionRecord, int | None]
 
 
-async def _preflight(ctx: Context, principal: Principal, request: SendMessage) -> _Preflight:
-    """One read: the key's submission, the recipients (explicit, or the space's default), the
-    thread's members, the replied-to message, the referenceable attachments; then the checks in
-    order, unless the key already exists."""
+async def _preflight(ctx: Context, principal: Principal, request: SendMessage) -> Found | None:
+    """Why the plan refused, as the first failing check with its details, from one read: the
+    key's submission, the recipients (explicit, or the space's default), the thread's members,
+    the replied-to message, the referenceable attachments. Returns the key's submission if an
+    attempt holds it (then nothing else is checked), None if every check passes."""
     space_id, explicit = principal.space_id, request.recipient_ids
     statements = [submission_sql.lookup_statement(principal, OPERATION, request.request_id),
                   sql.default_actor_statement(space_id) if explicit is None
@@ -53,7 +49,7 @@ async def _preflight(ctx: Context, principal: Principal, request: SendMessage) -
     found_rows = next(results)
     found = submission_sql.found_from(found_rows[0]) if found_rows else None
     if found is not None:
-        return _Preflight(found, [])
+        return found
     recipients = _recipients(principal, explicit, next(results))
     if not request.new_thread:
         _check_thread(principal, request, recipients, next(results),
@@ -61,7 +57,7 @@ async def _preflight(ctx: Context, principal: Principal, request: SendMessage) -
     if request.attachment_ids:
         blobs.check_referenceable_rows(next(results), request.attachment_ids, "attachment_ids",
                                        "attachments must be")
-    return _Preflight(None, recipients)
+    return None
 
 
 def _recipients(principal: Principal, explicit: Sequence[str] | None,
@@ -101,62 +97,73 @@ def _check_thread(principal: Principal, request: SendMessage, recipients: list[s
 
 
 async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
-    """Publish a message with its recipients, feed item and stable result, or replay it."""
+    """Publish a message with its recipients, feed item and stable result, or replay it.
+
+    The plan checks everything itself, so a first attempt goes straight to it; only when it
+    refuses does the read of :func:`_preflight` run, to answer with the first failing check
+    and its details (or to find the key an earlier attempt holds)."""
     request = parse_send(raw, ctx.limits)
     if not principal.has(OPERATION):
         raise Forbidden("the token lacks the message.send scope", field="scope")
     fingerprint = digest(request.normalised)
-    preflight = await _preflight(ctx, principal, request)
-    found, recipients = preflight.found, preflight.recipients
-    if found is None:
-        record, sequence = submissions.reserved(await submission_sql.reserve(
-            ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
-            fingerprint, values.new_id("sub"), values.new_id("msg"),
-            thread_id=values.new_id("thr") if request.new_thread else request.thread_id,
-            feed_item_id=values.new_id("fi"), object_ref=values.new_id("obj"),
-            recipient_ids=recipients))
-        ctx.faults.hit("reserve.after")
-    else:
-        record, sequence = found
+    message = _fresh(request, fingerprint)
+    for _attempt in range(2):  # a first attempt; a reservation older than 0004, finished
+        ctx.faults.hit("commit.before")
+        verdict, record, sequence = sql.sent_from(await ctx.driver.run(
+            sql.send_message(principal, ctx.clock.now_ms(), message)))
+        ctx.faults.hit("commit.after")
+        if verdict == "ok":
+            assert record is not None
+            ctx.signal.committed(principal.space_id)
+            return await answers.stable_result(ctx, OPERATION, record, sequence)
+        if verdict != sql.KEY_TAKEN and message.resumed:  # its checks were made back then
+            raise submissions.refuse(verdict, "message")
+        if verdict != sql.KEY_TAKEN:
+            found = await _preflight(ctx, principal, request)  # raises the first failing check
+            if found is None:  # the checks pass now: the state moved between plan and read
+                raise submissions.refuse(verdict, "message")
+            record, sequence = found
+        assert record is not None
+        held = await _held(ctx, request, fingerprint, record, sequence)
+        if isinstance(held, Outcome):
+            return held
+        message = held
+    # The reservation's ids were taken by another attempt meanwhile: it finishes the key.
+    raise submissions.refuse("SUBMISSION_PENDING", "request_id")
+
+
+def _fresh(request: SendMessage, fingerprint: bytes) -> sql.MessageSend:
+    """A first attempt: fresh ids for everything the send creates; the recipients as given
+    (the space's default actor, resolved by the plan, when none are)."""
+    thread_id = values.new_id("thr") if request.new_thread else request.thread_id
+    assert thread_id is not None
+    return _message(request, fingerprint, values.new_id("sub"), values.new_id("msg"), thread_id,
+                    values.new_id("fi"), request.recipient_ids)
+
+
+async def _held(ctx: Context, request: SendMessage, fingerprint: bytes,
+                record: submission_sql.SubmissionRecord,
+                sequence: int | None) -> Outcome | sql.MessageSend:
+    """The key is held: a different request is a conflict, a final one replays; a reservation
+    made before migration 0004 (a send then took three plans) is finished with its ids."""
     submissions.check_fingerprint(record, fingerprint)
     if not record.pending:
         return await submissions.replay(ctx, OPERATION, record, sequence)
-    return await _resume(ctx, principal, request, record)
-
-
-async def _resume(ctx: Context, principal: Principal, request: SendMessage,
-                  record: submission_sql.SubmissionRecord) -> Outcome:
-    """Carry a reserved submission through its remaining phases with its reserved ids."""
-    assert record.object_ref is not None
     assert record.thread_id is not None
     assert record.feed_item_id is not None
-    body = canonical_json(request.body_document())
-    _, facts = await ctx.blobs.create_only(record.object_ref, one_chunk(body))
-    ctx.faults.hit("object.after_write")
-    state = await submission_sql.mark_prepared(ctx.driver, principal, ctx.clock.now_ms(),
-                                               record.submission_id, facts.sha256, facts.size)
-    ctx.faults.hit("prepare.after")
-    if state not in ("prepared", "committed", "failed"):
-        raise submissions.refuse(state)
-    now = ctx.clock.now_ms()
-    plan = sql.commit_message(principal, now, sql.MessageCommit(
-        record.submission_id, record.resource_id, record.thread_id, request.new_thread,
-        record.feed_item_id, request.in_reply_to, request.kind, request.subject,
-        request.attachment_ids, request.metadata))
-    ctx.faults.hit("commit.before")
-    outcome = sql.message_outcome_from(await ctx.driver.run(plan))
-    ctx.faults.hit("commit.after")
-    if outcome.verdict == submission_sql.SETTLED:
-        found = await submissions.find(ctx, principal, OPERATION, request.request_id)
-        assert found is not None
-        return await submissions.replay(ctx, OPERATION, *found)
-    if outcome.verdict != "ok":
-        raise submissions.refuse(outcome.verdict, "message")
-    ctx.signal.committed(principal.space_id)
-    assert outcome.committed_at is not None
-    committed = replace(record, state="committed", result_status=201,
-                        committed_at=outcome.committed_at)
-    return await answers.stable_result(ctx, OPERATION, committed, outcome.sequence)
+    (rows,) = await ctx.driver.read([sql.reserved_recipients_statement(record.submission_id)])
+    return replace(_message(request, fingerprint, record.submission_id, record.resource_id,
+                            record.thread_id, record.feed_item_id, texts(rows)), resumed=True)
+
+
+def _message(request: SendMessage, fingerprint: bytes, submission_id: str, message_id: str,
+             thread_id: str, feed_item_id: str,
+             recipients: Sequence[str] | None) -> sql.MessageSend:
+    return sql.MessageSend(
+        request.request_id, fingerprint, submission_id, message_id, thread_id,
+        request.new_thread, feed_item_id, recipients, request.in_reply_to, request.kind,
+        request.subject, canonical_json(request.body_document()).decode(),
+        request.attachment_ids, request.metadata)
 
 
 async def read_message(ctx: Context, principal: Principal, message_id: str) -> Outcome:
@@ -174,7 +181,8 @@ async def read_message(ctx: Context, principal: Principal, message_id: str) -> O
         raise not_found("message")
     if not principal.has("message.read"):
         raise Forbidden("the token lacks the message.read scope", field="scope")
-    raw_body = await ctx.blobs.read(message.body_ref)
+    raw_body = message.body.encode() if message.body is not None \
+        else await ctx.blobs.read(message.body_ref or "")
     if len(raw_body) != message.body_size or \
             hashlib.sha256(raw_body).digest() != message.body_sha256:
         raise RuntimeError(f"stored body of {message.message_id} fails its verified facts")

@@ -1,8 +1,9 @@
-"""The message commit plan (publishes message, recipients, feed item and stable result at once)
-and the message reads."""
+"""The send plan (claims the key and publishes the message with its body, recipients, feed item
+and stable result at once) and the message reads."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,58 +23,143 @@ from waypost.reference.storage.plan import (
     guarded,
     json_list,
     new_plan_id,
+    outcome_read,
     plan,
     stmt,
-    verdict_read,
 )
 from waypost.reference.storage.references import referenceable
 from waypost.reference.storage.rows import decode, only, select_list
-from waypost.reference.storage.submissions import NOT_PREPARED_CASE, SETTLED_CASE
+from waypost.reference.storage.submissions import (
+    BY_KEY,
+    FOUND_COLUMNS,
+    SubmissionRecord,
+    found_from,
+    key_params,
+)
 
 
 @dataclass(frozen=True)
-class MessageCommit:
-    """Everything the commit needs beyond the submission row (which holds the reserved ids,
-    the recipients fixed at reservation and the prepared body)."""
+class MessageSend:
+    """Everything one send publishes: the key with its fingerprint, the ids (fresh, or those a
+    reservation made before migration 0004 fixed), the recipients and the body."""
 
+    request_id: str
+    fingerprint: bytes
     submission_id: str
     message_id: str
     thread_id: str
     new_thread: bool
     feed_item_id: str
+    #: the recipients; None means the space's default actor, resolved inside the plan
+    recipient_ids: Sequence[str] | None
     in_reply_to: str | None
     kind: str
     subject: str
+    body: str
     attachment_ids: Sequence[str]
     metadata: dict[str, Any] | None
+    #: the ids are a reservation's (made before migration 0004), whose submission row exists
+    resumed: bool = False
 
 
-def commit_message(principal: Principal, now: int, message: MessageCommit) -> CommitPlan:
-    """Guard authority, recipients, thread and reply; then publish everything in one plan."""
+#: The key is another attempt's, or already final: nothing is written, the outcome reads it.
+KEY_TAKEN = "KEY_TAKEN"
+
+
+def send_message(principal: Principal, now: int, message: MessageSend) -> CommitPlan:
+    """``message.send`` as one plan: claim the key, check authority, recipients, thread, reply
+    and attachments, then publish the submission's stable result, the message with its body, its
+    recipients and its feed item at once. A key reserved before migration 0004 (a pending
+    ``submission_id`` given back here) is finished with its reserved ids; any other holder of the
+    key refuses with :data:`KEY_TAKEN` and the outcome reads that holder back."""
     plan_id = new_plan_id()
+    encoded = message.body.encode()
     p: dict[str, SqlValue] = {
         **authority_params(principal, now, "message.send"),
-        "space_id": principal.space_id, "producer_id": principal.actor_id,
-        "submission_id": message.submission_id, "message_id": message.message_id,
-        "thread_id": message.thread_id, "new_thread": int(message.new_thread),
-        "feed_item_id": message.feed_item_id, "in_reply_to": message.in_reply_to,
-        "kind": message.kind, "subject": message.subject,
+        **key_params(principal, "message.send", message.request_id),
+        "fingerprint": message.fingerprint, "submission_id": message.submission_id,
+        "message_id": message.message_id, "thread_id": message.thread_id,
+        "new_thread": int(message.new_thread), "feed_item_id": message.feed_item_id,
+        "recipients": None if message.recipient_ids is None else json_list(
+            message.recipient_ids), "in_reply_to": message.in_reply_to,
+        "kind": message.kind, "subject": message.subject, "body": message.body,
+        "body_sha256": hashlib.sha256(encoded).digest(), "body_size": len(encoded),
         "attachments": json_list(message.attachment_ids),
         "metadata": None if message.metadata is None else json.dumps(message.metadata),
     }
-    recipients = "SELECT actor_id FROM submission_recipients WHERE submission_id = :submission_id"
+    recipients = LISTED if message.recipient_ids is not None else RECIPIENTS
+    key = f"""INSERT INTO submissions (submission_id, space_id, producer_id, operation,
+            request_id, fingerprint, state, reserved_at, resource_id, thread_id, feed_item_id,
+            result_status, committed_at)
+        SELECT :submission_id, :space_id, :producer_id, :operation, :request_id, :fingerprint,
+            'committed', :now, :message_id, :thread_id, :feed_item_id, 201, :now
+        WHERE {GUARD_OK}
+        ON CONFLICT (space_id, producer_id, operation, request_id) DO NOTHING"""
+    if message.resumed:  # the reservation's row exists: it becomes the stable result
+        key = f"""UPDATE submissions SET state = 'committed', result_status = 201,
+                committed_at = :now
+            WHERE submission_id = :submission_id AND state IN ('reserved', 'prepared')
+            AND {GUARD_OK}"""
+    thread = (f"""INSERT INTO threads (space_id, thread_id, created_at)
+            SELECT :space_id, :thread_id, :now WHERE {GUARD_OK}""",
+              f"""INSERT INTO thread_members (space_id, thread_id, actor_id, added_at)
+            SELECT :space_id, :thread_id, actor_id, :now FROM (
+                SELECT :producer_id AS actor_id UNION ALL
+                SELECT actor_id FROM ({recipients}) WHERE actor_id <> :producer_id)
+            WHERE {GUARD_OK}""")
+    attachments = f"""INSERT INTO message_attachments (space_id, message_id, position, blob_id)
+        SELECT :space_id, :message_id, key, value FROM json_each(:attachments)
+        WHERE {GUARD_OK}"""
+    # Statements that would write nothing (no new thread, no attachment) are left out.
+    writes: list[Statement] = [guard(plan_id, _send_cases(recipients, message), p)] + [
+        guarded(plan_id, sql, p) for sql in (
+            key,
+            *(thread if message.new_thread else ()),
+            f"""INSERT INTO messages (space_id, message_id, submission_id, producer_id,
+                    thread_id, in_reply_to, kind, subject, body_ref, body_sha256, body_size,
+                    metadata_json, committed_at, body)
+                SELECT :space_id, :message_id, :submission_id, :producer_id, :thread_id,
+                    :in_reply_to, :kind, :subject, NULL, :body_sha256, :body_size, :metadata,
+                    :now, :body
+                WHERE {GUARD_OK}""",
+            f"""INSERT INTO message_recipients (space_id, message_id, actor_id)
+                SELECT :space_id, :message_id, actor_id FROM ({recipients})
+                WHERE {GUARD_OK}""",
+            *((attachments,) if message.attachment_ids else ()),
+            f"""INSERT INTO feed_items (item_id, space_id, item_type, producer_id, thread_id,
+                    resource_id, committed_at)
+                SELECT :feed_item_id, :space_id, 'message', :producer_id, :thread_id,
+                    :message_id, :now WHERE {GUARD_OK}""",
+            f"""INSERT INTO feed_recipients (space_id, item_id, actor_id, sequence)
+                SELECT :space_id, :feed_item_id, actor_id,
+                    (SELECT sequence FROM feed_items WHERE item_id = :feed_item_id)
+                FROM ({recipients}) WHERE {GUARD_OK}""",
+        )]
+    outcome = outcome_read(plan_id, f"g.verdict AS verdict, {FOUND_COLUMNS}",
+                           f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id",
+                           p)
+    return plan("send_message", plan_id, writes, outcome)
+
+
+#: The send's recipients as listed.
+LISTED = "SELECT value AS actor_id FROM json_each(:recipients)"
+#: The send's recipients: the listed ones, or the space's default actor.
+RECIPIENTS = ("SELECT value AS actor_id FROM json_each(COALESCE(:recipients, (SELECT"
+              " json_array(default_actor_id) FROM spaces WHERE space_id = :space_id)))")
+
+
+def _send_cases(recipients: str, message: MessageSend) -> list[tuple[str, str]]:
+    """The guard of :func:`send_message`, in the order the protocol checks them. The checks of
+    an existing thread, of a reply and of attachments are left out of a send that has none
+    (they could not fail there, and each costs the guard a search)."""
     member = ("EXISTS (SELECT 1 FROM thread_members m WHERE m.space_id = :space_id"
               " AND m.thread_id = :thread_id AND m.actor_id = {who})")
-    cases = [
-        SETTLED_CASE,
-        *authority_cases(),
-        ("EXISTS (SELECT 1 FROM tokens WHERE token_id = :token_id AND recipients_mode = 'listed'"
-         f" AND EXISTS ({recipients} AND actor_id NOT IN (SELECT recipient_actor_id"
-         " FROM token_recipient_grants WHERE token_id = :token_id)))", "FORBIDDEN:recipient_ids"),
-        (":new_thread = 0 AND NOT " + member.format(who=":producer_id"), "NOT_FOUND:thread_id"),
-        (f":new_thread = 0 AND EXISTS ({recipients} AND NOT "
-         + member.format(who="actor_id") + ")", "FORBIDDEN:recipient_ids"),
-        (":in_reply_to IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages r WHERE"
+    thread = [
+        ("NOT " + member.format(who=":producer_id"), "NOT_FOUND:thread_id"),
+        (f"EXISTS ({recipients} WHERE NOT " + member.format(who="value") + ")",
+         "FORBIDDEN:recipient_ids")]
+    reply = [
+        ("NOT EXISTS (SELECT 1 FROM messages r WHERE"
          " r.space_id = :space_id AND r.message_id = :in_reply_to AND r.thread_id = :thread_id"
          " AND EXISTS (SELECT 1 FROM token_scopes WHERE token_id = :token_id"
          "   AND scope = 'message.read')"
@@ -81,63 +167,43 @@ def commit_message(principal: Principal, now: int, message: MessageCommit) -> Co
          "   WHERE mr.space_id = r.space_id AND mr.message_id = r.message_id"
          "   AND mr.actor_id = :producer_id) OR EXISTS (SELECT 1 FROM token_scopes"
          "   WHERE token_id = :token_id AND scope = 'space.observe')))",
-         "NOT_FOUND:in_reply_to"),
-        (f"EXISTS (SELECT 1 FROM json_each(:attachments) j WHERE NOT"
-         f" {referenceable('j.value', ':producer_id')})", "REFERENCE_INVALID:attachment_ids"),
-        NOT_PREPARED_CASE,
+         "NOT_FOUND:in_reply_to")]
+    attachments = [
+        ("EXISTS (SELECT 1 FROM json_each(:attachments) j WHERE NOT"
+         f" {referenceable('j.value', ':producer_id')})", "REFERENCE_INVALID:attachment_ids")]
+    return [
+        ("EXISTS (SELECT 1 FROM submissions WHERE space_id = :space_id"
+         " AND producer_id = :producer_id AND operation = :operation"
+         " AND request_id = :request_id AND (submission_id <> :submission_id"
+         " OR state NOT IN ('reserved', 'prepared')))", KEY_TAKEN),
+        *authority_cases(),
+        (f"EXISTS ({recipients} WHERE NOT EXISTS (SELECT 1 FROM actors a"
+         " WHERE a.space_id = :space_id AND a.actor_id = value))", "NOT_FOUND:recipient_ids"),
+        # the token's mode first: a token that may send to anyone reads no recipient list
+        ("(SELECT recipients_mode FROM tokens WHERE token_id = :token_id) = 'listed'"
+         f" AND EXISTS ({recipients} WHERE value NOT IN (SELECT recipient_actor_id"
+         " FROM token_recipient_grants WHERE token_id = :token_id))", "FORBIDDEN:recipient_ids"),
+        *(() if message.new_thread else thread),
+        *(() if message.in_reply_to is None else reply),
+        *(attachments if message.attachment_ids else ()),
         sequence_exhausted("1"),
     ]
-    writes: list[Statement] = [guard(plan_id, cases, p)] + [guarded(plan_id, sql, p) for sql in (
-        f"""INSERT INTO threads (space_id, thread_id, created_at)
-            SELECT :space_id, :thread_id, :now WHERE :new_thread = 1 AND {GUARD_OK}""",
-        f"""INSERT INTO thread_members (space_id, thread_id, actor_id, added_at)
-            SELECT :space_id, :thread_id, actor_id, :now FROM (
-                SELECT :producer_id AS actor_id UNION {recipients})
-            WHERE :new_thread = 1 AND {GUARD_OK}""",
-        f"""INSERT INTO messages (space_id, message_id, submission_id, producer_id, thread_id,
-                in_reply_to, kind, subject, body_ref, body_sha256, body_size, metadata_json,
-                committed_at)
-            SELECT :space_id, :message_id, :submission_id, :producer_id, :thread_id,
-                :in_reply_to, :kind, :subject, s.object_ref, s.object_sha256, s.object_size,
-                :metadata, :now
-            FROM submissions s WHERE s.submission_id = :submission_id AND {GUARD_OK}""",
-        f"""INSERT INTO message_recipients (space_id, message_id, actor_id)
-            SELECT :space_id, :message_id, actor_id FROM submission_recipients
-            WHERE submission_id = :submission_id AND {GUARD_OK}""",
-        f"""INSERT INTO message_attachments (space_id, message_id, position, blob_id)
-            SELECT :space_id, :message_id, key, value FROM json_each(:attachments)
-            WHERE {GUARD_OK}""",
-        f"""INSERT INTO feed_items (item_id, space_id, item_type, producer_id, thread_id,
-                resource_id, committed_at)
-            SELECT :feed_item_id, :space_id, 'message', :producer_id, :thread_id, :message_id,
-                :now WHERE {GUARD_OK}""",
-        f"""INSERT INTO feed_recipients (space_id, item_id, actor_id, sequence)
-            SELECT :space_id, :feed_item_id, actor_id,
-                (SELECT sequence FROM feed_items WHERE item_id = :feed_item_id)
-            FROM submission_recipients WHERE submission_id = :submission_id AND {GUARD_OK}""",
-        f"""UPDATE submissions SET state = 'committed', result_status = 201, committed_at = :now
-            WHERE submission_id = :submission_id AND {GUARD_OK}""",
-    )]
-    outcome = verdict_read(plan_id, MessageOutcome,
-                           """JOIN submissions s ON s.submission_id = :submission_id
-                              LEFT JOIN feed_items f ON f.item_id = s.feed_item_id""", p,
-                           state="s.state", committed_at="s.committed_at", sequence=SEQUENCE)
-    return plan("commit_message", plan_id, writes, outcome)
 
 
-@dataclass(frozen=True)
-class MessageOutcome:
-    """What :func:`commit_message` decided, and on ``ok`` when and where it committed."""
+def sent_from(rows: Sequence[Row]) -> tuple[str, SubmissionRecord | None, int | None]:
+    """Decode the outcome of :func:`send_message`: the verdict, the key's submission after the
+    plan (ours on ``ok``, the holder's on :data:`KEY_TAKEN`) and its feed sequence."""
+    verdict, *row = only(rows)
+    if row[0] is None:
+        return str(verdict), None, None
+    record, sequence = found_from(row)
+    return str(verdict), record, sequence
 
-    verdict: str
-    state: str | None
-    committed_at: int | None
-    sequence: int | None
 
-
-def message_outcome_from(rows: Sequence[Row]) -> MessageOutcome:
-    """Decode the outcome of :func:`commit_message` (the sequence arrives as decimal text)."""
-    return decode(MessageOutcome, only(rows), sequence=int)
+def reserved_recipients_statement(submission_id: str) -> Statement:
+    """The recipients a reservation made before migration 0004 fixed."""
+    return stmt("SELECT actor_id FROM submission_recipients WHERE submission_id = :sid"
+                " ORDER BY actor_id", {"sid": submission_id})
 
 
 @dataclass(frozen=True)
@@ -150,11 +216,12 @@ class MessageRow:
     producer_id: str
     kind: str
     subject: str
-    body_ref: str
+    body_ref: str | None
     body_sha256: bytes
     body_size: int
     metadata_json: str | None
     committed_at: int
+    body: str | None
     item_id: str
     sequence: int
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import functools
 import json
 import re
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from textwrap import dedent
 from typing import Any
 
+from waypost.reference.domain.entropy import random_bytes
 from waypost.reference.storage.rows import decode, only, select_list
 
 SqlValue = int | str | bytes | float | None
@@ -96,7 +96,7 @@ def json_list(values: Sequence[Any]) -> str:
 
 def new_plan_id() -> str:
     """A fresh id for one plan execution's verdict row."""
-    return secrets.token_hex(12)
+    return random_bytes(12).hex()
 
 
 def plan(name: str, plan_id: str, writes: Sequence[Statement], outcome: Statement) -> CommitPlan:

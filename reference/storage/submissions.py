@@ -23,7 +23,6 @@ from waypost.reference.storage.plan import (
     outcome_read,
     plan,
     stmt,
-    verdict_from,
     verdict_read,
 )
 from waypost.reference.storage.rows import decode, only, select_list
@@ -97,7 +96,7 @@ def key_params(principal: Principal, operation: str, request_id: str) -> dict[st
             "operation": operation, "request_id": request_id}
 
 
-_BY_KEY = """LEFT JOIN submissions s ON s.space_id = :space_id AND s.producer_id = :producer_id
+BY_KEY = """LEFT JOIN submissions s ON s.space_id = :space_id AND s.producer_id = :producer_id
     AND s.operation = :operation AND s.request_id = :request_id"""
 
 
@@ -144,8 +143,8 @@ def reserve_plan(principal: Principal, now: int, operation: str, request_id: str
             WHERE {GUARD_OK} AND EXISTS (SELECT 1 FROM submissions
                 WHERE submission_id = :submission_id)""", params),
     ]
-    outcome = outcome_read(plan_id, f"g.verdict AS verdict, {_FOUND_COLUMNS}",
-                           f"{_BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id", params)
+    outcome = outcome_read(plan_id, f"g.verdict AS verdict, {FOUND_COLUMNS}",
+                           f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id", params)
     return plan("reserve", plan_id, writes, outcome)
 
 
@@ -156,28 +155,6 @@ def reservation_from(rows: Sequence[Row], submission_id: str) -> Reservation:
         return Reservation(str(verdict), None, False)
     record, sequence = found_from(row)
     return Reservation(str(verdict), record, record.submission_id == submission_id, sequence)
-
-
-async def mark_prepared(driver: Driver, principal: Principal, now: int, submission_id: str,
-                        sha256: bytes, size: int) -> str:
-    """Record the verified facts of the prepared object; returns the submission's state after."""
-    plan_id = new_plan_id()
-    params: dict[str, SqlValue] = {**authority_params(principal, now, ""),
-                                   "submission_id": submission_id, "sha256": sha256,
-                                   "size": size, "now": now}
-    writes = [
-        guard(plan_id, [(NOT_LIVE, "UNAUTHENTICATED")], params),
-        guarded(plan_id, f"""
-            UPDATE submissions SET state = 'prepared', object_sha256 = :sha256,
-                object_size = :size, prepared_at = :now
-            WHERE submission_id = :submission_id AND state = 'reserved' AND {GUARD_OK}""",
-            params),
-    ]
-    outcome = state_read(plan_id, params)
-    decided = verdict_from(await driver.run(plan("mark_prepared", plan_id, writes, outcome)))
-    if decided.verdict != "ok":
-        return decided.verdict
-    return str(decided.state)
 
 
 def state_read(plan_id: str, params: Mapping[str, SqlValue]) -> Statement:
@@ -214,14 +191,14 @@ def record_failure(principal: Principal, now: int, submission_id: str, status: i
     return plan("record_failure", plan_id, writes, state_read(plan_id, params))
 
 
-_FOUND_COLUMNS = f"{SUBMISSION_COLUMNS},\n    {SEQUENCE} AS sequence"
+FOUND_COLUMNS = f"{SUBMISSION_COLUMNS},\n    {SEQUENCE} AS sequence"
 
 
 def lookup_statement(principal: Principal, operation: str, request_id: str) -> Statement:
     """The submission of one key, with the feed sequence of its item if any (decoded by
     :func:`found_from`)."""
     return stmt(f"""
-        SELECT {_FOUND_COLUMNS}
+        SELECT {FOUND_COLUMNS}
         FROM submissions s LEFT JOIN feed_items f ON f.item_id = s.feed_item_id
         WHERE s.space_id = :space_id AND s.producer_id = :producer_id
           AND s.operation = :operation AND s.request_id = :request_id""",
