@@ -38,12 +38,16 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "on local workerd (npm ci on first use; needs Node.js 20+) and the "
                     "reference on it; a URL targets any deployment (its "
                     "admin token provisions fresh spaces prefixed by the run id; without an "
-                    "admin API, --fixtures names pre-provisioned ones). Ends with the "
-                    "P01–P18 table and the summary of the requirement table; exit status 1 on "
-                    "any failure. Failures are shrunk and written as replay files.")
+                    "admin API, --fixtures names pre-provisioned ones). Prints the property "
+                    "table (P01–P18, then the hostile-input phase HOSTILE and, in the ci and "
+                    "thorough profiles, the contract fuzz phase FUZZ), the limits and "
+                    "hostile-input tables, and last the requirement table's summary line; exit "
+                    "status 1 on any failure. Failures are written as replay files.")
     add_target(kit)
     kit.add_argument("--profile", choices=sorted(runner.PROFILES), default="ci",
-                     help="how much to explore: quick, ci (default), thorough")
+                     help="how much to explore: quick (no fuzz phase), ci (default; its fuzz "
+                          "phase runs fuzz's small dev budget), thorough (fuzz's thorough "
+                          "budget, 10,000+ requests)")
     kit.add_argument("--seed", type=int, default=None, help="seed (default: random, printed)")
     kit.add_argument("--only", default=None, help="only these properties, e.g. P03,P06")
     kit.add_argument("--expected-failures", type=Path, default=None,
@@ -56,8 +60,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                      help="write the requirement table (every requirement id of "
                           "docs/protocol.md: text, checks run, result) as Markdown")
     kit.add_argument("--requirements", action="store_true",
-                     help="print the requirement table after the property table (a run "
-                          "prints only its summary line otherwise)")
+                     help="print the whole requirement table at the end (a run prints only "
+                          "its summary line otherwise)")
     kit.add_argument("--replay-dir", type=Path, default=Path("waypost-replays"),
                      help="where failure replays are written (default: ./waypost-replays)")
     kit.add_argument("--trace", type=Path, default=None,
@@ -194,7 +198,7 @@ def _conformance(args: argparse.Namespace) -> int:
         print(f"waypost conformance: {exc}", file=sys.stderr)
         return 2
     print(file=sys.stderr)
-    print(reports.table(result))
+    print(reports.table(result, requirements_hint=not args.requirements))
     if args.requirements:
         print()
         print(requirement_table(result.requirements))

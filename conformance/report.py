@@ -17,8 +17,9 @@ MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
          "not exercised": "not exercised", "not run": "not run"}
 
 
-def table(report: Report) -> str:
-    """The P01–P18 table a run ends with."""
+def table(report: Report, requirements_hint: bool = True) -> str:
+    """What a run prints: the property table (P01–P18, then the HOSTILE and FUZZ phases), the
+    limits and hostile-input tables, and last the requirement table's summary line."""
     lines = [f"{'':3}{'property':<38} {'result':<16} {'checks':>7}  note", "-" * 98]
     for outcome in report.outcomes:
         note = outcome.message or outcome.expected_reason
@@ -41,13 +42,13 @@ def table(report: Report) -> str:
                  f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
                  f"({rate:.0f} steps/s)")
     lines.append("faults injected by: " + (", ".join(report.fault_sources) or "none"))
-    if report.requirements:
-        lines.append(coverage.summary(report.requirements)
-                     + " (--requirements prints the table)")
     if report.limits:
         lines += ["", limits_table(report)]
     if report.hostile:
         lines += ["", hostile.table(report.hostile)]
+    if report.requirements:
+        hint = " (--requirements prints the table)" if requirements_hint else ""
+        lines += ["", coverage.summary(report.requirements) + hint]
     return "\n".join(lines)
 
 
