@@ -176,3 +176,18 @@ def test_cookie_flags_and_security_headers(data_dir: Path) -> None:
                     base_url="https://127.0.0.1") as client:
         cookie = Dash(client).sign_in(ADMIN_TOKEN).headers["set-cookie"].lower()
         assert "secure" in cookie.split("waypost_sign_in")[0]
+
+
+def test_a_non_ascii_csrf_value_is_refused_not_an_error(dash: Dash) -> None:
+    form = dash.page("/dashboard/sign-in")
+    assert form.status_code == 200
+    answer = dash.client.post("/dashboard/sign-in", follow_redirects=False,
+                              data={"admin_token": ADMIN_TOKEN, "csrf": "é" * 64})
+    assert answer.status_code == 403
+    assert "waypost_session" not in dash.client.cookies
+    dash.sign_in(ADMIN_TOKEN)
+    answer = dash.client.post("/dashboard/spaces/s1/actors", follow_redirects=False, data={
+        "csrf": "ü", "request_id": "csrf-3", "actor_id": "mallory", "kind": "agent",
+        "display_name": "M"})
+    assert answer.status_code == 403
+    assert "CSRF" in answer.text

@@ -77,4 +77,9 @@ def csrf_token(ctx: Context, session_id: str) -> str:
 
 
 def csrf_valid(ctx: Context, session_id: str, presented: str | None) -> bool:
-    return bool(presented) and hmac.compare_digest(csrf_token(ctx, session_id), presented or "")
+    """Whether ``presented`` is the session's CSRF token (any text, non-ASCII too: compared as
+    UTF-8 bytes, since ``compare_digest`` refuses non-ASCII ``str``)."""
+    if not presented:
+        return False
+    return hmac.compare_digest(csrf_token(ctx, session_id).encode(),
+                               presented.encode("utf-8", "surrogatepass"))
