@@ -77,6 +77,42 @@ def test_create_an_actor_issue_replay_rotate_and_revoke_its_token(both: tuple[Ap
     assert next(a for a in actors if a["actor_id"] == "dora")["disabled"] is True
 
 
+def test_a_space_url_reaches_only_its_own_tokens(both: tuple[Api, Dash]) -> None:
+    api, dash = both
+    dave = api.tokens["s2/dave"].split(".")[0]
+    form = {"scopes": ["message.read"], "recipients_mode": "any", "collections": "",
+            "blob_references": ""}
+    assert dash.page(f"/dashboard/spaces/s1/tokens/{dave}/replace").status_code == 404
+    replaced = dash.post(f"/dashboard/spaces/s1/tokens/{dave}/replace", "dash-x1", **form)
+    assert replaced.status_code == 404
+    revoked = dash.post(f"/dashboard/spaces/s1/tokens/{dave}/revoke", "dash-x2")
+    assert revoked.status_code == 404
+    assert "NOT_FOUND" in revoked.text
+    assert api.as_("s2/dave", "GET", "/v1/feed").status_code == 200
+    tokens = api.admin("GET", "/admin/v1/spaces/s2").json()["tokens"]
+    assert len(tokens) == 2
+    assert not any(token["revoked"] for token in tokens)
+
+
+def test_a_resubmitted_rotate_form_replays_its_outcome(both: tuple[Api, Dash]) -> None:
+    api, dash = both
+    bob = api.tokens["s1/bob"].split(".")[0]
+    form = {"scopes": ["message.read"], "recipients_mode": "any", "collections": "",
+            "blob_references": ""}
+    path = f"/dashboard/spaces/s1/tokens/{bob}/replace"
+    first = dash.post(path, "dash-rot9", **form)
+    assert first.status_code == 201, first.text
+    again = dash.post(path, "dash-rot9", **form)  # the same form, sent twice
+    assert again.status_code == 200, again.text
+    assert 'id="replayed"' in again.text
+    assert 'id="secret"' not in again.text
+    tokens = api.admin("GET", "/admin/v1/spaces/s1").json()["tokens"]
+    assert len([t for t in tokens if t["actor_id"] == "bob"]) == 2  # no third token
+    fresh = dash.post(path, "dash-rot10", **form)  # a new form on the revoked token
+    assert fresh.status_code == 400
+    assert "revoked already" in fresh.text
+
+
 def test_control_plane_errors_are_pages_with_the_code(both: tuple[Api, Dash]) -> None:
     _, dash = both
     taken = dash.post("/dashboard/spaces/s1/actors", "dash-x1", actor_id="bob", kind="agent",

@@ -177,8 +177,10 @@ async def uploads(ctx: Context, space_id: str, after: str | None) -> Page:
     return Page(found[:PAGE], found[PAGE - 1].upload_id if more else None)
 
 
-async def token_grants(ctx: Context, token_id: str) -> sql.TokenGrants:
-    (rows,) = await ctx.driver.read([sql.token_grants(values.object_id(token_id, "token_id"))])
+async def token_grants(ctx: Context, space_id: str, token_id: str) -> sql.TokenGrants:
+    """A token of ``space_id`` with its grants; a token of another space is not found."""
+    (rows,) = await ctx.driver.read([sql.token_grants(
+        values.object_id(space_id, "space_id"), values.object_id(token_id, "token_id"))])
     if not rows:
         raise not_found("token")
     return sql.grants_from(rows[0])

@@ -328,7 +328,7 @@ class TokenGrants:
     blob_references: str
 
 
-def token_grants(token_id: str) -> Statement:
+def token_grants(space_id: str, token_id: str) -> Statement:
     columns = select_list(
         TokenGrants, "t.",
         scopes="""(SELECT json_group_array(scope) FROM (SELECT scope FROM token_scopes
@@ -341,8 +341,9 @@ def token_grants(token_id: str) -> Statement:
             ORDER BY collection_id, action))""",
         blob_references="""(SELECT json_group_array(blob_id) FROM (SELECT blob_id
             FROM token_blob_reference_grants WHERE token_id = t.token_id ORDER BY blob_id))""")
-    return stmt(f"SELECT {columns} FROM tokens t WHERE t.token_id = :token_id",
-                {"token_id": token_id})
+    return stmt(f"SELECT {columns} FROM tokens t"
+                " WHERE t.token_id = :token_id AND t.space_id = :space_id",
+                {"token_id": token_id, "space_id": space_id})
 
 
 def grants_from(row: Row) -> TokenGrants:

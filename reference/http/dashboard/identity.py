@@ -151,8 +151,9 @@ async def _issue_token(request: Request, session: Session, form: Form) -> Respon
 
 
 async def _revoke_token(request: Request, session: Session, form: Form) -> Response:
-    space_id = _path(request, "space_id")
-    await control.revoke_token(context(request), _path(request, "token_id"),
+    space_id, token_id = _path(request, "space_id"), _path(request, "token_id")
+    await inspector.token_grants(context(request), space_id, token_id)  # the URL's space's own
+    await control.revoke_token(context(request), token_id,
                                {"request_id": field(form, "request_id")})
     return redirect(f"/spaces/{space_id}")
 
@@ -169,19 +170,18 @@ def grant_form_values(grants: TokenGrants) -> dict[str, Any]:
 
 
 async def _replace_form(request: Request, session: Session) -> Response:
-    grants = await inspector.token_grants(context(request), _path(request, "token_id"))
+    grants = await inspector.token_grants(context(request), _path(request, "space_id"),
+                                          _path(request, "token_id"))
     return render("token_replace.html", session=session, token=grants, scopes=SCOPES,
                   initial=grant_form_values(grants))
 
 
 async def _replace_token(request: Request, session: Session, form: Form) -> Response:
-    ctx = context(request)
-    token_id = _path(request, "token_id")
-    grants = await inspector.token_grants(ctx, token_id)
-    issued = await token_replacement.replace_token(ctx, token_id, {
+    space_id, token_id = _path(request, "space_id"), _path(request, "token_id")
+    issued = await token_replacement.replace_token(context(request), space_id, token_id, {
         "request_id": field(form, "request_id"), **grants_from_form(form)})
     return render("token_issued.html", 201 if not issued.replayed else 200, session=session,
-                  space_id=grants.space_id, issued=issued.body, replayed=issued.replayed,
+                  space_id=space_id, issued=issued.body, replayed=issued.replayed,
                   replaced=token_id)
 
 
