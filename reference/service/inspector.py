@@ -94,7 +94,7 @@ async def message(ctx: Context, space_id: str, message_id: str) -> MessageView:
     receipts: dict[str, list[sql.ReceiptStep]] = {}
     for step in map(sql.step_from, steps):
         receipts.setdefault(step.receipt_id, []).append(step)
-    raw = await ctx.blobs.read(row.body_ref)
+    raw = row.body.encode() if row.body is not None else await ctx.blobs.read(row.body_ref or "")
     if len(raw) != row.body_size or hashlib.sha256(raw).digest() != row.body_sha256:
         raise RuntimeError(f"stored body of {row.message_id} fails its verified facts")
     metadata = None if row.metadata_json is None else _pretty(row.metadata_json)
