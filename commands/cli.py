@@ -256,7 +256,8 @@ def parser() -> argparse.ArgumentParser:
                             "WAYPOST_ADMIN_TOKEN; off by default)")
     serve.add_argument("--dashboard-idle", type=_positive, default=1800, metavar="SECONDS",
                        help="a dashboard session ends this long after its last use "
-                            "(default: 1800)")
+                            "(a use is recorded at most once a minute, or every half of "
+                            "this when shorter; default: 1800)")
     serve.add_argument("--dashboard-lifetime", type=_positive, default=43200, metavar="SECONDS",
                        help="and at the latest this long after sign-in (default: 43200)")
     _limit_arguments(serve)

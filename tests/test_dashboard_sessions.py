@@ -191,3 +191,16 @@ def test_a_non_ascii_csrf_value_is_refused_not_an_error(dash: Dash) -> None:
         "display_name": "M"})
     assert answer.status_code == 403
     assert "CSRF" in answer.text
+
+
+def test_an_idle_expiry_under_a_minute_keeps_a_session_in_use_alive(data_dir: Path) -> None:
+    settings = Settings(data_dir, ADMIN_TOKEN, dashboard=True, test_hooks=True, sweep_seconds=0,
+                        sessions=SessionPolicy(10_000, LIFETIME_S * 1000))
+    with TestClient(build_app(settings), base_url="http://127.0.0.1") as client:
+        dash = Dash(client)
+        assert dash.sign_in(ADMIN_TOKEN).status_code == 303
+        for _ in range(4):  # 24 s of use, a view every 6 s, with a 10 s idle expiry
+            _advance(dash, 6)
+            assert dash.page("/dashboard/").status_code == 200
+        _advance(dash, 11)
+        assert _refused(dash)
