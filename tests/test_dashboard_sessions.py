@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from http.cookies import Morsel, SimpleCookie
 from pathlib import Path
 
 import apsw
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -157,15 +159,26 @@ def test_failed_sign_ins_are_rate_limited_per_address(dash: Dash) -> None:
     assert dash.sign_in(ADMIN_TOKEN).status_code == 303
 
 
+def _cookies(answer: httpx.Response) -> dict[str, Morsel[str]]:
+    """Each Set-Cookie header of ``answer`` parsed on its own, by cookie name."""
+    found: dict[str, Morsel[str]] = {}
+    for header in answer.headers.get_list("set-cookie"):
+        parsed: SimpleCookie = SimpleCookie()
+        parsed.load(header)
+        found.update(parsed)
+    return found
+
+
 def test_cookie_flags_and_security_headers(data_dir: Path) -> None:
     with _app(data_dir) as client:
         dash = Dash(client)
-        signed = dash.sign_in(ADMIN_TOKEN)
-        cookie = signed.headers["set-cookie"].lower()
-        assert "httponly" in cookie
-        assert "samesite=strict" in cookie
-        assert "path=/dashboard" in cookie
-        assert "secure" not in cookie.split("waypost_sign_in")[0]  # plain HTTP: no Secure
+        session = _cookies(dash.sign_in(ADMIN_TOKEN))["waypost_session"]
+        assert session.value == dash.session
+        assert session["httponly"] is True
+        assert session["samesite"].lower() == "strict"
+        assert session["path"] == "/dashboard"
+        assert int(session["max-age"]) == LIFETIME_S
+        assert not session["secure"]  # plain HTTP: no Secure
         home = dash.page("/dashboard/")
         policy = home.headers["content-security-policy"]
         assert "default-src 'none'" in policy
@@ -174,8 +187,17 @@ def test_cookie_flags_and_security_headers(data_dir: Path) -> None:
         assert home.headers["cache-control"] == "no-store"
     with TestClient(build_app(Settings(data_dir, ADMIN_TOKEN, dashboard=True, sweep_seconds=0)),
                     base_url="https://127.0.0.1") as client:
-        cookie = Dash(client).sign_in(ADMIN_TOKEN).headers["set-cookie"].lower()
-        assert "secure" in cookie.split("waypost_sign_in")[0]
+        dash = Dash(client)
+        form = dash.page("/dashboard/sign-in")
+        pair = _cookies(form)["waypost_sign_in"]
+        assert pair["httponly"] is True
+        assert pair["samesite"].lower() == "strict"
+        assert pair["secure"] is True
+        session = _cookies(dash.sign_in(ADMIN_TOKEN))["waypost_session"]
+        assert session["secure"] is True
+        assert session["httponly"] is True
+        assert session["samesite"].lower() == "strict"
+        assert session["path"] == "/dashboard"
 
 
 def test_a_non_ascii_csrf_value_is_refused_not_an_error(dash: Dash) -> None:
