@@ -4,6 +4,9 @@ CSRF, rate-limited sign-ins, cookie flags and the Content-Security-Policy."""
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from http.cookies import Morsel, SimpleCookie
 from pathlib import Path
@@ -226,3 +229,15 @@ def test_an_idle_expiry_under_a_minute_keeps_a_session_in_use_alive(data_dir: Pa
             assert dash.page("/dashboard/").status_code == 200
         _advance(dash, 11)
         assert _refused(dash)
+
+
+@pytest.mark.parametrize(("token", "warned"), [("short-admin", True), ("a" * 32, False)])
+def test_serve_with_the_dashboard_warns_about_a_short_admin_token(
+        data_dir: Path, token: str, warned: bool) -> None:
+    # --crash-mode exit without --test-hooks ends the command before it serves anything
+    result = subprocess.run(
+        [sys.executable, "-m", "waypost.cli", "serve", "--dashboard", "--data-dir", str(data_dir),
+         "--crash-mode", "exit"], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "WAYPOST_ADMIN_TOKEN": token})
+    assert result.returncode == 2, result.stderr
+    assert ("shorter than 32 characters" in result.stderr) is warned
