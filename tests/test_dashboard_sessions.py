@@ -30,7 +30,7 @@ PAGES = ["/dashboard/", "/dashboard/dashboard.css", "/dashboard/spaces/s1",
          "/dashboard/spaces/s1/collections/notes/revisions/1",
          "/dashboard/spaces/s1/collections/notes/diff",
          "/dashboard/spaces/s1/tokens/tok_x/replace"]
-FORMS = ["/dashboard/sign-out", "/dashboard/spaces", "/dashboard/spaces/s1/actors",
+FORMS = ["/dashboard/spaces", "/dashboard/spaces/s1/actors",
          "/dashboard/spaces/s1/actors/bob/disable", "/dashboard/spaces/s1/consumers",
          "/dashboard/spaces/s1/consumers/bob-inbox/view", "/dashboard/spaces/s1/collections",
          "/dashboard/spaces/s1/tokens", "/dashboard/spaces/s1/tokens/tok_x/revoke",
@@ -241,3 +241,18 @@ def test_serve_with_the_dashboard_warns_about_a_short_admin_token(
         env={**os.environ, "WAYPOST_ADMIN_TOKEN": token})
     assert result.returncode == 2, result.stderr
     assert ("shorter than 32 characters" in result.stderr) is warned
+
+
+def test_signing_out_after_expiry_clears_the_cookie_and_goes_to_sign_in(dash: Dash) -> None:
+    dash.sign_in(ADMIN_TOKEN)
+    csrf = dash.csrf()
+    _advance(dash, IDLE_S + 1)
+    out = dash.client.post("/dashboard/sign-out", data={"csrf": csrf}, follow_redirects=False)
+    assert out.status_code == 303
+    assert out.headers["location"] == "/dashboard/sign-in"
+    assert "waypost_session" not in dash.client.cookies
+    dash.client.cookies.set("waypost_session", "forged-session-id")
+    forged = dash.client.post("/dashboard/sign-out", data={"csrf": "x"}, follow_redirects=False)
+    assert forged.status_code == 303
+    cleared = _cookies(forged)["waypost_session"]
+    assert (cleared.value, cleared["max-age"], cleared["path"]) == ("", "0", "/dashboard")

@@ -137,14 +137,18 @@ def page(handler: Page) -> Callable[[Request], Awaitable[Response]]:
     return endpoint
 
 
-def action(handler: Action) -> Callable[[Request], Awaitable[Response]]:
-    """A form post for a live session whose form carries the session's CSRF token."""
+def action(handler: Action, without_session: Callable[[], Response] | None = None
+           ) -> Callable[[Request], Awaitable[Response]]:
+    """A form post for a live session whose form carries the session's CSRF token; without a
+    live session, ``without_session()`` or else a ``401`` page."""
 
     async def endpoint(request: Request) -> Response:
         session = await _guarded_session(request)
         if isinstance(session, Response):
             return session
         if session is None:
+            if without_session is not None:
+                return without_session()
             return render("error.html", 401, session=None, error={
                 "code": "UNAUTHENTICATED", "message": "sign in first (the session is over)"})
         live = session
