@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 from tests.conftest import ADMIN_TOKEN, Api, item, publish, sealed_blob, with_notes
 from tests.dashboard_client import Dash
 from waypost.reference.server import DATABASE, Settings, build_app
+from waypost.reference.service import inspector
 
 SCRIPT = "<script>alert(1)</script>"
 
@@ -154,6 +155,21 @@ def test_a_message_page_shows_markup_as_text_with_every_receipt_version(
     assert "body &lt;script&gt;" in page.text
     rows = re.findall(r"<td>(\d)</td><td>(received|processed)</td>", page.text)
     assert rows == [("1", "received"), ("2", "processed")]
+
+
+def test_a_cut_receipt_history_says_so(both: tuple[Api, Dash],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    api, dash = both
+    sent = _populate(api)
+    path = f"/dashboard/spaces/s1/messages/{sent['message_id']}"
+    assert 'id="receipts-cut"' not in dash.page(path).text  # two versions, under the cap
+    monkeypatch.setattr(inspector, "MAX_RECEIPT_STEPS", 1)
+    page = dash.page(path)
+    assert page.status_code == 200
+    assert 'id="receipts-cut"' in page.text
+    assert "Only the first 1 receipt versions are shown" in page.text
+    rows = re.findall(r"<td>(\d)</td><td>(received|processed)</td>", page.text)
+    assert rows == [("1", "received")]
 
 
 def test_the_feed_filters_and_pages(both: tuple[Api, Dash]) -> None:

@@ -77,6 +77,8 @@ class MessageView:
     attachments: list[sql.AttachmentRow]
     #: each receipt's versions in order, by consumer
     receipts: dict[str, list[sql.ReceiptStep]]
+    #: the history had more than :data:`MAX_RECEIPT_STEPS` versions: only the first are shown
+    receipts_cut: bool = False
 
 
 async def message(ctx: Context, space_id: str, message_id: str) -> MessageView:
@@ -90,16 +92,17 @@ async def message(ctx: Context, space_id: str, message_id: str) -> MessageView:
         raise not_found("message")
     row = sql.message_from(found[0])
     (steps,) = await ctx.driver.read([sql.receipt_history(space_id, row.item_id,
-                                                          MAX_RECEIPT_STEPS)])
+                                                          MAX_RECEIPT_STEPS + 1)])
     receipts: dict[str, list[sql.ReceiptStep]] = {}
-    for step in map(sql.step_from, steps):
+    for step in map(sql.step_from, steps[:MAX_RECEIPT_STEPS]):
         receipts.setdefault(step.receipt_id, []).append(step)
     raw = row.body.encode() if row.body is not None else await ctx.blobs.read(row.body_ref or "")
     if len(raw) != row.body_size or hashlib.sha256(raw).digest() != row.body_sha256:
         raise RuntimeError(f"stored body of {row.message_id} fails its verified facts")
     metadata = None if row.metadata_json is None else _pretty(row.metadata_json)
     return MessageView(row, _pretty(raw.decode()), metadata, texts(recipients),
-                       [sql.AttachmentRow(*a) for a in attachments], receipts)
+                       [sql.AttachmentRow(*a) for a in attachments], receipts,
+                       receipts_cut=len(steps) > MAX_RECEIPT_STEPS)
 
 
 def _pretty(text: str) -> str:
