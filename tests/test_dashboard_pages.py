@@ -15,8 +15,12 @@ from starlette.testclient import TestClient
 
 from tests.conftest import ADMIN_TOKEN, Api, item, publish, sealed_blob, with_notes
 from tests.dashboard_client import Dash
+from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.server import DATABASE, Settings, build_app
 from waypost.reference.service import inspector
+from waypost.reference.storage import inspector as inspector_sql
+from waypost.reference.storage import listings as listings_sql
+from waypost.reference.storage.plan import Statement
 
 SCRIPT = "<script>alert(1)</script>"
 
@@ -264,3 +268,23 @@ def test_browsing_the_inspector_writes_nothing(both: tuple[Api, Dash], data_dir:
     assert before["feed_items"]
     assert before["receipts"]
     assert before["memory_revisions"]
+
+
+@pytest.mark.parametrize(("statement", "index"), [
+    (inspector_sql.feed_page("s1", inspector_sql.TOP, 101, "message", None, None),
+     "feed_items_space_type"),
+    (inspector_sql.feed_page("s1", inspector_sql.TOP, 101, None, "alice", None),
+     "feed_items_space_producer"),
+    (inspector_sql.feed_page("s1", inspector_sql.TOP, 101, None, None, "t1"),
+     "feed_items_space_thread"),
+    (inspector_sql.feed_page("s1", inspector_sql.TOP, 101, None, None, None),
+     "feed_items_space_sequence"),
+    (listings_sql.tokens("s1"), "tokens_space")])
+def test_filtered_feed_pages_and_token_lists_read_through_their_index(
+        both: tuple[Api, Dash], statement: Statement, index: str) -> None:
+    api, _ = both
+    driver = api.client.app.state.context.driver  # type: ignore[attr-defined]
+    assert isinstance(driver, SqliteDriver)
+    plan = driver.explain(statement)
+    assert plan[0].startswith(f"SEARCH f USING INDEX {index} ") or \
+        plan[0].startswith(f"SEARCH t USING INDEX {index} "), plan

@@ -27,22 +27,30 @@ class FeedRow:
     subject: str | None
 
 
+#: The feed filters the page may set, each an equality on one column of ``feed_items``.
+FEED_FILTER_COLUMNS = ("item_type", "producer_id", "thread_id")
+
+
 def feed_page(space_id: str, before: str, limit: int, item_type: str | None,
               producer_id: str | None, thread_id: str | None) -> Statement:
-    """Up to ``limit`` items before ``before``, newest first, filtered where a filter is set."""
+    """Up to ``limit`` items before ``before``, newest first, filtered where a filter is set.
+    Only the filters set are in the ``WHERE`` (an ``:x IS NULL OR`` form would keep SQLite
+    from using the index of the filtered column)."""
     columns = select_list(FeedRow, "f.", sequence=SEQUENCE, subject="m.subject")
+    params: dict[str, SqlValue] = {"space_id": space_id, "before": before, "limit": limit}
+    conditions = ["f.space_id = :space_id", "f.sequence < CAST(:before AS INTEGER)"]
+    for column, value in zip(FEED_FILTER_COLUMNS, (item_type, producer_id, thread_id),
+                             strict=True):
+        if value is not None:
+            conditions.append(f"f.{column} = :{column}")
+            params[column] = value
     return stmt(f"""
         SELECT {columns}
         FROM feed_items f
         LEFT JOIN messages m ON f.item_type = 'message' AND m.space_id = f.space_id
             AND m.message_id = f.resource_id
-        WHERE f.space_id = :space_id AND f.sequence < CAST(:before AS INTEGER)
-            AND (:item_type IS NULL OR f.item_type = :item_type)
-            AND (:producer_id IS NULL OR f.producer_id = :producer_id)
-            AND (:thread_id IS NULL OR f.thread_id = :thread_id)
-        ORDER BY f.sequence DESC LIMIT :limit""",
-        {"space_id": space_id, "before": before, "limit": limit, "item_type": item_type,
-         "producer_id": producer_id, "thread_id": thread_id})
+        WHERE {" AND ".join(conditions)}
+        ORDER BY f.sequence DESC LIMIT :limit""", params)
 
 
 def feed_from(row: Row) -> FeedRow:
