@@ -235,6 +235,25 @@ def test_consumers_show_their_checkpoints_and_lag(both: tuple[Api, Dash]) -> Non
     assert "<title>bob-inbox: 2</title>" in space
 
 
+def test_lag_is_counted_up_to_a_cap_and_shown_as_more(both: tuple[Api, Dash],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    api, dash = both
+    for n in range(5):
+        api.must_send("s1/alice", subject=f"m{n}", recipient_ids=["bob"])
+    monkeypatch.setattr(inspector, "MAX_BEHIND", 2)  # bob's inbox is 5 behind, alice's 0
+    consumers = dash.page("/dashboard/spaces/s1/consumers").text
+    bob = re.search(r"<td>bob-inbox</td>.*?class=\"behind\">([^<]+)<", consumers, re.S)
+    alice = re.search(r"<td>alice-inbox</td>.*?class=\"behind\">([^<]+)<", consumers, re.S)
+    assert (bob and bob.group(1), alice and alice.group(1)) == ("2+", "0")
+    assert "counted up to 2." in consumers
+    progress = dash.client.portal.call(  # type: ignore[attr-defined]
+        inspector.progress, api.client.app.state.context, "s1")  # type: ignore[attr-defined]
+    behind = {row.consumer_id: row.behind for row in progress.checkpoints}
+    assert behind["bob-inbox"] == 3  # counting stopped one past the cap
+    space = dash.page("/dashboard/spaces/s1").text
+    assert "<title>bob-inbox: 2</title>" in space
+
+
 def _dump(data_dir: Path) -> dict[str, list[Any]]:
     """Every row of every table, but the sessions' last use (which signing in records)."""
     db = apsw.Connection(str(data_dir / DATABASE), flags=apsw.SQLITE_OPEN_READONLY)

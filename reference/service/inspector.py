@@ -21,6 +21,8 @@ PAGE = 100
 ITEM_TYPES = ("message", "memory_revision", "receipt")
 MAX_RECEIPT_STEPS = 1000
 MAX_CHECKPOINT_ROWS = 500
+#: Items behind a checkpoint are counted up to this many; more show as "10,000+".
+MAX_BEHIND = 10_000
 HOURS = 24
 MAX_POSITION = 2**63 - 1  # SQLite's largest integer
 
@@ -109,6 +111,11 @@ def _pretty(text: str) -> str:
     return json.dumps(json.loads(text), indent=2, ensure_ascii=False, sort_keys=True)
 
 
+def behind_text(behind: int) -> str:
+    """A counted lag as shown: ``12``, ``1,234``, or ``10,000+`` past :data:`MAX_BEHIND`."""
+    return f"{MAX_BEHIND:,}+" if behind > MAX_BEHIND else f"{behind:,}"
+
+
 @dataclass(frozen=True)
 class Progress:
     head: int
@@ -116,9 +123,10 @@ class Progress:
 
 
 async def progress(ctx: Context, space_id: str) -> Progress:
-    """Each consumer's checkpoints and how far behind the space's head they are."""
-    head, rows = await ctx.driver.read([sql.head(space_id),
-                                        sql.checkpoints(space_id, MAX_CHECKPOINT_ROWS)])
+    """Each consumer's checkpoints and how far behind the space's head they are (``behind``
+    counted up to ``MAX_BEHIND + 1``: a larger number means "more than ``MAX_BEHIND``")."""
+    head, rows = await ctx.driver.read([
+        sql.head(space_id), sql.checkpoints(space_id, MAX_CHECKPOINT_ROWS, MAX_BEHIND + 1)])
     return Progress(int(head[0][0]) if head else 0, [sql.checkpoint_from(row) for row in rows])
 
 

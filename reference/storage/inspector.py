@@ -154,17 +154,20 @@ class CheckpointRow:
     behind: int
 
 
-def checkpoints(space_id: str, limit: int) -> Statement:
+def checkpoints(space_id: str, limit: int, count_cap: int) -> Statement:
     """Each consumer with its checkpoint per (view revision, grants) and how many items of its
-    view come after it (the whole space for ``space_log``, the actor's inbox for ``inbox``)."""
+    view come after it (the whole space for ``space_log``, the actor's inbox for ``inbox``),
+    counted up to ``count_cap`` (so a far-behind consumer costs at most that many index steps)."""
     columns = select_list(
         CheckpointRow, "c.", checkpoint_view_revision="k.view_revision",
         grant_fingerprint="k.grant_fingerprint", sequence="CAST(k.sequence AS TEXT)",
         updated_at="k.updated_at", behind="""CASE c.view
-            WHEN 'space_log' THEN (SELECT count(*) FROM feed_items f
-                WHERE f.space_id = c.space_id AND f.sequence > coalesce(k.sequence, 0))
-            ELSE (SELECT count(*) FROM feed_recipients r WHERE r.space_id = c.space_id
-                AND r.actor_id = c.actor_id AND r.sequence > coalesce(k.sequence, 0)) END""")
+            WHEN 'space_log' THEN (SELECT count(*) FROM (SELECT 1 FROM feed_items f
+                WHERE f.space_id = c.space_id AND f.sequence > coalesce(k.sequence, 0)
+                LIMIT :cap))
+            ELSE (SELECT count(*) FROM (SELECT 1 FROM feed_recipients r
+                WHERE r.space_id = c.space_id AND r.actor_id = c.actor_id
+                AND r.sequence > coalesce(k.sequence, 0) LIMIT :cap)) END""")
     return stmt(f"""
         SELECT {columns}
         FROM consumers c
@@ -172,7 +175,7 @@ def checkpoints(space_id: str, limit: int) -> Statement:
             AND k.consumer_id = c.consumer_id
         WHERE c.space_id = :space_id
         ORDER BY c.consumer_id, k.view_revision DESC, k.grant_fingerprint LIMIT :limit""",
-        {"space_id": space_id, "limit": limit})
+        {"space_id": space_id, "limit": limit, "cap": count_cap})
 
 
 def checkpoint_from(row: Row) -> CheckpointRow:

@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from waypost.reference.domain import values
 from waypost.reference.domain.errors import InvalidRequest, ResourceLimit, StorageUnavailable, WaypostError
 from waypost.reference.http.endpoints import context
-from waypost.reference.service import admin_sessions
+from waypost.reference.service import admin_sessions, inspector
 
 log = logging.getLogger("waypost.dashboard")
 
@@ -38,6 +38,7 @@ Form = dict[str, list[str]]
 _templates = Environment(loader=PackageLoader("waypost.reference.http.dashboard", "templates"),
                          autoescape=select_autoescape(default=True, default_for_string=True))
 _templates.filters["time"] = lambda ms: "" if ms is None else values.format_timestamp(ms)
+_templates.filters["behind"] = inspector.behind_text
 _templates.globals["request_id"] = lambda: new_request_id()
 _templates.globals["query"] = lambda **params: urlencode(
     {key: value for key, value in params.items() if value not in (None, "")})

@@ -38,11 +38,12 @@ async def space_overview(ctx: Context, space_id: str) -> dict[str, Any]:
     progress = await inspector.progress(ctx, space_id)
     lag: dict[str, int] = {}
     for row in progress.checkpoints:  # newest view revision first: its checkpoint counts
-        lag.setdefault(row.consumer_id, row.behind)
+        lag.setdefault(row.consumer_id, min(row.behind, inspector.MAX_BEHIND))
     return {"space": space, "activity": charts.bars(
                 "feed items per hour, last 24 hours (UTC)",
                 [(f"{hour % 24:02d}:00", count) for hour, count in hours]),
-            "lag": charts.bars("items behind, per consumer", sorted(lag.items()))}
+            "lag": charts.bars(f"items behind, per consumer (counted up to "
+                               f"{inspector.MAX_BEHIND:,})", sorted(lag.items()))}
 
 
 async def _space(request: Request, session: Session) -> Response:

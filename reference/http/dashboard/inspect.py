@@ -43,7 +43,8 @@ async def _consumers(request: Request, session: Session) -> Response:
     ctx = context(request)
     space = await inspector.space(ctx, _path(request, "space_id"))
     progress = await inspector.progress(ctx, space.space_id)
-    return render("consumers.html", session=session, space=space, progress=progress)
+    return render("consumers.html", session=session, space=space, progress=progress,
+                  max_behind=inspector.MAX_BEHIND)
 
 
 async def _collection(request: Request, session: Session) -> Response:
