@@ -17,7 +17,7 @@ from tests.conftest import ADMIN_TOKEN, Api, item, publish, sealed_blob, with_no
 from tests.dashboard_client import Dash
 from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.server import DATABASE, Settings, build_app
-from waypost.reference.service import inspector
+from waypost.reference.service import inspector, listings
 from waypost.reference.storage import inspector as inspector_sql
 from waypost.reference.storage import listings as listings_sql
 from waypost.reference.storage.plan import Statement
@@ -298,6 +298,10 @@ def test_browsing_the_inspector_writes_nothing(both: tuple[Api, Dash], data_dir:
      "feed_items_space_thread"),
     (inspector_sql.feed_page("s1", inspector_sql.TOP, 101, None, None, None),
      "feed_items_space_sequence"),
+    (inspector_sql.feed_page("s1", inspector_sql.TOP, 101, "message", "alice", "t1"),
+     "feed_items_space_thread"),
+    (inspector_sql.feed_page("s1", inspector_sql.TOP, 101, "receipt", "alice", None),
+     "feed_items_space_producer"),
     (listings_sql.tokens("s1"), "tokens_space")])
 def test_filtered_feed_pages_and_token_lists_read_through_their_index(
         both: tuple[Api, Dash], statement: Statement, index: str) -> None:
@@ -307,3 +311,43 @@ def test_filtered_feed_pages_and_token_lists_read_through_their_index(
     plan = driver.explain(statement)
     assert plan[0].startswith(f"SEARCH f USING INDEX {index} ") or \
         plan[0].startswith(f"SEARCH t USING INDEX {index} "), plan
+
+
+def test_spaces_tokens_and_threads_are_listed_a_page_at_a_time(
+        both: tuple[Api, Dash], monkeypatch: pytest.MonkeyPatch) -> None:
+    api, dash = both
+    for n in range(3):
+        api.must_send("s1/alice", subject=f"t{n}", recipient_ids=["bob"])  # a thread each
+    monkeypatch.setattr(listings, "PAGE", 2)
+    seen: dict[str, list[str]] = {"spaces": [], "tokens": [], "threads": []}
+    path = "/dashboard/"
+    while True:  # s1, s2
+        index = dash.client.get(path)
+        assert index.status_code == 200
+        rows = re.findall(r'<a href="/dashboard/spaces/([^"]+)">', index.text)
+        assert len(rows) <= 2
+        seen["spaces"] += rows
+        found = re.search(r'id="next-page" href="([^"]+)"', index.text)
+        if found is None:
+            break
+        path = html.unescape(found.group(1))
+    for listing, pattern in (("tokens", r'data-token="([^"]+)"'),
+                             ("threads", r'<a href="/dashboard/spaces/s1/feed\?thread=([^"]+)"')):
+        path = "/dashboard/spaces/s1"
+        while True:
+            page = dash.client.get(path)
+            assert page.status_code == 200
+            rows = re.findall(pattern, page.text)
+            assert 1 <= len(rows) <= 2
+            seen[listing] += rows
+            found = re.search(rf'id="next-{listing}" href="([^"]+)"', page.text)
+            if found is None:
+                break
+            path = html.unescape(found.group(1))
+    listed = api.admin("GET", "/admin/v1/spaces/s1").json()
+    assert seen["spaces"] == ["s1", "s2"]
+    assert seen["tokens"] == [t["token_id"] for t in listed["tokens"]]
+    assert len(seen["tokens"]) == 3
+    assert seen["threads"] == [t["thread_id"] for t in listed["threads"]]
+    assert len(seen["threads"]) == 3
+    assert dash.page("/dashboard/spaces/s1", tokens_after="not an id!").status_code == 400

@@ -27,8 +27,11 @@ class FeedRow:
     subject: str | None
 
 
-#: The feed filters the page may set, each an equality on one column of ``feed_items``.
-FEED_FILTER_COLUMNS = ("item_type", "producer_id", "thread_id")
+#: The feed filters the page may set, each an equality on one column of ``feed_items`` with an
+#: index ``(space_id, column, sequence)``, most selective first: of the filters set, the first
+#: one's index is read; the others are checked on its rows (a unary ``+`` keeps SQLite from
+#: choosing the item type's index, which matches about a third of the feed).
+FEED_FILTER_COLUMNS = ("thread_id", "producer_id", "item_type")
 
 
 def feed_page(space_id: str, before: str, limit: int, item_type: str | None,
@@ -39,11 +42,13 @@ def feed_page(space_id: str, before: str, limit: int, item_type: str | None,
     columns = select_list(FeedRow, "f.", sequence=SEQUENCE, subject="m.subject")
     params: dict[str, SqlValue] = {"space_id": space_id, "before": before, "limit": limit}
     conditions = ["f.space_id = :space_id", "f.sequence < CAST(:before AS INTEGER)"]
-    for column, value in zip(FEED_FILTER_COLUMNS, (item_type, producer_id, thread_id),
+    indexed = False
+    for column, value in zip(FEED_FILTER_COLUMNS, (thread_id, producer_id, item_type),
                              strict=True):
         if value is not None:
-            conditions.append(f"f.{column} = :{column}")
+            conditions.append(f"{'+' if indexed else ''}f.{column} = :{column}")
             params[column] = value
+            indexed = True
     return stmt(f"""
         SELECT {columns}
         FROM feed_items f

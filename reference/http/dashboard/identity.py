@@ -27,13 +27,17 @@ def _path(request: Request, name: str) -> str:
 
 
 async def _index(request: Request, session: Session) -> Response:
-    spaces = (await listings.spaces(context(request))).body["spaces"]
-    return render("spaces.html", session=session, spaces=spaces, kinds=ACTOR_KINDS)
+    spaces, after = await listings.spaces_page(context(request),
+                                               request.query_params.get("after"))
+    return render("spaces.html", session=session, spaces=spaces, kinds=ACTOR_KINDS,
+                  page={"next": after})
 
 
-async def space_overview(ctx: Context, space_id: str) -> dict[str, Any]:
-    """Everything the space page shows: identities, the two charts."""
-    space = (await listings.space(ctx, space_id)).body
+async def space_overview(ctx: Context, space_id: str, tokens_after: str | None = None,
+                         threads_after: str | None = None) -> dict[str, Any]:
+    """Everything the space page shows: identities (a page of tokens and of threads), the two
+    charts."""
+    space = await listings.space_page(ctx, space_id, tokens_after, threads_after)
     hours = await inspector.items_per_hour(ctx, space_id)
     progress = await inspector.progress(ctx, space_id)
     lag: dict[str, int] = {}
@@ -47,9 +51,12 @@ async def space_overview(ctx: Context, space_id: str) -> dict[str, Any]:
 
 
 async def _space(request: Request, session: Session) -> Response:
-    overview = await space_overview(context(request), _path(request, "space_id"))
+    params = {name: request.query_params.get(name, "")
+              for name in ("tokens_after", "threads_after")}
+    overview = await space_overview(context(request), _path(request, "space_id"),
+                                    params["tokens_after"], params["threads_after"])
     return render("space.html", session=session, kinds=ACTOR_KINDS, views=VIEWS,
-                  scopes=SCOPES, **overview)
+                  scopes=SCOPES, params=params, **overview)
 
 
 async def _create_space(request: Request, session: Session, form: Form) -> Response:
