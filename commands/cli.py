@@ -12,6 +12,9 @@ from typing import Any
 from waypost import __version__
 from waypost.bench_cli import add_load_benches
 
+#: Shorter admin tokens get a warning when the dashboard is served (docs/dashboard.md).
+MIN_ADMIN_TOKEN = 32
+
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
@@ -24,6 +27,10 @@ def _serve(args: argparse.Namespace) -> int:
     if admin_token is None:
         print("waypost: WAYPOST_ADMIN_TOKEN is not set; the control plane (/admin/v1) will "
               "refuse every request", file=sys.stderr)
+    elif args.dashboard and len(admin_token) < MIN_ADMIN_TOKEN:
+        print(f"waypost: WAYPOST_ADMIN_TOKEN is shorter than {MIN_ADMIN_TOKEN} characters; the "
+              "dashboard's sign-in is rate-limited but the control plane's bearer check is not, "
+              "so use a high-entropy token (docs/dashboard.md)", file=sys.stderr)
     if args.crash_mode == "exit" and not args.test_hooks:
         print("waypost serve: --crash-mode exit needs --test-hooks", file=sys.stderr)
         return 2
@@ -256,7 +263,8 @@ def parser() -> argparse.ArgumentParser:
                             "WAYPOST_ADMIN_TOKEN; off by default)")
     serve.add_argument("--dashboard-idle", type=_positive, default=1800, metavar="SECONDS",
                        help="a dashboard session ends this long after its last use "
-                            "(default: 1800)")
+                            "(a use is recorded at most once a minute, or every half of "
+                            "this when shorter; default: 1800)")
     serve.add_argument("--dashboard-lifetime", type=_positive, default=43200, metavar="SECONDS",
                        help="and at the latest this long after sign-in (default: 43200)")
     _limit_arguments(serve)

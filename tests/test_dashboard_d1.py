@@ -55,7 +55,11 @@ def _walk(dash: Dash, client: httpx.Client) -> None:
     assert "stored in R2" in message.text
     consumers = dash.page("/dashboard/spaces/d1s/consumers")
     assert re.search(r'class="behind">1<', consumers.text)
-    assert dash.page("/dashboard/spaces/d1s").status_code == 200
+    space = dash.page("/dashboard/spaces/d1s")
+    assert space.status_code == 200
+    assert len(re.findall(r'data-token="', space.text)) == 1
+    listed = client.get("/admin/v1/spaces/d1s", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert [len(listed.json()[name]) for name in ("tokens", "threads")] == [1, 1]
     assert dash.post("/dashboard/sign-out").status_code == 303
     client.cookies.set("waypost_session", session_id)
     assert dash.page("/dashboard/").status_code == 303

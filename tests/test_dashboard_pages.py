@@ -15,7 +15,12 @@ from starlette.testclient import TestClient
 
 from tests.conftest import ADMIN_TOKEN, Api, item, publish, sealed_blob, with_notes
 from tests.dashboard_client import Dash
+from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.server import DATABASE, Settings, build_app
+from waypost.reference.service import inspector, listings
+from waypost.reference.storage import inspector as inspector_sql
+from waypost.reference.storage import listings as listings_sql
+from waypost.reference.storage.plan import Statement
 
 SCRIPT = "<script>alert(1)</script>"
 
@@ -77,6 +82,42 @@ def test_create_an_actor_issue_replay_rotate_and_revoke_its_token(both: tuple[Ap
     assert next(a for a in actors if a["actor_id"] == "dora")["disabled"] is True
 
 
+def test_a_space_url_reaches_only_its_own_tokens(both: tuple[Api, Dash]) -> None:
+    api, dash = both
+    dave = api.tokens["s2/dave"].split(".")[0]
+    form = {"scopes": ["message.read"], "recipients_mode": "any", "collections": "",
+            "blob_references": ""}
+    assert dash.page(f"/dashboard/spaces/s1/tokens/{dave}/replace").status_code == 404
+    replaced = dash.post(f"/dashboard/spaces/s1/tokens/{dave}/replace", "dash-x1", **form)
+    assert replaced.status_code == 404
+    revoked = dash.post(f"/dashboard/spaces/s1/tokens/{dave}/revoke", "dash-x2")
+    assert revoked.status_code == 404
+    assert "NOT_FOUND" in revoked.text
+    assert api.as_("s2/dave", "GET", "/v1/feed").status_code == 200
+    tokens = api.admin("GET", "/admin/v1/spaces/s2").json()["tokens"]
+    assert len(tokens) == 2
+    assert not any(token["revoked"] for token in tokens)
+
+
+def test_a_resubmitted_rotate_form_replays_its_outcome(both: tuple[Api, Dash]) -> None:
+    api, dash = both
+    bob = api.tokens["s1/bob"].split(".")[0]
+    form = {"scopes": ["message.read"], "recipients_mode": "any", "collections": "",
+            "blob_references": ""}
+    path = f"/dashboard/spaces/s1/tokens/{bob}/replace"
+    first = dash.post(path, "dash-rot9", **form)
+    assert first.status_code == 201, first.text
+    again = dash.post(path, "dash-rot9", **form)  # the same form, sent twice
+    assert again.status_code == 200, again.text
+    assert 'id="replayed"' in again.text
+    assert 'id="secret"' not in again.text
+    tokens = api.admin("GET", "/admin/v1/spaces/s1").json()["tokens"]
+    assert len([t for t in tokens if t["actor_id"] == "bob"]) == 2  # no third token
+    fresh = dash.post(path, "dash-rot10", **form)  # a new form on the revoked token
+    assert fresh.status_code == 400
+    assert "revoked already" in fresh.text
+
+
 def test_control_plane_errors_are_pages_with_the_code(both: tuple[Api, Dash]) -> None:
     _, dash = both
     taken = dash.post("/dashboard/spaces/s1/actors", "dash-x1", actor_id="bob", kind="agent",
@@ -118,6 +159,21 @@ def test_a_message_page_shows_markup_as_text_with_every_receipt_version(
     assert "body &lt;script&gt;" in page.text
     rows = re.findall(r"<td>(\d)</td><td>(received|processed)</td>", page.text)
     assert rows == [("1", "received"), ("2", "processed")]
+
+
+def test_a_cut_receipt_history_says_so(both: tuple[Api, Dash],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    api, dash = both
+    sent = _populate(api)
+    path = f"/dashboard/spaces/s1/messages/{sent['message_id']}"
+    assert 'id="receipts-cut"' not in dash.page(path).text  # two versions, under the cap
+    monkeypatch.setattr(inspector, "MAX_RECEIPT_STEPS", 1)
+    page = dash.page(path)
+    assert page.status_code == 200
+    assert 'id="receipts-cut"' in page.text
+    assert "Only the first 1 receipt versions are shown" in page.text
+    rows = re.findall(r"<td>(\d)</td><td>(received|processed)</td>", page.text)
+    assert rows == [("1", "received")]
 
 
 def test_the_feed_filters_and_pages(both: tuple[Api, Dash]) -> None:
@@ -179,6 +235,25 @@ def test_consumers_show_their_checkpoints_and_lag(both: tuple[Api, Dash]) -> Non
     assert "<title>bob-inbox: 2</title>" in space
 
 
+def test_lag_is_counted_up_to_a_cap_and_shown_as_more(both: tuple[Api, Dash],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    api, dash = both
+    for n in range(5):
+        api.must_send("s1/alice", subject=f"m{n}", recipient_ids=["bob"])
+    monkeypatch.setattr(inspector, "MAX_BEHIND", 2)  # bob's inbox is 5 behind, alice's 0
+    consumers = dash.page("/dashboard/spaces/s1/consumers").text
+    bob = re.search(r"<td>bob-inbox</td>.*?class=\"behind\">([^<]+)<", consumers, re.S)
+    alice = re.search(r"<td>alice-inbox</td>.*?class=\"behind\">([^<]+)<", consumers, re.S)
+    assert (bob and bob.group(1), alice and alice.group(1)) == ("2+", "0")
+    assert "counted up to 2." in consumers
+    progress = dash.client.portal.call(  # type: ignore[attr-defined]
+        inspector.progress, api.client.app.state.context, "s1")  # type: ignore[attr-defined]
+    behind = {row.consumer_id: row.behind for row in progress.checkpoints}
+    assert behind["bob-inbox"] == 3  # counting stopped one past the cap
+    space = dash.page("/dashboard/spaces/s1").text
+    assert "<title>bob-inbox: 2</title>" in space
+
+
 def _dump(data_dir: Path) -> dict[str, list[Any]]:
     """Every row of every table, but the sessions' last use (which signing in records)."""
     db = apsw.Connection(str(data_dir / DATABASE), flags=apsw.SQLITE_OPEN_READONLY)
@@ -212,3 +287,67 @@ def test_browsing_the_inspector_writes_nothing(both: tuple[Api, Dash], data_dir:
     assert before["feed_items"]
     assert before["receipts"]
     assert before["memory_revisions"]
+
+
+@pytest.mark.parametrize(("statement", "index"), [
+    (inspector_sql.feed_page("s1", inspector_sql.TOP, 101, "message", None, None),
+     "feed_items_space_type"),
+    (inspector_sql.feed_page("s1", inspector_sql.TOP, 101, None, "alice", None),
+     "feed_items_space_producer"),
+    (inspector_sql.feed_page("s1", inspector_sql.TOP, 101, None, None, "t1"),
+     "feed_items_space_thread"),
+    (inspector_sql.feed_page("s1", inspector_sql.TOP, 101, None, None, None),
+     "feed_items_space_sequence"),
+    (inspector_sql.feed_page("s1", inspector_sql.TOP, 101, "message", "alice", "t1"),
+     "feed_items_space_thread"),
+    (inspector_sql.feed_page("s1", inspector_sql.TOP, 101, "receipt", "alice", None),
+     "feed_items_space_producer"),
+    (listings_sql.tokens("s1"), "tokens_space")])
+def test_filtered_feed_pages_and_token_lists_read_through_their_index(
+        both: tuple[Api, Dash], statement: Statement, index: str) -> None:
+    api, _ = both
+    driver = api.client.app.state.context.driver  # type: ignore[attr-defined]
+    assert isinstance(driver, SqliteDriver)
+    plan = driver.explain(statement)
+    assert plan[0].startswith(f"SEARCH f USING INDEX {index} ") or \
+        plan[0].startswith(f"SEARCH t USING INDEX {index} "), plan
+
+
+def test_spaces_tokens_and_threads_are_listed_a_page_at_a_time(
+        both: tuple[Api, Dash], monkeypatch: pytest.MonkeyPatch) -> None:
+    api, dash = both
+    for n in range(3):
+        api.must_send("s1/alice", subject=f"t{n}", recipient_ids=["bob"])  # a thread each
+    monkeypatch.setattr(listings, "PAGE", 2)
+    seen: dict[str, list[str]] = {"spaces": [], "tokens": [], "threads": []}
+    path = "/dashboard/"
+    while True:  # s1, s2
+        index = dash.client.get(path)
+        assert index.status_code == 200
+        rows = re.findall(r'<a href="/dashboard/spaces/([^"]+)">', index.text)
+        assert len(rows) <= 2
+        seen["spaces"] += rows
+        found = re.search(r'id="next-page" href="([^"]+)"', index.text)
+        if found is None:
+            break
+        path = html.unescape(found.group(1))
+    for listing, pattern in (("tokens", r'data-token="([^"]+)"'),
+                             ("threads", r'<a href="/dashboard/spaces/s1/feed\?thread=([^"]+)"')):
+        path = "/dashboard/spaces/s1"
+        while True:
+            page = dash.client.get(path)
+            assert page.status_code == 200
+            rows = re.findall(pattern, page.text)
+            assert 1 <= len(rows) <= 2
+            seen[listing] += rows
+            found = re.search(rf'id="next-{listing}" href="([^"]+)"', page.text)
+            if found is None:
+                break
+            path = html.unescape(found.group(1))
+    listed = api.admin("GET", "/admin/v1/spaces/s1").json()
+    assert seen["spaces"] == ["s1", "s2"]
+    assert seen["tokens"] == [t["token_id"] for t in listed["tokens"]]
+    assert len(seen["tokens"]) == 3
+    assert seen["threads"] == [t["thread_id"] for t in listed["threads"]]
+    assert len(seen["threads"]) == 3
+    assert dash.page("/dashboard/spaces/s1", tokens_after="not an id!").status_code == 400

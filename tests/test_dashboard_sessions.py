@@ -4,10 +4,15 @@ CSRF, rate-limited sign-ins, cookie flags and the Content-Security-Policy."""
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from http.cookies import Morsel, SimpleCookie
 from pathlib import Path
 
 import apsw
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -25,7 +30,7 @@ PAGES = ["/dashboard/", "/dashboard/dashboard.css", "/dashboard/spaces/s1",
          "/dashboard/spaces/s1/collections/notes/revisions/1",
          "/dashboard/spaces/s1/collections/notes/diff",
          "/dashboard/spaces/s1/tokens/tok_x/replace"]
-FORMS = ["/dashboard/sign-out", "/dashboard/spaces", "/dashboard/spaces/s1/actors",
+FORMS = ["/dashboard/spaces", "/dashboard/spaces/s1/actors",
          "/dashboard/spaces/s1/actors/bob/disable", "/dashboard/spaces/s1/consumers",
          "/dashboard/spaces/s1/consumers/bob-inbox/view", "/dashboard/spaces/s1/collections",
          "/dashboard/spaces/s1/tokens", "/dashboard/spaces/s1/tokens/tok_x/revoke",
@@ -157,15 +162,26 @@ def test_failed_sign_ins_are_rate_limited_per_address(dash: Dash) -> None:
     assert dash.sign_in(ADMIN_TOKEN).status_code == 303
 
 
+def _cookies(answer: httpx.Response) -> dict[str, Morsel[str]]:
+    """Each Set-Cookie header of ``answer`` parsed on its own, by cookie name."""
+    found: dict[str, Morsel[str]] = {}
+    for header in answer.headers.get_list("set-cookie"):
+        parsed: SimpleCookie = SimpleCookie()
+        parsed.load(header)
+        found.update(parsed)
+    return found
+
+
 def test_cookie_flags_and_security_headers(data_dir: Path) -> None:
     with _app(data_dir) as client:
         dash = Dash(client)
-        signed = dash.sign_in(ADMIN_TOKEN)
-        cookie = signed.headers["set-cookie"].lower()
-        assert "httponly" in cookie
-        assert "samesite=strict" in cookie
-        assert "path=/dashboard" in cookie
-        assert "secure" not in cookie.split("waypost_sign_in")[0]  # plain HTTP: no Secure
+        session = _cookies(dash.sign_in(ADMIN_TOKEN))["waypost_session"]
+        assert session.value == dash.session
+        assert session["httponly"] is True
+        assert session["samesite"].lower() == "strict"
+        assert session["path"] == "/dashboard"
+        assert int(session["max-age"]) == LIFETIME_S
+        assert not session["secure"]  # plain HTTP: no Secure
         home = dash.page("/dashboard/")
         policy = home.headers["content-security-policy"]
         assert "default-src 'none'" in policy
@@ -174,5 +190,69 @@ def test_cookie_flags_and_security_headers(data_dir: Path) -> None:
         assert home.headers["cache-control"] == "no-store"
     with TestClient(build_app(Settings(data_dir, ADMIN_TOKEN, dashboard=True, sweep_seconds=0)),
                     base_url="https://127.0.0.1") as client:
-        cookie = Dash(client).sign_in(ADMIN_TOKEN).headers["set-cookie"].lower()
-        assert "secure" in cookie.split("waypost_sign_in")[0]
+        dash = Dash(client)
+        form = dash.page("/dashboard/sign-in")
+        pair = _cookies(form)["waypost_sign_in"]
+        assert pair["httponly"] is True
+        assert pair["samesite"].lower() == "strict"
+        assert pair["secure"] is True
+        session = _cookies(dash.sign_in(ADMIN_TOKEN))["waypost_session"]
+        assert session["secure"] is True
+        assert session["httponly"] is True
+        assert session["samesite"].lower() == "strict"
+        assert session["path"] == "/dashboard"
+
+
+def test_a_non_ascii_csrf_value_is_refused_not_an_error(dash: Dash) -> None:
+    form = dash.page("/dashboard/sign-in")
+    assert form.status_code == 200
+    answer = dash.client.post("/dashboard/sign-in", follow_redirects=False,
+                              data={"admin_token": ADMIN_TOKEN, "csrf": "é" * 64})
+    assert answer.status_code == 403
+    assert "waypost_session" not in dash.client.cookies
+    dash.sign_in(ADMIN_TOKEN)
+    answer = dash.client.post("/dashboard/spaces/s1/actors", follow_redirects=False, data={
+        "csrf": "ü", "request_id": "csrf-3", "actor_id": "mallory", "kind": "agent",
+        "display_name": "M"})
+    assert answer.status_code == 403
+    assert "CSRF" in answer.text
+
+
+def test_an_idle_expiry_under_a_minute_keeps_a_session_in_use_alive(data_dir: Path) -> None:
+    settings = Settings(data_dir, ADMIN_TOKEN, dashboard=True, test_hooks=True, sweep_seconds=0,
+                        sessions=SessionPolicy(10_000, LIFETIME_S * 1000))
+    with TestClient(build_app(settings), base_url="http://127.0.0.1") as client:
+        dash = Dash(client)
+        assert dash.sign_in(ADMIN_TOKEN).status_code == 303
+        for _ in range(4):  # 24 s of use, a view every 6 s, with a 10 s idle expiry
+            _advance(dash, 6)
+            assert dash.page("/dashboard/").status_code == 200
+        _advance(dash, 11)
+        assert _refused(dash)
+
+
+@pytest.mark.parametrize(("token", "warned"), [("short-admin", True), ("a" * 32, False)])
+def test_serve_with_the_dashboard_warns_about_a_short_admin_token(
+        data_dir: Path, token: str, warned: bool) -> None:
+    # --crash-mode exit without --test-hooks ends the command before it serves anything
+    result = subprocess.run(
+        [sys.executable, "-m", "waypost.cli", "serve", "--dashboard", "--data-dir", str(data_dir),
+         "--crash-mode", "exit"], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "WAYPOST_ADMIN_TOKEN": token})
+    assert result.returncode == 2, result.stderr
+    assert ("shorter than 32 characters" in result.stderr) is warned
+
+
+def test_signing_out_after_expiry_clears_the_cookie_and_goes_to_sign_in(dash: Dash) -> None:
+    dash.sign_in(ADMIN_TOKEN)
+    csrf = dash.csrf()
+    _advance(dash, IDLE_S + 1)
+    out = dash.client.post("/dashboard/sign-out", data={"csrf": csrf}, follow_redirects=False)
+    assert out.status_code == 303
+    assert out.headers["location"] == "/dashboard/sign-in"
+    assert "waypost_session" not in dash.client.cookies
+    dash.client.cookies.set("waypost_session", "forged-session-id")
+    forged = dash.client.post("/dashboard/sign-out", data={"csrf": "x"}, follow_redirects=False)
+    assert forged.status_code == 303
+    cleared = _cookies(forged)["waypost_session"]
+    assert (cleared.value, cleared["max-age"], cleared["path"]) == ("", "0", "/dashboard")

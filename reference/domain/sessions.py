@@ -8,10 +8,17 @@ from dataclasses import dataclass, field
 
 #: Failed sign-ins an address may make within :attr:`SignInLimiter.window_ms`.
 FAILURES_ALLOWED = 5
-#: Session uses closer together than this are not recorded again (fewer writes per page).
+#: Session uses closer together than this are not recorded again (fewer writes per page),
+#: unless the idle expiry is shorter than twice this (see :func:`touch_every_ms`).
 TOUCH_EVERY_MS = 60_000
 #: Addresses remembered by the limiter at most (the oldest is forgotten first).
 MAX_ADDRESSES = 10_000
+
+
+def touch_every_ms(idle_ms: int) -> int:
+    """How old a session's last recorded use may get before a use is recorded again: a minute,
+    or half the idle expiry when that is shorter, so that a session in use never idles out."""
+    return max(1, min(TOUCH_EVERY_MS, idle_ms // 2))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import hmac
 import secrets
 
 from waypost.reference.domain.errors import ResourceLimit, Unauthenticated
-from waypost.reference.domain.sessions import TOUCH_EVERY_MS
+from waypost.reference.domain.sessions import touch_every_ms
 from waypost.reference.service.auth import token_digest
 from waypost.reference.service.context import Context
 from waypost.reference.storage import admin_sessions as sql
@@ -49,7 +49,8 @@ async def sign_in(ctx: Context, presented: str, address: str) -> str:
 
 async def is_live(ctx: Context, session_id: str | None) -> bool:
     """Whether the cookie's session is live now; a use is recorded (restarting the idle
-    expiry) when the last one is older than a minute, so most page views write nothing."""
+    expiry) when the last one is older than a minute (or half the idle expiry, if shorter),
+    so most page views write nothing."""
     if not session_id:
         return False
     digest = session_digest(session_id)
@@ -60,7 +61,7 @@ async def is_live(ctx: Context, session_id: str | None) -> bool:
     now = ctx.clock.now_ms()
     if row.revoked_at is not None or now >= row.expires_at or now >= row.last_seen_at + row.idle_ms:
         return False
-    if now - row.last_seen_at < TOUCH_EVERY_MS:
+    if now - row.last_seen_at < touch_every_ms(row.idle_ms):
         return True
     return bool(sql.outcome_from(await ctx.driver.run(sql.touch(digest, now))).live)
 
@@ -77,4 +78,9 @@ def csrf_token(ctx: Context, session_id: str) -> str:
 
 
 def csrf_valid(ctx: Context, session_id: str, presented: str | None) -> bool:
-    return bool(presented) and hmac.compare_digest(csrf_token(ctx, session_id), presented or "")
+    """Whether ``presented`` is the session's CSRF token (any text, non-ASCII too: compared as
+    UTF-8 bytes, since ``compare_digest`` refuses non-ASCII ``str``)."""
+    if not presented:
+        return False
+    return hmac.compare_digest(csrf_token(ctx, session_id).encode(),
+                               presented.encode("utf-8", "surrogatepass"))

@@ -21,6 +21,8 @@ PAGE = 100
 ITEM_TYPES = ("message", "memory_revision", "receipt")
 MAX_RECEIPT_STEPS = 1000
 MAX_CHECKPOINT_ROWS = 500
+#: Items behind a checkpoint are counted up to this many; more show as "10,000+".
+MAX_BEHIND = 10_000
 HOURS = 24
 MAX_POSITION = 2**63 - 1  # SQLite's largest integer
 
@@ -77,6 +79,8 @@ class MessageView:
     attachments: list[sql.AttachmentRow]
     #: each receipt's versions in order, by consumer
     receipts: dict[str, list[sql.ReceiptStep]]
+    #: the history had more than :data:`MAX_RECEIPT_STEPS` versions: only the first are shown
+    receipts_cut: bool = False
 
 
 async def message(ctx: Context, space_id: str, message_id: str) -> MessageView:
@@ -90,20 +94,26 @@ async def message(ctx: Context, space_id: str, message_id: str) -> MessageView:
         raise not_found("message")
     row = sql.message_from(found[0])
     (steps,) = await ctx.driver.read([sql.receipt_history(space_id, row.item_id,
-                                                          MAX_RECEIPT_STEPS)])
+                                                          MAX_RECEIPT_STEPS + 1)])
     receipts: dict[str, list[sql.ReceiptStep]] = {}
-    for step in map(sql.step_from, steps):
+    for step in map(sql.step_from, steps[:MAX_RECEIPT_STEPS]):
         receipts.setdefault(step.receipt_id, []).append(step)
-    raw = await ctx.blobs.read(row.body_ref)
+    raw = row.body.encode() if row.body is not None else await ctx.blobs.read(row.body_ref or "")
     if len(raw) != row.body_size or hashlib.sha256(raw).digest() != row.body_sha256:
         raise RuntimeError(f"stored body of {row.message_id} fails its verified facts")
     metadata = None if row.metadata_json is None else _pretty(row.metadata_json)
     return MessageView(row, _pretty(raw.decode()), metadata, texts(recipients),
-                       [sql.AttachmentRow(*a) for a in attachments], receipts)
+                       [sql.AttachmentRow(*a) for a in attachments], receipts,
+                       receipts_cut=len(steps) > MAX_RECEIPT_STEPS)
 
 
 def _pretty(text: str) -> str:
     return json.dumps(json.loads(text), indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def behind_text(behind: int) -> str:
+    """A counted lag as shown: ``12``, ``1,234``, or ``10,000+`` past :data:`MAX_BEHIND`."""
+    return f"{MAX_BEHIND:,}+" if behind > MAX_BEHIND else f"{behind:,}"
 
 
 @dataclass(frozen=True)
@@ -113,9 +123,10 @@ class Progress:
 
 
 async def progress(ctx: Context, space_id: str) -> Progress:
-    """Each consumer's checkpoints and how far behind the space's head they are."""
-    head, rows = await ctx.driver.read([sql.head(space_id),
-                                        sql.checkpoints(space_id, MAX_CHECKPOINT_ROWS)])
+    """Each consumer's checkpoints and how far behind the space's head they are (``behind``
+    counted up to ``MAX_BEHIND + 1``: a larger number means "more than ``MAX_BEHIND``")."""
+    head, rows = await ctx.driver.read([
+        sql.head(space_id), sql.checkpoints(space_id, MAX_CHECKPOINT_ROWS, MAX_BEHIND + 1)])
     return Progress(int(head[0][0]) if head else 0, [sql.checkpoint_from(row) for row in rows])
 
 
@@ -177,8 +188,10 @@ async def uploads(ctx: Context, space_id: str, after: str | None) -> Page:
     return Page(found[:PAGE], found[PAGE - 1].upload_id if more else None)
 
 
-async def token_grants(ctx: Context, token_id: str) -> sql.TokenGrants:
-    (rows,) = await ctx.driver.read([sql.token_grants(values.object_id(token_id, "token_id"))])
+async def token_grants(ctx: Context, space_id: str, token_id: str) -> sql.TokenGrants:
+    """A token of ``space_id`` with its grants; a token of another space is not found."""
+    (rows,) = await ctx.driver.read([sql.token_grants(
+        values.object_id(space_id, "space_id"), values.object_id(token_id, "token_id"))])
     if not rows:
         raise not_found("token")
     return sql.grants_from(rows[0])

@@ -19,6 +19,7 @@ from waypost.reference.storage.plan import (
     json_list,
     new_plan_id,
     plan,
+    stmt,
     verdict_read,
 )
 from waypost.reference.storage.rows import decode, only
@@ -80,6 +81,12 @@ async def run_admin(driver: Driver, admin: CommitPlan) -> AdminOutcome:
 
 
 Key = tuple[str, str, bytes]  # (operation, request_id, fingerprint)
+
+
+def ledger_holds(operation: str, request_id: str) -> Statement:
+    """One row when the admin idempotency ledger holds ``(operation, request_id)``."""
+    return stmt("SELECT 1 FROM admin_submissions WHERE operation = :op AND request_id = :rid",
+                {"op": operation, "rid": request_id})
 
 
 def create_space(key: Key, now: int, space_id: str, display_name: str, source_uri: str,

@@ -27,22 +27,35 @@ class FeedRow:
     subject: str | None
 
 
+#: The feed filters the page may set, each an equality on one column of ``feed_items`` with an
+#: index ``(space_id, column, sequence)``, most selective first: of the filters set, the first
+#: one's index is read; the others are checked on its rows (a unary ``+`` keeps SQLite from
+#: choosing the item type's index, which matches about a third of the feed).
+FEED_FILTER_COLUMNS = ("thread_id", "producer_id", "item_type")
+
+
 def feed_page(space_id: str, before: str, limit: int, item_type: str | None,
               producer_id: str | None, thread_id: str | None) -> Statement:
-    """Up to ``limit`` items before ``before``, newest first, filtered where a filter is set."""
+    """Up to ``limit`` items before ``before``, newest first, filtered where a filter is set.
+    Only the filters set are in the ``WHERE`` (an ``:x IS NULL OR`` form would keep SQLite
+    from using the index of the filtered column)."""
     columns = select_list(FeedRow, "f.", sequence=SEQUENCE, subject="m.subject")
+    params: dict[str, SqlValue] = {"space_id": space_id, "before": before, "limit": limit}
+    conditions = ["f.space_id = :space_id", "f.sequence < CAST(:before AS INTEGER)"]
+    indexed = False
+    for column, value in zip(FEED_FILTER_COLUMNS, (thread_id, producer_id, item_type),
+                             strict=True):
+        if value is not None:
+            conditions.append(f"{'+' if indexed else ''}f.{column} = :{column}")
+            params[column] = value
+            indexed = True
     return stmt(f"""
         SELECT {columns}
         FROM feed_items f
         LEFT JOIN messages m ON f.item_type = 'message' AND m.space_id = f.space_id
             AND m.message_id = f.resource_id
-        WHERE f.space_id = :space_id AND f.sequence < CAST(:before AS INTEGER)
-            AND (:item_type IS NULL OR f.item_type = :item_type)
-            AND (:producer_id IS NULL OR f.producer_id = :producer_id)
-            AND (:thread_id IS NULL OR f.thread_id = :thread_id)
-        ORDER BY f.sequence DESC LIMIT :limit""",
-        {"space_id": space_id, "before": before, "limit": limit, "item_type": item_type,
-         "producer_id": producer_id, "thread_id": thread_id})
+        WHERE {" AND ".join(conditions)}
+        ORDER BY f.sequence DESC LIMIT :limit""", params)
 
 
 def feed_from(row: Row) -> FeedRow:
@@ -57,7 +70,8 @@ class MessageRow:
     in_reply_to: str | None
     kind: str
     subject: str
-    body_ref: str
+    body_ref: str | None  # a body written before migration 0004; else the body is in the row
+    body: str | None
     body_size: int
     body_sha256: bytes
     metadata_json: str | None
@@ -145,17 +159,20 @@ class CheckpointRow:
     behind: int
 
 
-def checkpoints(space_id: str, limit: int) -> Statement:
+def checkpoints(space_id: str, limit: int, count_cap: int) -> Statement:
     """Each consumer with its checkpoint per (view revision, grants) and how many items of its
-    view come after it (the whole space for ``space_log``, the actor's inbox for ``inbox``)."""
+    view come after it (the whole space for ``space_log``, the actor's inbox for ``inbox``),
+    counted up to ``count_cap`` (so a far-behind consumer costs at most that many index steps)."""
     columns = select_list(
         CheckpointRow, "c.", checkpoint_view_revision="k.view_revision",
         grant_fingerprint="k.grant_fingerprint", sequence="CAST(k.sequence AS TEXT)",
         updated_at="k.updated_at", behind="""CASE c.view
-            WHEN 'space_log' THEN (SELECT count(*) FROM feed_items f
-                WHERE f.space_id = c.space_id AND f.sequence > coalesce(k.sequence, 0))
-            ELSE (SELECT count(*) FROM feed_recipients r WHERE r.space_id = c.space_id
-                AND r.actor_id = c.actor_id AND r.sequence > coalesce(k.sequence, 0)) END""")
+            WHEN 'space_log' THEN (SELECT count(*) FROM (SELECT 1 FROM feed_items f
+                WHERE f.space_id = c.space_id AND f.sequence > coalesce(k.sequence, 0)
+                LIMIT :cap))
+            ELSE (SELECT count(*) FROM (SELECT 1 FROM feed_recipients r
+                WHERE r.space_id = c.space_id AND r.actor_id = c.actor_id
+                AND r.sequence > coalesce(k.sequence, 0) LIMIT :cap)) END""")
     return stmt(f"""
         SELECT {columns}
         FROM consumers c
@@ -163,7 +180,7 @@ def checkpoints(space_id: str, limit: int) -> Statement:
             AND k.consumer_id = c.consumer_id
         WHERE c.space_id = :space_id
         ORDER BY c.consumer_id, k.view_revision DESC, k.grant_fingerprint LIMIT :limit""",
-        {"space_id": space_id, "limit": limit})
+        {"space_id": space_id, "limit": limit, "cap": count_cap})
 
 
 def checkpoint_from(row: Row) -> CheckpointRow:
@@ -328,7 +345,7 @@ class TokenGrants:
     blob_references: str
 
 
-def token_grants(token_id: str) -> Statement:
+def token_grants(space_id: str, token_id: str) -> Statement:
     columns = select_list(
         TokenGrants, "t.",
         scopes="""(SELECT json_group_array(scope) FROM (SELECT scope FROM token_scopes
@@ -341,8 +358,9 @@ def token_grants(token_id: str) -> Statement:
             ORDER BY collection_id, action))""",
         blob_references="""(SELECT json_group_array(blob_id) FROM (SELECT blob_id
             FROM token_blob_reference_grants WHERE token_id = t.token_id ORDER BY blob_id))""")
-    return stmt(f"SELECT {columns} FROM tokens t WHERE t.token_id = :token_id",
-                {"token_id": token_id})
+    return stmt(f"SELECT {columns} FROM tokens t"
+                " WHERE t.token_id = :token_id AND t.space_id = :space_id",
+                {"token_id": token_id, "space_id": space_id})
 
 
 def grants_from(row: Row) -> TokenGrants:

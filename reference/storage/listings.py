@@ -70,8 +70,14 @@ def _json_tuple(text: str) -> tuple[object, ...]:
 _SPACE_COLUMNS = select_list(SpaceRow)
 
 
-def spaces() -> Statement:
-    return stmt(f"SELECT {_SPACE_COLUMNS} FROM spaces ORDER BY space_id")
+#: ``limit`` of a whole listing (SQLite reads a negative LIMIT as none).
+ALL = -1
+
+
+def spaces(after: str = "", limit: int = ALL) -> Statement:
+    """Spaces by id after ``after``, at most ``limit``."""
+    return stmt(f"""SELECT {_SPACE_COLUMNS} FROM spaces WHERE space_id > :after
+                    ORDER BY space_id LIMIT :limit""", {"after": after, "limit": limit})
 
 
 def space(space_id: str) -> Statement:
@@ -118,13 +124,15 @@ def collections(space_id: str) -> Statement:
                 {"space_id": space_id})
 
 
-def tokens(space_id: str) -> Statement:
+def tokens(space_id: str, after: str = "", limit: int = ALL) -> Statement:
+    """The space's tokens by id after ``after``, at most ``limit``."""
     columns = select_list(TokenListing, "t.", scopes="""(
         SELECT json_group_array(scope) FROM (SELECT scope FROM token_scopes s
             WHERE s.token_id = t.token_id ORDER BY scope))""")
-    return stmt(f"""SELECT {columns}
-                   FROM tokens t WHERE t.space_id = :space_id ORDER BY t.token_id""",
-                {"space_id": space_id})
+    return stmt(f"""SELECT {columns} FROM tokens t
+                   WHERE t.space_id = :space_id AND t.token_id > :after
+                   ORDER BY t.token_id LIMIT :limit""",
+                {"space_id": space_id, "after": after, "limit": limit})
 
 
 def token_from(row: Row) -> TokenListing:
@@ -132,14 +140,16 @@ def token_from(row: Row) -> TokenListing:
     return decode(TokenListing, row, scopes=_json_tuple)
 
 
-def threads(space_id: str) -> Statement:
+def threads(space_id: str, after: str = "", limit: int = ALL) -> Statement:
+    """The space's threads by id after ``after``, at most ``limit``."""
     columns = select_list(ThreadRow, "t.", member_ids="""(
         SELECT json_group_array(actor_id) FROM (SELECT actor_id
             FROM thread_members m WHERE m.space_id = t.space_id
             AND m.thread_id = t.thread_id ORDER BY actor_id))""")
-    return stmt(f"""SELECT {columns}
-                   FROM threads t WHERE t.space_id = :space_id ORDER BY t.thread_id""",
-                {"space_id": space_id})
+    return stmt(f"""SELECT {columns} FROM threads t
+                   WHERE t.space_id = :space_id AND t.thread_id > :after
+                   ORDER BY t.thread_id LIMIT :limit""",
+                {"space_id": space_id, "after": after, "limit": limit})
 
 
 def thread_from(row: Row) -> ThreadRow:

@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from waypost.reference.domain import values
 from waypost.reference.domain.errors import InvalidRequest, ResourceLimit, StorageUnavailable, WaypostError
 from waypost.reference.http.endpoints import context
-from waypost.reference.service import admin_sessions
+from waypost.reference.service import admin_sessions, inspector
 
 log = logging.getLogger("waypost.dashboard")
 
@@ -38,6 +38,7 @@ Form = dict[str, list[str]]
 _templates = Environment(loader=PackageLoader("waypost.reference.http.dashboard", "templates"),
                          autoescape=select_autoescape(default=True, default_for_string=True))
 _templates.filters["time"] = lambda ms: "" if ms is None else values.format_timestamp(ms)
+_templates.filters["behind"] = inspector.behind_text
 _templates.globals["request_id"] = lambda: new_request_id()
 _templates.globals["query"] = lambda **params: urlencode(
     {key: value for key, value in params.items() if value not in (None, "")})
@@ -137,14 +138,18 @@ def page(handler: Page) -> Callable[[Request], Awaitable[Response]]:
     return endpoint
 
 
-def action(handler: Action) -> Callable[[Request], Awaitable[Response]]:
-    """A form post for a live session whose form carries the session's CSRF token."""
+def action(handler: Action, without_session: Callable[[], Response] | None = None
+           ) -> Callable[[Request], Awaitable[Response]]:
+    """A form post for a live session whose form carries the session's CSRF token; without a
+    live session, ``without_session()`` or else a ``401`` page."""
 
     async def endpoint(request: Request) -> Response:
         session = await _guarded_session(request)
         if isinstance(session, Response):
             return session
         if session is None:
+            if without_session is not None:
+                return without_session()
             return render("error.html", 401, session=None, error={
                 "code": "UNAUTHENTICATED", "message": "sign in first (the session is over)"})
         live = session

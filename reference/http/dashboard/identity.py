@@ -27,28 +27,36 @@ def _path(request: Request, name: str) -> str:
 
 
 async def _index(request: Request, session: Session) -> Response:
-    spaces = (await listings.spaces(context(request))).body["spaces"]
-    return render("spaces.html", session=session, spaces=spaces, kinds=ACTOR_KINDS)
+    spaces, after = await listings.spaces_page(context(request),
+                                               request.query_params.get("after"))
+    return render("spaces.html", session=session, spaces=spaces, kinds=ACTOR_KINDS,
+                  page={"next": after})
 
 
-async def space_overview(ctx: Context, space_id: str) -> dict[str, Any]:
-    """Everything the space page shows: identities, the two charts."""
-    space = (await listings.space(ctx, space_id)).body
+async def space_overview(ctx: Context, space_id: str, tokens_after: str | None = None,
+                         threads_after: str | None = None) -> dict[str, Any]:
+    """Everything the space page shows: identities (a page of tokens and of threads), the two
+    charts."""
+    space = await listings.space_page(ctx, space_id, tokens_after, threads_after)
     hours = await inspector.items_per_hour(ctx, space_id)
     progress = await inspector.progress(ctx, space_id)
     lag: dict[str, int] = {}
     for row in progress.checkpoints:  # newest view revision first: its checkpoint counts
-        lag.setdefault(row.consumer_id, row.behind)
+        lag.setdefault(row.consumer_id, min(row.behind, inspector.MAX_BEHIND))
     return {"space": space, "activity": charts.bars(
                 "feed items per hour, last 24 hours (UTC)",
                 [(f"{hour % 24:02d}:00", count) for hour, count in hours]),
-            "lag": charts.bars("items behind, per consumer", sorted(lag.items()))}
+            "lag": charts.bars(f"items behind, per consumer (counted up to "
+                               f"{inspector.MAX_BEHIND:,})", sorted(lag.items()))}
 
 
 async def _space(request: Request, session: Session) -> Response:
-    overview = await space_overview(context(request), _path(request, "space_id"))
+    params = {name: request.query_params.get(name, "")
+              for name in ("tokens_after", "threads_after")}
+    overview = await space_overview(context(request), _path(request, "space_id"),
+                                    params["tokens_after"], params["threads_after"])
     return render("space.html", session=session, kinds=ACTOR_KINDS, views=VIEWS,
-                  scopes=SCOPES, **overview)
+                  scopes=SCOPES, params=params, **overview)
 
 
 async def _create_space(request: Request, session: Session, form: Form) -> Response:
@@ -151,8 +159,9 @@ async def _issue_token(request: Request, session: Session, form: Form) -> Respon
 
 
 async def _revoke_token(request: Request, session: Session, form: Form) -> Response:
-    space_id = _path(request, "space_id")
-    await control.revoke_token(context(request), _path(request, "token_id"),
+    space_id, token_id = _path(request, "space_id"), _path(request, "token_id")
+    await inspector.token_grants(context(request), space_id, token_id)  # the URL's space's own
+    await control.revoke_token(context(request), token_id,
                                {"request_id": field(form, "request_id")})
     return redirect(f"/spaces/{space_id}")
 
@@ -169,19 +178,18 @@ def grant_form_values(grants: TokenGrants) -> dict[str, Any]:
 
 
 async def _replace_form(request: Request, session: Session) -> Response:
-    grants = await inspector.token_grants(context(request), _path(request, "token_id"))
+    grants = await inspector.token_grants(context(request), _path(request, "space_id"),
+                                          _path(request, "token_id"))
     return render("token_replace.html", session=session, token=grants, scopes=SCOPES,
                   initial=grant_form_values(grants))
 
 
 async def _replace_token(request: Request, session: Session, form: Form) -> Response:
-    ctx = context(request)
-    token_id = _path(request, "token_id")
-    grants = await inspector.token_grants(ctx, token_id)
-    issued = await token_replacement.replace_token(ctx, token_id, {
+    space_id, token_id = _path(request, "space_id"), _path(request, "token_id")
+    issued = await token_replacement.replace_token(context(request), space_id, token_id, {
         "request_id": field(form, "request_id"), **grants_from_form(form)})
     return render("token_issued.html", 201 if not issued.replayed else 200, session=session,
-                  space_id=grants.space_id, issued=issued.body, replayed=issued.replayed,
+                  space_id=space_id, issued=issued.body, replayed=issued.replayed,
                   replaced=token_id)
 
 

@@ -35,14 +35,16 @@ async def _message(request: Request, session: Session) -> Response:
     ctx = context(request)
     space = await inspector.space(ctx, _path(request, "space_id"))
     view = await inspector.message(ctx, space.space_id, _path(request, "message_id"))
-    return render("message.html", session=session, space=space, view=view)
+    return render("message.html", session=session, space=space, view=view,
+                  max_receipt_steps=inspector.MAX_RECEIPT_STEPS)
 
 
 async def _consumers(request: Request, session: Session) -> Response:
     ctx = context(request)
     space = await inspector.space(ctx, _path(request, "space_id"))
     progress = await inspector.progress(ctx, space.space_id)
-    return render("consumers.html", session=session, space=space, progress=progress)
+    return render("consumers.html", session=session, space=space, progress=progress,
+                  max_behind=inspector.MAX_BEHIND)
 
 
 async def _collection(request: Request, session: Session) -> Response:

@@ -72,14 +72,20 @@ async def sign_in(request: Request) -> Response:
     return response
 
 
-async def _sign_out(request: Request, session: Session, form: Form) -> Response:
-    await admin_sessions.sign_out(context(request), session.id)
+def _signed_out() -> Response:
+    """To the sign-in form, with the session cookie cleared."""
     response = redirect("/sign-in")
     response.delete_cookie(COOKIE, path=PREFIX, httponly=True, samesite="strict")
     return response
 
 
-sign_out = action(_sign_out)
+async def _sign_out(request: Request, session: Session, form: Form) -> Response:
+    await admin_sessions.sign_out(context(request), session.id)
+    return _signed_out()
+
+
+#: Signing out of a session that is over already changes nothing but the cookie.
+sign_out = action(_sign_out, without_session=_signed_out)
 
 _CSS = resources.files("waypost.reference.http.dashboard").joinpath(
     "static", "dashboard.css").read_bytes()
