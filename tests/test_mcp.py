@@ -185,6 +185,51 @@ def test_memory_publish_read_and_a_conflict(space: dict[str, str], tmp_path: Pat
     run(main)
 
 
+def test_files_stay_inside_the_agents_folder(space: dict[str, str], tmp_path: Path) -> None:
+    """attach and read_blob save_to reach only the --files folder (default: the --db file's),
+    symlinks followed, and never the process's own files in it."""
+    home = tmp_path / "agent"
+    home.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("a private key")
+    (home / "note.md").write_text("hello")
+    (home / "key.txt").symlink_to(secret)
+    (home / "up").symlink_to(tmp_path)
+    token_file = home / "token"
+    token_file.write_text(space["alice"])
+    outside = ["../secret.txt", str(secret), "key.txt", "up/secret.txt", "~/.ssh/id_rsa",
+               "a.db", str(home / "a.db-wal"), "token"]
+
+    async def main() -> None:
+        with (tmp_path / "err.log").open("w") as errlog:
+            async with over_stdio(space["url"], home / "a.db", space["alice"], errlog,
+                                  extra=("--token-file", str(token_file))) as c:
+                blob = await ok(c, "attach", path="note.md")  # relative: inside the folder
+                assert blob["size"] == 5
+                for path in outside:
+                    error = await refused(c, "attach", path=path)
+                    assert (error["code"], error["details"]) == (
+                        "INVALID_REQUEST", {"field": "path"}), path
+                for path in ("../copy.md", str(tmp_path / "copy.md"), "up/copy.md",
+                             "a.db-journal"):
+                    error = await refused(c, "read_blob", blob_id=blob["blob_id"],
+                                          save_to=path)
+                    assert (error["code"], error["details"]) == (
+                        "INVALID_REQUEST", {"field": "save_to"}), path
+                assert not (tmp_path / "copy.md").exists()
+                assert not (home / "a.db-journal").exists()
+                saved = await ok(c, "read_blob", blob_id=blob["blob_id"], save_to="copy.md")
+                assert (home / "copy.md").read_text() == "hello"
+                assert Path(saved["saved_to"]) == (home / "copy.md").resolve()
+            async with over_stdio(space["url"], home / "a.db", space["alice"], errlog,
+                                  extra=("--files", str(tmp_path))) as c:
+                assert (await ok(c, "attach", path=str(secret)))["size"] == 13
+                error = await refused(c, "attach", path="agent/a.db")
+                assert error["details"] == {"field": "path"}
+
+    run(main)
+
+
 def test_an_inbox_page_of_twenty_is_small(space: dict[str, str], tmp_path: Path) -> None:
     url = space["url"]
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {space['alice']}"}) as http:
@@ -259,3 +304,9 @@ def test_the_command_needs_a_token_and_keeps_a_file_to_its_server(space: dict[st
     assert done.returncode == 2
     assert "belongs to http://127.0.0.1:1" in done.stderr
     assert space["bob"] not in done.stderr
+    done = subprocess.run(command(space["url"], tmp_path / "d.db", "--files",
+                                  str(tmp_path / "none")),
+                          env={**env, "WAYPOST_TOKEN": space["bob"]}, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr == f"waypost mcp: --files: not a folder: {tmp_path / 'none'}\n"

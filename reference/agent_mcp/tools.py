@@ -37,10 +37,10 @@ def keyed_request_id(tool: str, key: str | None, arguments: dict[str, Any]) -> s
 
 
 class Agent:
-    """The tools of one agent: one local file, one server, one token."""
+    """The tools of one agent: one local file, one server, one token, one folder of files."""
 
-    def __init__(self, store: LocalStore, api: Api) -> None:
-        self.store, self.api = store, api
+    def __init__(self, store: LocalStore, api: Api, files: blobs.Files) -> None:
+        self.store, self.api, self.files = store, api, files
         self.lock = threading.Lock()
 
     def inbox(self, args: a.Inbox) -> dict[str, Any]:
@@ -172,10 +172,10 @@ class Agent:
         return {"published": True, "revision": result["revision"], "changed": result["changed"]}
 
     def attach(self, args: a.Attach) -> dict[str, Any]:
-        return blobs.attach(self.api, args.path, args.content_type)
+        return blobs.attach(self.api, self.files, args.path, args.content_type)
 
     def read_blob(self, args: a.ReadBlob) -> dict[str, Any]:
-        return blobs.read(self.api, args.blob_id, args.save_to)
+        return blobs.read(self.api, self.files, args.blob_id, args.save_to)
 
     def _queued(self, request_id: str) -> Row | None:
         return self.store.row("SELECT * FROM local_outbound WHERE request_id = ?", (request_id,))
