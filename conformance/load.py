@@ -68,6 +68,13 @@ class LoadReport:
     history: History = field(default_factory=History)
     checked: dict[str, int] = field(default_factory=dict)
 
+    def tally(self, op: str, *, ok: int = 0, errors: int = 0, conflicts: int = 0) -> None:
+        """Count answers of ``op``; client threads call it at once, so under the lock."""
+        with self.history.lock:
+            stats = self.stats[op]
+            stats.ok, stats.errors = stats.ok + ok, stats.errors + errors
+            stats.conflicts += conflicts
+
     @property
     def anomalies(self) -> list[Any]:
         return self.history.anomalies
@@ -222,7 +229,7 @@ class Client:
             return answer
         with self.report.history.lock:
             self.report.history.indeterminate += 1
-            self.report.stats[op].errors += 1
+        self.report.tally(op, errors=1)
         return None
 
     def rid(self, kind: str) -> str:
@@ -233,11 +240,11 @@ class Client:
         if answer is None:
             return False
         if answer.status_code != status:
-            self.report.stats[op].errors += 1
+            self.report.tally(op, errors=1)
             self.report.history.anomaly("unexpected answer", f"{op}: {answer.status_code} "
                                         f"{answer.text[:200]}")
             return False
-        self.report.stats[op].ok += 1
+        self.report.tally(op, ok=1)
         return True
 
     def send(self) -> None:
@@ -308,7 +315,7 @@ class Client:
                                        "blob_id": self.actor.blob_id}]})
             if answer is not None and answer.status_code == 409 and \
                     _code(answer) == "REVISION_CONFLICT":
-                self.report.stats["publish"].conflicts += 1
+                self.report.tally("publish", conflicts=1)
                 self.head = int(answer.json()["error"]["details"]["current_revision"])
                 if not self.budget.take():
                     return

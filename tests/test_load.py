@@ -3,10 +3,17 @@ whose feed pages drop or repeat an item is caught; only loopback targets without
 
 from __future__ import annotations
 
+import dis
 import json
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import pytest
 
@@ -14,6 +21,8 @@ from tests.conftest import KitApp, Patch
 from tests.inprocess import kit_client
 from waypost.conformance import load
 from waypost.conformance.load_cli import is_loopback
+
+STORE_ATTR = dis.opmap["STORE_ATTR"]
 
 
 def test_a_short_run_against_sqlite_has_no_anomaly(tmp_path: Path) -> None:
@@ -61,6 +70,43 @@ def test_the_reference_in_process_has_no_anomaly(kit_app: KitApp, kit_admin: str
                           seconds=3600, max_requests=150, seed=1)
     assert [a.as_json() for a in report.anomalies] == []
     assert report.requests >= 150
+
+
+@contextmanager
+def switching_inside(filename: str) -> Iterator[None]:
+    """Threads started meanwhile pause a millisecond before each attribute store in
+    ``filename``'s code, as a free-threaded or unlucky interpreter may: a read-modify-write
+    shared between threads without a lock then loses updates."""
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "opcode" and frame.f_code.co_code[frame.f_lasti] == STORE_ATTR:
+            time.sleep(0.001)
+        return local
+
+    def calls(frame: FrameType, event: str, arg: Any) -> Any:
+        if frame.f_code.co_filename != filename:
+            return None
+        frame.f_trace_opcodes = True
+        return local
+
+    threading.settrace(calls)
+    try:
+        yield
+    finally:
+        threading.settrace(None)  # type: ignore[arg-type]
+
+
+def test_the_counts_of_concurrent_clients_add_up(kit_app: KitApp, kit_admin: str,
+                                                 tmp_path: Path) -> None:
+    """Each client thread's answers count once in the report, however the threads
+    interleave: the sends and publishes counted ok are those the history holds."""
+    with kit_app(tmp_path / "data") as client, switching_inside(load.__file__):
+        report = load.run(lambda: kit_client(client), kit_admin, "reference", clients=4,
+                          seconds=3600, max_requests=300, seed=3)
+    counted = report.as_json()["operations"]
+    assert (counted["send"]["ok"], counted["publish"]["ok"]) == (
+        len(report.history.sent), len(report.history.published))
+    answered = sum(op["ok"] + op["errors"] + op["conflicts"] for op in counted.values())
+    assert answered == report.requests
 
 
 def test_a_remote_target_needs_a_flag(capsys: pytest.CaptureFixture[str]) -> None:
