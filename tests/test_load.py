@@ -15,10 +15,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import httpx
 import pytest
+from starlette.testclient import TestClient
 
 from tests.conftest import KitApp, Patch
-from tests.inprocess import kit_client
+from tests.inprocess import PortalTransport, kit_client
 from waypost.conformance import load
 from waypost.conformance.load_cli import is_loopback
 
@@ -107,6 +109,42 @@ def test_the_counts_of_concurrent_clients_add_up(kit_app: KitApp, kit_admin: str
         len(report.history.sent), len(report.history.published))
     answered = sum(op["ok"] + op["errors"] + op["conflicts"] for op in counted.values())
     assert answered == report.requests
+
+
+class LosesPublishAnswers(httpx.BaseTransport):
+    """Every request reaches the app, but the answers of the first ``lose`` publishes (each
+    of their attempts) are lost on the way back: committed, never answered."""
+
+    def __init__(self, app: TestClient, lose: int) -> None:
+        self.inner, self.left, self.lost = PortalTransport(app), lose, set[str]()
+        self.lock = threading.Lock()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        answer = self.inner.handle_request(request)
+        if request.method == "POST" and request.url.path.endswith("/revisions"):
+            request_id = json.loads(request.content)["request_id"]
+            with self.lock:
+                if request_id not in self.lost and self.left > 0:
+                    self.left -= 1
+                    self.lost.add(request_id)
+                if request_id in self.lost:
+                    raise httpx.ReadError("the answer was lost", request=request)
+        return answer
+
+
+def test_publishes_committed_without_an_answer_are_no_head_anomaly(
+        kit_app: KitApp, kit_admin: str, tmp_path: Path) -> None:
+    """A publish whose every answer was lost may have moved the head and added its entry:
+    the run reports the lost answers, not a broken head."""
+    with kit_app(tmp_path / "data") as client:
+        transport = LosesPublishAnswers(client, 2)
+        report = load.run(lambda: httpx.Client(transport=transport,
+                                                base_url="http://testserver"),
+                          kit_admin, "reference", clients=3, seconds=3600, max_requests=150,
+                          seed=1)
+    assert report.history.indeterminate == 2
+    assert {a.kind for a in report.anomalies} == {"transport"}, [
+        a.as_json() for a in report.anomalies if a.kind != "transport"]
 
 
 def test_a_remote_target_needs_a_flag(capsys: pytest.CaptureFixture[str]) -> None:
