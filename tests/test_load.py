@@ -147,6 +147,39 @@ def test_publishes_committed_without_an_answer_are_no_head_anomaly(
         a.as_json() for a in report.anomalies if a.kind != "transport"]
 
 
+class LogUnavailable(httpx.BaseTransport):
+    """The app, except that every read with the space-log consumer's token (used only by
+    the final re-read) is answered 503."""
+
+    def __init__(self, app: TestClient) -> None:
+        self.inner, self.log_token = PortalTransport(app), ""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if self.log_token and request.headers.get("authorization") == \
+                f"Bearer {self.log_token}":
+            return httpx.Response(503, json={"error": {"code": "UNAVAILABLE",
+                                                       "message": "busy", "details": {}}})
+        answer = self.inner.handle_request(request)
+        if request.url.path.endswith("/tokens") and \
+                json.loads(request.content)["consumer_id"] == "log":
+            self.log_token = answer.json()["token"]
+        return answer
+
+
+def test_a_re_read_that_is_never_answered_is_an_anomaly(
+        kit_app: KitApp, kit_admin: str, tmp_path: Path) -> None:
+    with kit_app(tmp_path / "data") as client:
+        transport = LogUnavailable(client)
+        report = load.run(lambda: httpx.Client(transport=transport,
+                                                base_url="http://testserver"),
+                          kit_admin, "reference", clients=2, seconds=3600, max_requests=40,
+                          seed=1)
+    assert [(a.kind, a.detail) for a in report.anomalies] == [
+        ("re-read", "space log: GET /v1/feed: 503 "
+                    '{"error":{"code":"UNAVAILABLE","message":"busy","details":{}}}')]
+    assert report.checked["views"] == 0
+
+
 def test_a_remote_target_needs_a_flag(capsys: pytest.CaptureFixture[str]) -> None:
     from waypost.cli import main
 
