@@ -416,8 +416,9 @@ def _reread_collection(client: httpx.Client, space: Space, collection: str,
     token = next(a for a in space.actors if a.collection == collection).publisher
     path = f"/v1/collections/{collection}"
     head = int(_get(client, path, token)["current_revision"])
-    parents = {r: _get(client, f"{path}/revisions/{r}", token).get("parent_revision")
-               for r in range(1, head + 1)}
+    parents: dict[int, int] = {  # a missing parent (-1) is an anomaly
+        r: _get(client, f"{path}/revisions/{r}", token).get("parent_revision", -1)
+        for r in range(1, head + 1)}
     entries = _all_items(client, token, limit, f"{path}/revisions/{head}/items", ids=True) \
         if head else []
     history.anomalies += check_collection(collection, head, history, entries, parents)
