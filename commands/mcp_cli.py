@@ -17,6 +17,7 @@ import anyio
 from waypost.consumer_cli import DEFAULT_DB
 from waypost.reference.agent_mcp import server as mcp_server
 from waypost.reference.agent_mcp import transports
+from waypost.reference.agent_mcp.blobs import Files
 from waypost.reference.agent_mcp.tools import Agent
 from waypost.reference.consumer import faults
 from waypost.reference.consumer.client import Api, ConsumerError
@@ -33,6 +34,19 @@ def _token(token_file: str | None) -> str:
     if not token:
         raise ConsumerError("no token: pass --token-file FILE or set WAYPOST_TOKEN")
     return token
+
+
+def _files(args: argparse.Namespace) -> Files:
+    """The folder of ``attach`` and ``read_blob`` (``--files``, else the local file's), less
+    the local file, its journals and the token file."""
+    db = Path(args.db)
+    root = Path(args.files).expanduser() if args.files is not None else db.resolve().parent
+    if not root.is_dir():
+        raise ConsumerError(f"--files: not a folder: {root}")
+    private = [db, *(db.with_name(db.name + end) for end in ("-wal", "-shm", "-journal"))]
+    if args.token_file is not None:
+        private.append(Path(args.token_file))
+    return Files.under(root, private)
 
 
 def _ready(url: str) -> None:
@@ -56,13 +70,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"waypost mcp: {error}", file=sys.stderr)
         return 2
     try:
+        files = _files(args)
         store.init_profile(args.server, args.label)
     except ConsumerError as error:
         store.close()
         print(f"waypost mcp: {error}", file=sys.stderr)
         return 2
     api = Api(args.server, token)
-    server = mcp_server.build(Agent(store, api))
+    server = mcp_server.build(Agent(store, api, files))
     try:
         if args.http:
             transports.serve_http(server, token, args.host, args.port, _ready)
@@ -83,6 +98,11 @@ def add_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--db", default=os.environ.get("WAYPOST_CONSUMER_DB", DEFAULT_DB),
                          help="the consumer's local SQLite file, created if missing (default: "
                               f"$WAYPOST_CONSUMER_DB, else ./{DEFAULT_DB})")
+    command.add_argument("--files", default=None, metavar="DIR",
+                         help="the only folder attach reads from and read_blob saves to "
+                              "(relative paths are taken inside it; a path that leaves it, "
+                              "symlinks followed, is refused); default: the --db file's "
+                              "folder")
     command.add_argument("--label", default="default",
                          help="the name of this file's local checkpoints (default: default)")
     command.add_argument("--token-file", default=None, metavar="FILE",

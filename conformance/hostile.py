@@ -60,7 +60,12 @@ def run_checks(client: httpx.Client, admin_token: str, prefix: str,
 
 def _run_one(check: HostileCheck, client: httpx.Client, admin_token: str,
              prefix: str) -> HostileRow:
-    probe = provision(client, admin_token, f"{prefix}-{check.name.replace('_', '')}")
+    try:
+        probe = provision(client, admin_token, f"{prefix}-{check.name.replace('_', '')}")
+    except (Finding, RuntimeError, httpx.HTTPError, ValueError, KeyError, TypeError) as error:
+        # a server that stopped answering in an earlier check: a failed row, not a crash
+        return HostileRow(check, "fail", 0, f"{check.name}: no fresh space for the check: "
+                                            f"{error}")
     if check.needs == "no test hooks" and probe.test_hooks:
         return HostileRow(check, "not applicable", 0, "the target runs with test hooks "
                           "(capabilities.test_hooks): run 'waypost conformance hostile', "

@@ -68,6 +68,13 @@ class LoadReport:
     history: History = field(default_factory=History)
     checked: dict[str, int] = field(default_factory=dict)
 
+    def tally(self, op: str, *, ok: int = 0, errors: int = 0, conflicts: int = 0) -> None:
+        """Count answers of ``op``; client threads call it at once, so under the lock."""
+        with self.history.lock:
+            stats = self.stats[op]
+            stats.ok, stats.errors = stats.ok + ok, stats.errors + errors
+            stats.conflicts += conflicts
+
     @property
     def anomalies(self) -> list[Any]:
         return self.history.anomalies
@@ -222,7 +229,7 @@ class Client:
             return answer
         with self.report.history.lock:
             self.report.history.indeterminate += 1
-            self.report.stats[op].errors += 1
+        self.report.tally(op, errors=1)
         return None
 
     def rid(self, kind: str) -> str:
@@ -233,11 +240,11 @@ class Client:
         if answer is None:
             return False
         if answer.status_code != status:
-            self.report.stats[op].errors += 1
+            self.report.tally(op, errors=1)
             self.report.history.anomaly("unexpected answer", f"{op}: {answer.status_code} "
                                         f"{answer.text[:200]}")
             return False
-        self.report.stats[op].ok += 1
+        self.report.tally(op, ok=1)
         return True
 
     def send(self) -> None:
@@ -308,7 +315,7 @@ class Client:
                                        "blob_id": self.actor.blob_id}]})
             if answer is not None and answer.status_code == 409 and \
                     _code(answer) == "REVISION_CONFLICT":
-                self.report.stats["publish"].conflicts += 1
+                self.report.tally("publish", conflicts=1)
                 self.head = int(answer.json()["error"]["details"]["current_revision"])
                 if not self.budget.take():
                     return
@@ -368,54 +375,98 @@ def run(make_client: Callable[[], httpx.Client], admin_token: str, target: str, 
     return report
 
 
-def _all_items(client: httpx.Client, token: str, page_limit: int) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
+class Unread(Exception):
+    """A read of the final re-read that never got a 200, retried as the run's requests are."""
+
+
+def _get(client: httpx.Client, path: str, token: str,
+         params: dict[str, Any] | None = None) -> dict[str, Any]:
+    detail = ""
+    for _ in range(RETRIES):
+        try:
+            answer = client.get(path, params=params, headers={"Authorization": f"Bearer {token}"})
+        except httpx.TransportError as error:
+            detail = repr(error)
+            continue
+        if answer.status_code == 200:
+            data: dict[str, Any] = answer.json()
+            return data
+        detail = f"{answer.status_code} {answer.text[:200]}"
+        if answer.status_code != 503:
+            break
+    raise Unread(f"GET {path}: {detail}")
+
+
+def _all_items(client: httpx.Client, token: str, page_limit: int, path: str = "/v1/feed",
+               ids: bool = False) -> list[Any]:
+    """Every item of a paged list from its start (``ids``: their item_ids only)."""
+    items: list[Any] = []
     params: dict[str, Any] = {"limit": page_limit}
     while True:
-        page = client.get("/v1/feed", params=params,
-                          headers={"Authorization": f"Bearer {token}"}).json()
-        items += page["items"]
+        page = _get(client, path, token, params)
+        items += [item["item_id"] for item in page["items"]] if ids else page["items"]
         if not page["has_more"]:
             return items
         params["cursor"] = page["next_cursor"]
+
+
+def _reread_collection(client: httpx.Client, space: Space, collection: str,
+                       history: History, limit: int) -> int:
+    """One collection's head, parents and head entries against the history; its head."""
+    token = next(a for a in space.actors if a.collection == collection).publisher
+    path = f"/v1/collections/{collection}"
+    head = int(_get(client, path, token)["current_revision"])
+    parents: dict[int, int] = {  # a missing parent (-1) is an anomaly
+        r: _get(client, f"{path}/revisions/{r}", token).get("parent_revision", -1)
+        for r in range(1, head + 1)}
+    entries = _all_items(client, token, limit, f"{path}/revisions/{head}/items", ids=True) \
+        if head else []
+    history.anomalies += check_collection(collection, head, history, entries, parents)
+    return head
 
 
 def reread(space: Space, client: httpx.Client, workers: list[Client],
            report: LoadReport) -> None:
     """Every view from its start and every collection, against the history: the space log
     in pages as large as published, each inbox in pages of 7 (another cut of page edges
-    than its reader's)."""
+    than its reader's). A read that never gets a 200 is an anomaly, and what it would
+    have shown goes unchecked."""
     history, limit = report.history, space.limits.get("page_limit", 50)
     heads: dict[str, int] = {}
+    views = 0
     for collection in space.collections:
-        reader = next(a for a in space.actors if a.collection == collection)
-        auth = {"Authorization": f"Bearer {reader.publisher}"}
-        heads[collection] = int(client.get(f"/v1/collections/{collection}",
-                                           headers=auth).json()["current_revision"])
-        parents = {r: client.get(f"/v1/collections/{collection}/revisions/{r}",
-                                 headers=auth).json().get("parent_revision")
-                   for r in range(1, heads[collection] + 1)}
-        entries: list[str] = []
-        params: dict[str, Any] = {"limit": limit}
-        while heads[collection]:
-            page = client.get(f"/v1/collections/{collection}/revisions/{heads[collection]}"
-                              "/items", params=params, headers=auth).json()
-            entries += [entry["item_id"] for entry in page["items"]]
-            if not page["has_more"]:
-                break
-            params["cursor"] = page["next_cursor"]
-        history.anomalies += check_collection(collection, heads[collection], history,
-                                              entries, parents)
-    log = _all_items(client, space.log, limit)
-    producers = {item["item_id"]: item["producer_id"] for item in log}
-    history.anomalies += check_view("space log", log, history, None, heads, producers)
-    for worker in workers:
-        name = worker.actor.name
-        history.anomalies += check_view(f"{name}'s inbox as read during the run",
-                                        worker.delivered, history, name, heads, producers)
-        history.anomalies += check_view(f"{name}'s inbox re-read", _all_items(
-            client, worker.actor.audit, min(limit, 7)), history, name, heads, producers)
+        try:
+            heads[collection] = _reread_collection(client, space, collection, history, limit)
+        except Unread as error:
+            history.anomaly("re-read", f"collection {collection}: {error}", collection)
+    try:
+        log = _all_items(client, space.log, limit)
+    except Unread as error:
+        history.anomaly("re-read", f"space log: {error}")
+        log = None
+    if log is not None:
+        producers = {item["item_id"]: item["producer_id"] for item in log}
+        history.anomalies += check_view("space log", log, history, None, heads, producers)
+        views += 1
+        for worker in workers:
+            views += _reread_inbox(client, worker, history, heads, producers, min(limit, 7))
     history.anomalies += check_acks(history)
-    report.checked = {"views": 1 + 2 * len(workers), "messages": len(history.sent),
+    report.checked = {"views": views, "messages": len(history.sent),
                       "receipts": sum(a.changed for a in history.acked),
                       "revisions": sum(heads.values()), "collections": len(heads)}
+
+
+def _reread_inbox(client: httpx.Client, worker: Client, history: History,
+                  heads: dict[str, int], producers: dict[str, str], limit: int) -> int:
+    """An inbox as its client read it and re-read from its start; the views checked."""
+    name = worker.actor.name
+    history.anomalies += check_view(f"{name}'s inbox as read during the run",
+                                    worker.delivered, history, name, heads, producers)
+    try:
+        again = _all_items(client, worker.actor.audit, limit)
+    except Unread as error:
+        history.anomaly("re-read", f"{name}'s inbox: {error}")
+        return 1
+    history.anomalies += check_view(f"{name}'s inbox re-read", again, history, name, heads,
+                                    producers)
+    return 2

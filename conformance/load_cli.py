@@ -31,9 +31,11 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     add_target(parser)
     parser.add_argument("--clients", type=int, default=16, help="concurrent clients (16)")
     parser.add_argument("--seconds", type=float, default=10.0,
-                        help="how long the clients run (default 10)")
+                        help="how long the clients run at most (default 10)")
     parser.add_argument("--max-requests", type=int, default=1_000_000,
-                        help="stop after this many requests (default 1000000)")
+                        help="stop once this many operations have started (a send, a read with "
+                             "its ACK, a publish attempt; retries not counted; default "
+                             "1000000)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the clients' choices")
     parser.add_argument("--allow-remote", action="store_true",
                         help="allow a URL target that is not on loopback")

@@ -179,23 +179,35 @@ def check_acks(history: History) -> list[Anomaly]:
 def check_collection(collection: str, head: int, history: History,
                      head_items: list[str], parents: dict[int, int]) -> list[Anomaly]:
     """The head moved once per successful publish; every revision's parent is the one
-    before; the head holds every entry published."""
+    before; the head holds every entry published. A publish that never got an answer may
+    have committed: up to ``history.indeterminate`` more revisions and entries are allowed."""
     mine = [p for p in history.published if p.collection == collection]
-    anomalies: list[Anomaly] = []
-    revisions = sorted(p.revision for p in mine)
-    if revisions != list(range(1, len(mine) + 1)) or head != len(mine):
-        doubled = sorted(r for r, n in Counter(revisions).items() if n > 1)
-        anomalies.append(Anomaly("head", (collection,), (
-            f"{collection}: {len(mine)} successful publishes, head {head}, revisions "
-            f"answered {revisions[:10]}… (answered twice: {doubled[:10]})")))
+    anomalies = _head(collection, head, mine, history.indeterminate)
     wrong = {r: p for r, p in parents.items() if p != r - 1}
     if wrong or any(p.parent != p.revision - 1 for p in mine):
         anomalies.append(Anomaly("parent", (collection,), (
             f"{collection}: revisions whose parent is not the one before: "
             f"{sorted(wrong.items())[:10]}")))
-    published = {p.item_id for p in mine}
-    if set(head_items) != published or len(head_items) != len(set(head_items)):
-        anomalies.append(Anomaly("entries", tuple(sorted(published ^ set(head_items)))[:10], (
-            f"{collection}: the head holds {len(head_items)} entries, "
-            f"{len(published)} were published")))
+    published, held = {p.item_id for p in mine}, set(head_items)
+    if not published <= held or len(held - published) > history.indeterminate \
+            or len(head_items) != len(held):
+        anomalies.append(Anomaly("entries", tuple(sorted(published ^ held))[:10], (
+            f"{collection}: the head holds {len(head_items)} entries, {len(published)} were "
+            f"published ({history.indeterminate} unanswered requests)")))
     return anomalies
+
+
+def _head(collection: str, head: int, mine: list[Published], unknown: int) -> list[Anomaly]:
+    """Each answered revision once; the head at the answered publishes, plus at most
+    ``unknown`` unanswered ones."""
+    revisions = sorted(p.revision for p in mine)
+    doubled = sorted(r for r, n in Counter(revisions).items() if n > 1)
+    if unknown:
+        right = not doubled and len(mine) <= head <= len(mine) + unknown \
+            and all(1 <= r <= head for r in revisions)
+    else:
+        right = revisions == list(range(1, len(mine) + 1)) and head == len(mine)
+    return [] if right else [Anomaly("head", (collection,), (
+        f"{collection}: {len(mine)} successful publishes ({unknown} unanswered requests), "
+        f"head {head}, revisions answered {revisions[:10]}… (answered twice: "
+        f"{doubled[:10]})"))]

@@ -22,7 +22,6 @@ from mcp.client.streamable_http import streamable_http_client
 ROUND_SECONDS = 120.0
 
 
-
 def command(url: str, db: Path, *extra: str) -> list[str]:
     """``waypost mcp`` for one agent (``python -m waypost.cli mcp``: the real console entry)."""
     return [sys.executable, "-m", "waypost.cli", "mcp", "--server", url, "--db", str(db), *extra]
@@ -30,9 +29,11 @@ def command(url: str, db: Path, *extra: str) -> list[str]:
 
 @asynccontextmanager
 async def over_stdio(url: str, db: Path, token: str, errlog: TextIO,
-                     fault: str | None = None) -> AsyncIterator[Client]:
-    """An MCP client session with ``waypost mcp`` over its stdin/stdout (stderr to errlog)."""
-    program, *arguments = command(url, db)
+                     fault: str | None = None, extra: tuple[str, ...] = ()
+                     ) -> AsyncIterator[Client]:
+    """An MCP client session with ``waypost mcp`` (``extra``: more of its options) over its
+    stdin/stdout (stderr to errlog)."""
+    program, *arguments = command(url, db, *extra)
     env = {"WAYPOST_TOKEN": token, **({"WAYPOST_CONSUMER_FAULT": fault} if fault else {})}
     params = StdioServerParameters(command=program, args=arguments, env=env)
     async with Client(stdio_client(params, errlog=errlog),

@@ -4,6 +4,7 @@ with a message naming it (through the ASGI app; the defects are about logic)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -49,6 +50,17 @@ def scheme_is_case_sensitive(scope: dict[str, Any]) -> ASGI | None:
         scope["headers"] = [(k, b"Bearer x" if k == b"authorization" else v)
                             for k, v in scope["headers"]]
     return None
+
+
+async def _hang_up(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """A response started and never finished: the connection drops without an answer."""
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+
+
+def dies_after(requests: int) -> Callable[[dict[str, Any]], ASGI | None]:
+    """A server that answers its first ``requests`` requests, then drops every connection."""
+    seen = itertools.count()
+    return lambda scope: _hang_up if next(seen) >= requests else None
 
 
 def hooks_detectable(scope: dict[str, Any]) -> ASGI | None:
@@ -99,6 +111,20 @@ def test_the_reference_passes_every_hostile_check(kit_app: KitApp, kit_admin: st
     for row in rows:  # the requirement ids are data, each one of docs/protocol.md
         assert row.check.requirements
         assert all(re.fullmatch(r"WP-[A-Z]+-\d+", rid) for rid in row.check.requirements)
+
+
+def test_a_server_that_stops_answering_fails_each_check_left(tmp_path: Path,
+                                                            kit_admin: str) -> None:
+    """The server dies during the first check: that check and every later one (whose fresh
+    space cannot be provisioned) is a failed row; the phase itself ends normally."""
+    server = _serve(tmp_path, kit_admin)
+    server.app = _wrap(server.app, dies_after(12))  # type: ignore[arg-type]
+    with server:
+        rows = hostile.run_checks(kit_client(server), kit_admin, "dies")
+    assert [row.check.name for row in rows] == list(hostile.NAMES)
+    assert {row.result for row in rows} == {"fail"}
+    assert all("no fresh space for the check" in row.message for row in rows[1:])
+    assert hostile.summary(rows)[0] == "fail"
 
 
 def test_hooks_are_not_checked_on_a_target_that_runs_them(kit_app: KitApp, kit_admin: str,

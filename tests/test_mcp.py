@@ -39,10 +39,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 def space(server: str) -> dict[str, str]:
     """A fresh space: alice (default actor, keeps the collection notes) and bob, a token each."""
+    space_id = f"mcp{secrets.token_hex(4)}"
     with httpx.Client(base_url=server, timeout=30,
                       headers={"Authorization": f"Bearer {ADMIN}"}) as admin:
-        tokens = provision(admin, f"mcp{secrets.token_hex(4)}")
-    return {"url": server, **{k: str(v) for k, v in tokens.items()}}
+        tokens = provision(admin, space_id)
+    return {"url": server, "space_id": space_id, **{k: str(v) for k, v in tokens.items()}}
 
 
 def closed(schema: Any) -> bool:
@@ -185,6 +186,96 @@ def test_memory_publish_read_and_a_conflict(space: dict[str, str], tmp_path: Pat
     run(main)
 
 
+def test_files_stay_inside_the_agents_folder(space: dict[str, str], tmp_path: Path) -> None:
+    """attach and read_blob save_to reach only the --files folder (default: the --db file's),
+    symlinks followed, and never the process's own files in it."""
+    home = tmp_path / "agent"
+    home.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("a private key")
+    (home / "note.md").write_text("hello")
+    (home / "key.txt").symlink_to(secret)
+    (home / "up").symlink_to(tmp_path)
+    token_file = home / "token"
+    token_file.write_text(space["alice"])
+    outside = ["../secret.txt", str(secret), "key.txt", "up/secret.txt", "~/.ssh/id_rsa",
+               "a.db", str(home / "a.db-wal"), "token"]
+
+    async def main() -> None:
+        with (tmp_path / "err.log").open("w") as errlog:
+            async with over_stdio(space["url"], home / "a.db", space["alice"], errlog,
+                                  extra=("--token-file", str(token_file))) as c:
+                blob = await ok(c, "attach", path="note.md")  # relative: inside the folder
+                assert blob["size"] == 5
+                for path in outside:
+                    error = await refused(c, "attach", path=path)
+                    assert (error["code"], error["details"]) == (
+                        "INVALID_REQUEST", {"field": "path"}), path
+                for path in ("../copy.md", str(tmp_path / "copy.md"), "up/copy.md",
+                             "a.db-journal"):
+                    error = await refused(c, "read_blob", blob_id=blob["blob_id"],
+                                          save_to=path)
+                    assert (error["code"], error["details"]) == (
+                        "INVALID_REQUEST", {"field": "save_to"}), path
+                assert not (tmp_path / "copy.md").exists()
+                assert not (home / "a.db-journal").exists()
+                saved = await ok(c, "read_blob", blob_id=blob["blob_id"], save_to="copy.md")
+                assert (home / "copy.md").read_text() == "hello"
+                assert Path(saved["saved_to"]) == (home / "copy.md").resolve()
+            async with over_stdio(space["url"], home / "a.db", space["alice"], errlog,
+                                  extra=("--files", str(tmp_path))) as c:
+                assert (await ok(c, "attach", path=str(secret)))["size"] == 13
+                error = await refused(c, "attach", path="agent/a.db")
+                assert error["details"] == {"field": "path"}
+
+    run(main)
+
+
+def test_mark_done_says_when_the_server_refused_the_ack(space: dict[str, str],
+                                                        tmp_path: Path) -> None:
+    """bob's token may read but not acknowledge: mark_done moves the item locally and
+    answers the server's refusal of the processed ACK, not acked: true. A token revoked
+    before mark_done leaves the ACK queued: acked false, and why."""
+    url = space["url"]
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    with httpx.Client(base_url=url, timeout=30) as http:
+        def issue(request_id: str, scopes: list[str]) -> dict[str, str]:
+            issued: dict[str, str] = http.post(
+                f"/admin/v1/spaces/{space['space_id']}/tokens", headers=admin, json={
+                    "request_id": request_id, "actor_id": "bob", "consumer_id": "bob-inbox",
+                    "scopes": scopes, "recipients": {"mode": "any"}, "collections": [],
+                    "blob_references": []}).json()
+            return issued
+        reader = issue("reader", ["message.read"])["token"]
+        revoked = issue("revoked", ["message.read", "receipt.write"])
+        assert http.post("/v1/messages", headers={"Authorization": f"Bearer {space['alice']}"},
+                         json={"request_id": "ask", "recipient_ids": ["bob"],
+                               "thread": {"new": True}, "kind": "info", "subject": "Hi",
+                               "body": {"text": "there"}}).status_code == 201
+
+    async def main() -> None:
+        with (tmp_path / "err.log").open("w") as errlog:
+            async with over_stdio(url, tmp_path / "bob.db", reader, errlog) as bob:
+                (item,) = (await ok(bob, "inbox"))["items"]
+                error = await refused(bob, "mark_done", item_ids=[item["item_id"]])
+                assert error["code"] == "FORBIDDEN"
+                assert error["message"].startswith("done here, but the server refused the "
+                                                   "processed ACK: ")
+                assert (await ok(bob, "inbox", state="done"))["items"] == [item]
+            async with over_stdio(url, tmp_path / "bob2.db", revoked["token"], errlog) as bob:
+                (item,) = (await ok(bob, "inbox"))["items"]
+                assert httpx.post(f"{url}/admin/v1/tokens/{revoked['token_id']}/revoke",
+                                  headers=admin, json={"request_id": "revoke"}
+                                  ).status_code == 200
+                answer = await ok(bob, "mark_done", item_ids=[item["item_id"]])
+                assert (answer["done"], answer["acked"]) == ([item["item_id"]], False)
+                assert answer["reason"].startswith("UNAUTHENTICATED (401): ")
+                assert answer["reason"].endswith("; the ACK goes out with the next call")
+        assert reader not in (tmp_path / "err.log").read_text()
+
+    run(main)
+
+
 def test_an_inbox_page_of_twenty_is_small(space: dict[str, str], tmp_path: Path) -> None:
     url = space["url"]
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {space['alice']}"}) as http:
@@ -259,3 +350,9 @@ def test_the_command_needs_a_token_and_keeps_a_file_to_its_server(space: dict[st
     assert done.returncode == 2
     assert "belongs to http://127.0.0.1:1" in done.stderr
     assert space["bob"] not in done.stderr
+    done = subprocess.run(command(space["url"], tmp_path / "d.db", "--files",
+                                  str(tmp_path / "none")),
+                          env={**env, "WAYPOST_TOKEN": space["bob"]}, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr == f"waypost mcp: --files: not a folder: {tmp_path / 'none'}\n"

@@ -75,13 +75,13 @@ class MemoryPublish(Strict):
 
 
 class Attach(Strict):
-    path: str = Field(min_length=1, description="a local file")
+    path: str = Field(min_length=1, description="a file in the agent's folder")
     content_type: str | None = Field(None, description="default: guessed from the name")
 
 
 class ReadBlob(Strict):
     blob_id: Id
-    save_to: str | None = Field(None, min_length=1, description="a new local file to write")
+    save_to: str | None = Field(None, min_length=1, description="a new file in the agent's folder")
 
 
 def _compact(node: Any) -> Any:

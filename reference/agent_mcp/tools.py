@@ -37,10 +37,10 @@ def keyed_request_id(tool: str, key: str | None, arguments: dict[str, Any]) -> s
 
 
 class Agent:
-    """The tools of one agent: one local file, one server, one token."""
+    """The tools of one agent: one local file, one server, one token, one folder of files."""
 
-    def __init__(self, store: LocalStore, api: Api) -> None:
-        self.store, self.api = store, api
+    def __init__(self, store: LocalStore, api: Api, files: blobs.Files) -> None:
+        self.store, self.api, self.files = store, api, files
         self.lock = threading.Lock()
 
     def inbox(self, args: a.Inbox) -> dict[str, Any]:
@@ -84,17 +84,32 @@ class Agent:
         return views.item(self.store, item_id)
 
     def mark_done(self, args: a.MarkDone) -> dict[str, Any]:
-        """Local done (with the ``processed`` ACK queued), then the ACK."""
+        """Local done (with the ``processed`` ACK queued), then the ACK; its outcome is read
+        back from the outbox: a refusal is the server's envelope, no answer yet a reason."""
         for item_id in args.item_ids:
             if self.store.value("SELECT 1 FROM local_work WHERE item_id = ?", (item_id,)) is None:
                 raise ToolFailure("NOT_FOUND", f"no work item {item_id} here (see inbox)",
                                   {"field": "item_ids"})
+        before = self.store.value("SELECT coalesce(max(outbound_id), 0) FROM local_outbound")
         moved = work.mark_done(self.store, list(dict.fromkeys(args.item_ids)))
         faults.hit("done.after_commit")
+        reason = ""
         try:
             outbox.flush(self.store, self.api)
-        except ConsumerError:  # no answer yet: the ACK stays queued and goes out with the next call
-            return {"done": moved, "acked": False}
+        except ConsumerError as error:  # the ACK stays queued and goes out with the next call
+            reason = str(error)
+        acks = self.store.rows("SELECT state, result_json FROM local_outbound WHERE"
+                               " outbound_id > ? AND operation = 'receipt.ack'"
+                               " ORDER BY outbound_id", (before,))
+        for ack in acks:
+            if ack["state"] == "failed":
+                refusal = json.loads(ack["result_json"])["error"]
+                raise ToolFailure(refusal["code"], f"done here, but the server refused the "
+                                  f"processed ACK: {refusal['message']}",
+                                  refusal.get("details") or {})
+        if any(ack["state"] == "pending" for ack in acks):
+            return {"done": moved, "acked": False,
+                    "reason": f"{reason or 'not sent yet'}; the ACK goes out with the next call"}
         return {"done": moved, "acked": True}
 
     def send(self, args: a.Send) -> dict[str, Any]:
@@ -172,10 +187,10 @@ class Agent:
         return {"published": True, "revision": result["revision"], "changed": result["changed"]}
 
     def attach(self, args: a.Attach) -> dict[str, Any]:
-        return blobs.attach(self.api, args.path, args.content_type)
+        return blobs.attach(self.api, self.files, args.path, args.content_type)
 
     def read_blob(self, args: a.ReadBlob) -> dict[str, Any]:
-        return blobs.read(self.api, args.blob_id, args.save_to)
+        return blobs.read(self.api, self.files, args.blob_id, args.save_to)
 
     def _queued(self, request_id: str) -> Row | None:
         return self.store.row("SELECT * FROM local_outbound WHERE request_id = ?", (request_id,))
