@@ -106,8 +106,9 @@ def add_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--label", default="default",
                          help="the name of this file's local checkpoints (default: default)")
     command.add_argument("--token-file", default=None, metavar="FILE",
-                         help="read the agent's bearer token from FILE (default: "
-                              "$WAYPOST_TOKEN); never stored, echoed or logged")
+                         help="read the agent's bearer token from FILE; without it the "
+                              "token itself is taken from $WAYPOST_TOKEN; never stored, "
+                              "echoed or logged")
     command.add_argument("--http", action="store_true",
                          help="serve Streamable HTTP at /mcp instead of stdio; prints "
                               "{\"url\": …} once listening; clients must send the same token "
