@@ -4,18 +4,16 @@ abandoned requests and ``/_test/restart`` stands in for a new process)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.routing import request_response
 
+from tests.threaded_server import serving_app
 from waypost.conformance.crash_matrix import crash_matrix
-from waypost.conformance.targets import free_port
 from waypost.reference.http import app as http_app
 from waypost.reference.server import Settings, build_app
 from waypost.reference.service import messages
@@ -25,30 +23,12 @@ Patch = Callable[[pytest.MonkeyPatch, Any], None]
 pytestmark = pytest.mark.slow
 
 
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.up = threading.Event()
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets)
-        self.up.set()
-
-
 @contextmanager
 def serving(data_dir: Path, patch: Patch, mp: pytest.MonkeyPatch) -> Iterator[str]:
     app = build_app(Settings(data_dir, ADMIN, test_hooks=True, sweep_seconds=0))
     patch(mp, app)
-    port = free_port()
-    server = _Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    assert server.up.wait(timeout=30), "the server did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with serving_app(app) as url:
+        yield url
 
 
 def replays_forgotten_after_a_restart(mp: pytest.MonkeyPatch, app: Any) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,10 +17,9 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
+from tests.threaded_server import serving_app
 from waypost.conformance import fuzz
-from waypost.conformance.targets import free_port
 from waypost.reference.server import Settings, build_app
 from waypost.reference.service import messages
 from waypost.reference.service.context import Context, Outcome
@@ -29,30 +27,12 @@ from waypost.reference.service.context import Context, Outcome
 ADMIN = "fuzz-admin"
 
 
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.up = threading.Event()
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets)
-        self.up.set()
-
-
 @contextmanager
 def serving(data_dir: Path) -> Iterator[str]:
     """The reference (as patched by the caller) on loopback, in a thread."""
     app = build_app(Settings(data_dir, ADMIN, sweep_seconds=0))
-    port = free_port()
-    server = _Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    assert server.up.wait(timeout=30), "the server did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with serving_app(app) as url:
+        yield url
 
 
 def fuzz_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
