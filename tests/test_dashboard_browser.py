@@ -1,5 +1,6 @@
-"""The dashboard in a real browser: Debian's chromium driven by Playwright against
-``waypost serve --dashboard`` (uvicorn on loopback). The data plane is reached with httpx."""
+"""The dashboard in a real browser: Debian's chromium driven by Playwright (pytest-playwright's
+``page``: a fresh context per test) against ``waypost serve --dashboard`` (uvicorn on loopback).
+The data plane is reached with httpx. Run by the ``browser`` tox env, alone in its process."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from waypost.conformance.targets import ServerProcess
 
@@ -23,32 +24,17 @@ IDLE_SECONDS = 1800  # the server's default
 SCRIPT = "<script>document.title='pwned'</script>"
 
 
-def _chromium() -> str:
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """pytest-playwright's launch arguments (``--headed``, ``--slowmo``…) on Debian's chromium:
+    Playwright's own browser download is not used. Its browser lives for the whole session and
+    keeps an event loop running in this thread, hence the ``browser`` tox env, a pytest process
+    of its own (later tests of a shared worker call ``asyncio.run``)."""
     path = os.environ.get("WAYPOST_CHROMIUM") or shutil.which("chromium")
     if path is None:  # a failure, not a skip: CI installs it (.ci/run)
         pytest.fail("no chromium: install Debian's package (apt-get install chromium) or set "
                     "WAYPOST_CHROMIUM to a Chromium executable")
-    return path
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    """Debian's chromium (Playwright's own browser download is not used). Playwright's sync API
-    runs an event loop in this thread while it is started, so it lives only as long as this
-    module's tests: later tests of the same worker call ``asyncio.run``."""
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=_chromium())
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(chromium: Browser) -> Iterator[Page]:
-    """A fresh page in a fresh context: no cookie of another test."""
-    context = chromium.new_context()
-    context.set_default_timeout(30_000)
-    yield context.new_page()
-    context.close()
+    return {**browser_type_launch_args, "executable_path": path}
 
 
 @pytest.fixture(scope="module")
