@@ -18,8 +18,20 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from waypost.conformance.targets import ServerProcess
+
 #: Seconds a single MCP round may take before a test fails instead of hanging.
 ROUND_SECONDS = 120.0
+
+
+@contextmanager
+def reference_server(data_dir: Path, admin_token: str) -> Iterator[str]:
+    """A real ``waypost serve`` for MCP tests (access log off, ``synchronous=normal``); its URL."""
+    process = ServerProcess(data_dir, admin_token, "--no-access-log", "--synchronous", "normal")
+    try:
+        yield process.url
+    finally:
+        process.stop()
 
 
 def command(url: str, db: Path, *extra: str) -> list[str]:

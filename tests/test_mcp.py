@@ -16,9 +16,18 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.mcp_harness import agent, command, http_process, ok, over_http, over_stdio, refused, run
+from tests.mcp_harness import (
+    agent,
+    command,
+    http_process,
+    ok,
+    over_http,
+    over_stdio,
+    reference_server,
+    refused,
+    run,
+)
 from waypost.bootstrap import provision
-from waypost.conformance.targets import ServerProcess
 from waypost.reference.consumer.store import LocalStore
 
 ADMIN = "mcp-admin"
@@ -28,12 +37,8 @@ TOOLS = {"inbox", "read_message", "mark_done", "send", "reply", "memory_get", "m
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    process = ServerProcess(tmp_path_factory.mktemp("mcp") / "data", ADMIN,
-                            "--no-access-log", "--synchronous", "normal")
-    try:
-        yield process.url
-    finally:
-        process.stop()
+    with reference_server(tmp_path_factory.mktemp("mcp") / "data", ADMIN) as url:
+        yield url
 
 
 @pytest.fixture

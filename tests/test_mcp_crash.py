@@ -12,21 +12,16 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.mcp_harness import ok, over_stdio, run
+from tests.mcp_harness import ok, over_stdio, reference_server, run
 from waypost.bootstrap import provision
-from waypost.conformance.targets import ServerProcess
 
 ADMIN = "mcp-crash-admin"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    process = ServerProcess(tmp_path_factory.mktemp("mcp-crash") / "data", ADMIN,
-                            "--no-access-log", "--synchronous", "normal")
-    try:
-        yield process.url
-    finally:
-        process.stop()
+    with reference_server(tmp_path_factory.mktemp("mcp-crash") / "data", ADMIN) as url:
+        yield url
 
 
 @pytest.fixture
