@@ -364,14 +364,20 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     state.add_argument("--recent", type=int, default=10, help="outbound writes shown (default 10)")
 
 
+def run_alone(command: str, add: Callable[[Any], None], argv: Sequence[str] | None) -> int:
+    """Run ``waypost COMMAND …`` with only that command's parser (``add`` registers it): what
+    ``python -m waypost.<module>`` does without loading the rest of the command line."""
+    top = argparse.ArgumentParser(prog="waypost")
+    add(top.add_subparsers(dest="command", required=True))
+    args = top.parse_args([command, *(sys.argv[1:] if argv is None else argv)])
+    code: int = args.run(args)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m waypost.consumer_cli COMMAND …`` is ``waypost consumer COMMAND …`` without
     loading the rest of the command line (the conformance kit starts it many times)."""
-    top = argparse.ArgumentParser(prog="waypost")
-    add_commands(top.add_subparsers(dest="command", required=True))
-    args = top.parse_args(["consumer", *(sys.argv[1:] if argv is None else argv)])
-    code: int = args.run(args)
-    return code
+    return run_alone("consumer", add_commands, argv)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 
-from waypost.consumer_cli import DEFAULT_DB
+from waypost.consumer_cli import DEFAULT_DB, run_alone
 from waypost.reference.agent_mcp import server as mcp_server
 from waypost.reference.agent_mcp import transports
 from waypost.reference.agent_mcp.blobs import Files
@@ -136,11 +136,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m waypost.mcp_cli …`` is ``waypost mcp …`` without loading the rest of the
     command line."""
-    top = argparse.ArgumentParser(prog="waypost")
-    add_commands(top.add_subparsers(dest="command", required=True))
-    args = top.parse_args(["mcp", *(sys.argv[1:] if argv is None else argv)])
-    code: int = args.run(args)
-    return code
+    return run_alone("mcp", add_commands, argv)
 
 
 if __name__ == "__main__":
