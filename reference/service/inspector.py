@@ -4,7 +4,6 @@ least of all a consumer's progress."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 from waypost.reference.domain import values
 from waypost.reference.domain.errors import InvalidRequest, not_found
 from waypost.reference.service.context import Context
+from waypost.reference.service.messages import verified_body
 from waypost.reference.storage import inspector as sql
 from waypost.reference.storage import listings
 from waypost.reference.storage.memory import collection_from, collection_statement
@@ -98,9 +98,7 @@ async def message(ctx: Context, space_id: str, message_id: str) -> MessageView:
     receipts: dict[str, list[sql.ReceiptStep]] = {}
     for step in map(sql.step_from, steps[:MAX_RECEIPT_STEPS]):
         receipts.setdefault(step.receipt_id, []).append(step)
-    raw = row.body.encode() if row.body is not None else await ctx.blobs.read(row.body_ref or "")
-    if len(raw) != row.body_size or hashlib.sha256(raw).digest() != row.body_sha256:
-        raise RuntimeError(f"stored body of {row.message_id} fails its verified facts")
+    raw = await verified_body(ctx, row)
     metadata = None if row.metadata_json is None else _pretty(row.metadata_json)
     return MessageView(row, _pretty(raw.decode()), metadata, texts(recipients),
                        [sql.AttachmentRow(*a) for a in attachments], receipts,

@@ -7,7 +7,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from waypost.reference.domain import values
 from waypost.reference.domain.canonical import canonical_json, digest
@@ -166,6 +166,31 @@ def _message(request: SendMessage, fingerprint: bytes, submission_id: str, messa
         request.attachment_ids, request.metadata)
 
 
+class StoredBody(Protocol):
+    """Where a message's body is kept: in its row (``body``) or, for a message stored before
+    bodies moved into the row, in the blob store (``body_ref``); and its verified facts."""
+
+    @property
+    def message_id(self) -> str: ...
+    @property
+    def body(self) -> str | None: ...
+    @property
+    def body_ref(self) -> str | None: ...
+    @property
+    def body_size(self) -> int: ...
+    @property
+    def body_sha256(self) -> bytes: ...
+
+
+async def verified_body(ctx: Context, message: StoredBody) -> bytes:
+    """The stored body's bytes, checked against the size and SHA-256 recorded at send."""
+    raw = message.body.encode() if message.body is not None \
+        else await ctx.blobs.read(message.body_ref or "")
+    if len(raw) != message.body_size or hashlib.sha256(raw).digest() != message.body_sha256:
+        raise RuntimeError(f"stored body of {message.message_id} fails its verified facts")
+    return raw
+
+
 async def read_message(ctx: Context, principal: Principal, message_id: str) -> Outcome:
     """The full message, for its producer, its recipients, or ``space.observe`` — each with
     ``message.read``. Anything else, in any space, is the same ``404``."""
@@ -181,11 +206,7 @@ async def read_message(ctx: Context, principal: Principal, message_id: str) -> O
         raise not_found("message")
     if not principal.has("message.read"):
         raise Forbidden("the token lacks the message.read scope", field="scope")
-    raw_body = message.body.encode() if message.body is not None \
-        else await ctx.blobs.read(message.body_ref or "")
-    if len(raw_body) != message.body_size or \
-            hashlib.sha256(raw_body).digest() != message.body_sha256:
-        raise RuntimeError(f"stored body of {message.message_id} fails its verified facts")
+    raw_body = await verified_body(ctx, message)
     return Outcome(200, {
         "message_id": message.message_id, "thread_id": message.thread_id,
         "in_reply_to": message.in_reply_to, "producer_id": message.producer_id,
