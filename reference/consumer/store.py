@@ -48,6 +48,8 @@ class LocalStore:
         except apsw.Error as error:
             raise ConsumerError(f"cannot open {path}: {error}") from None
         self.connection.set_busy_timeout(10_000)
+        # statements keep their first plan (see the server's SQLite driver: STAT4 re-planning)
+        self.connection.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
         self.connection.pragma("journal_mode", "wal")
         self.connection.pragma("foreign_keys", True)
         self.connection.pragma("synchronous", "FULL")
