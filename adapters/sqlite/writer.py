@@ -152,10 +152,12 @@ class GroupWriter:
             _answer_all(jobs, mapped(exc))
             return
         answers: list[tuple[_Job, list[Row] | None, BaseException | None]] = []
+        # A plan alone needs no savepoint: its failure rolls the whole transaction back.
+        run = _run_plan if len(jobs) == 1 else _in_savepoint
         for job in jobs:
             assert job.plan is not None
             try:
-                rows = _in_savepoint(connection, job.plan)
+                rows = run(connection, job.plan)
             except BaseException as exc:
                 if not connection.in_transaction:  # SQLite ended the whole transaction
                     _answer_all(jobs, mapped(exc))
@@ -200,6 +202,18 @@ class GroupWriter:
             if job is None:
                 return
             job.future.set_exception(mapped(exc))
+
+
+def _run_plan(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
+    """Run the only plan of a transaction; on failure, roll the transaction back and re-raise."""
+    try:
+        results = [list(connection.execute(statement.sql, statement.params))
+                   for statement in plan.statements]
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
+    return results[plan.outcome_index]
 
 
 def _in_savepoint(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:

@@ -15,10 +15,10 @@ def json_body(raw: bytes) -> Any:
     """Decode a request body as JSON (UTF-8, no NaN/Infinity, no duplicate keys)."""
 
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        keys = [key for key, _ in pairs]
-        if len(set(keys)) != len(keys):
+        value = dict(pairs)
+        if len(value) != len(pairs):
             raise InvalidRequest("request body repeats a key", field="body")
-        return dict(pairs)
+        return value
 
     def no_constant(name: str) -> Any:
         raise InvalidRequest(f"{name} is not JSON", field="body")
@@ -27,7 +27,9 @@ def json_body(raw: bytes) -> Any:
         value = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicates,
                            parse_constant=no_constant)
         # A lone surrogate (``"\ud800"``) is valid JSON but no UTF-8 text: refuse it here, once.
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        # UTF-8 input cannot hold one, so only a ``\u`` escape can bring it.
+        if b"\\u" in raw:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
     except (UnicodeError, ValueError, RecursionError):  # ValueError: also 4300+ digit numbers
         raise InvalidRequest("request body must be JSON text in UTF-8", field="body") from None
     return value

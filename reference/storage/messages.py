@@ -75,7 +75,7 @@ def send_message(principal: Principal, now: int, message: MessageSend) -> Commit
     plan_id = new_plan_id()
     encoded = message.body.encode()
     p: dict[str, SqlValue] = {
-        **authority_params(principal, now, "message.send"),
+        "plan": plan_id, **authority_params(principal, now, "message.send"),
         **key_params(principal, "message.send", message.request_id),
         "fingerprint": message.fingerprint, "submission_id": message.submission_id,
         "message_id": message.message_id, "thread_id": message.thread_id,

@@ -49,10 +49,10 @@ def stmt(sql: str, params: Mapping[str, SqlValue] | None = None) -> Statement:
     not used are ignored, so the statements of one plan can share one parameter mapping."""
     given = params or {}
     sql_text, order = _compile(sql)
-    missing = [name for name in order if name not in given]
-    if missing:
-        raise KeyError(f"parameter :{missing[0]} not given")
-    return Statement(sql_text, tuple(given[name] for name in order))
+    try:
+        return Statement(sql_text, tuple([given[name] for name in order]))
+    except KeyError as missing:
+        raise KeyError(f"parameter :{missing.args[0]} not given") from None
 
 
 @functools.lru_cache(maxsize=1024)
@@ -105,6 +105,14 @@ def plan(name: str, plan_id: str, writes: Sequence[Statement], outcome: Statemen
     return CommitPlan(name, plan_id, tuple(writes), outcome, (cleanup,))
 
 
+def with_plan(params: Mapping[str, SqlValue], plan_id: str) -> Mapping[str, SqlValue]:
+    """``params`` with ``:plan`` bound to ``plan_id``; a plan that puts it in its shared
+    mapping once saves a copy of the mapping per statement."""
+    if params.get("plan") == plan_id:
+        return params
+    return {**params, "plan": plan_id}
+
+
 def guard(plan_id: str, cases: Sequence[tuple[str, str]], params: Mapping[str, SqlValue]) -> Statement:
     """The verdict statement: the first failing case's code, else ``'ok'``.
 
@@ -113,7 +121,7 @@ def guard(plan_id: str, cases: Sequence[tuple[str, str]], params: Mapping[str, S
     whens = "\n".join(f"    WHEN {condition} THEN '{code}'" for condition, code in cases)
     verdict = f"CASE\n{whens}\n    ELSE 'ok' END" if cases else "'ok'"
     sql = f"INSERT INTO commit_guards (plan_id, verdict)\nSELECT :plan, {verdict}"
-    return stmt(sql, {**params, "plan": plan_id})
+    return stmt(sql, with_plan(params, plan_id))
 
 
 def guarded(plan_id: str, sql: str, params: Mapping[str, SqlValue] | None = None) -> Statement:
@@ -121,7 +129,7 @@ def guarded(plan_id: str, sql: str, params: Mapping[str, SqlValue] | None = None
     :data:`GUARD_OK` (checked, so no write is ever left unguarded)."""
     if GUARD_OK not in sql:
         raise ValueError("a plan write must be conditioned on GUARD_OK")
-    return stmt(sql, {**(params or {}), "plan": plan_id})
+    return stmt(sql, with_plan(params or {}, plan_id))
 
 
 def outcome_read(plan_id: str, columns: str, joins: str,
@@ -129,7 +137,7 @@ def outcome_read(plan_id: str, columns: str, joins: str,
     """The outcome read: ``columns`` (a select list over ``commit_guards g`` and what ``joins``
     finds) of this plan's verdict row."""
     sql = f"SELECT {columns}\nFROM commit_guards g\n{joins}\nWHERE g.plan_id = :plan"
-    return stmt(sql, {**params, "plan": plan_id})
+    return stmt(sql, with_plan(params, plan_id))
 
 
 def verdict_read(plan_id: str, shape: type[Any], joins: str, params: Mapping[str, SqlValue],

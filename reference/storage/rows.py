@@ -8,6 +8,7 @@ turns a row into the dataclass, by name, with the conversions a column needs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,6 +21,7 @@ else:
     Shape = TypeVar("Shape")
 
 
+@functools.cache
 def names(shape: type[Any]) -> tuple[str, ...]:
     """The column names of a row shape: its field names, in order."""
     return tuple(f.name for f in fields(shape))

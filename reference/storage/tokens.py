@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 
@@ -75,6 +76,14 @@ def token_statement(token_id: str) -> Statement:
 
 def token_from(token_id: str, row: Row) -> TokenState:
     """Decode :func:`token_statement`'s row into the token's state and principal."""
+    return _decoded(token_id, tuple(row))
+
+
+@functools.lru_cache(maxsize=1024)
+def _decoded(token_id: str, row: Row) -> TokenState:
+    """The decoding is a function of the row alone, so a token used again with an unchanged
+    row (the common case: every request reads it) reuses its immutable decoded state; any
+    change to the token, its grants, actor or consumer changes the row and decodes anew."""
     record = decode(TokenRecord, row)
     filter_: dict[str, list[str]] = {}
     for dimension, value in sorted(json.loads(record.filters)):
