@@ -68,6 +68,29 @@ def test_a_failing_plan_in_a_group_does_not_roll_back_its_neighbours(
         driver.close()
 
 
+def test_a_plan_alone_that_fails_midway_leaves_nothing(driver: SqliteDriver) -> None:
+    fails_midway = _space_plan("b")  # its space row is written, then a statement fails
+    fails_midway = replace(fails_midway, writes=(
+        *fails_midway.writes, Statement("INSERT INTO spaces (space_id) VALUES (NULL)")))
+    try:
+        with pytest.raises(apsw.ConstraintError):
+            driver.writer.submit(fails_midway).result()
+        assert driver.stats.last == 1  # it ran alone, without a savepoint
+        assert driver.writer.submit(_space_plan("c")).result()[0][0] == "ok"
+        assert _spaces(driver) == ["c"]
+    finally:
+        driver.close()
+
+
+def test_statements_keep_their_first_plan(driver: SqliteDriver) -> None:
+    """STAT4 (in apsw's SQLite) would re-plan a cached statement after every new binding."""
+    try:
+        assert driver.call_writer(
+            lambda connection: connection.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, -1)) == 1
+    finally:
+        driver.close()
+
+
 def test_every_caller_is_answered_after_the_shared_commit(driver: SqliteDriver) -> None:
     try:
         with driver.held():
