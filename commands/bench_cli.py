@@ -31,6 +31,13 @@ def _send(args: argparse.Namespace) -> int:
     from waypost.bench_load import bench_send
 
     result = bench_send(args.clients, args.seconds)
+    for label, row in [*((f"send x{r['clients']}", r) for r in result["sends"]),
+                       (f"describe x{result['describe_at_top']['clients']}",
+                        result["describe_at_top"])]:
+        cpu = row["server_cpu_ms_per_request"]
+        print(f"{label}: {row['per_second']}/s" + ("" if cpu is None else
+              f", server CPU {cpu['total']} ms per request ({cpu['event_loop']} on the event "
+              "loop)"), file=sys.stderr)
     print(f"ratios: {result['ratios']}", file=sys.stderr)
     return _print(result, args.json)
 
@@ -62,7 +69,9 @@ def add_load_benches(benches: Any) -> None:
                     "second at each --clients level for --seconds; then GET /v1/describe per "
                     "second at the largest level (the server's HTTP floor), and single-row "
                     "fsync'd SQLite transactions per second on the same disk (the disk's "
-                    "limit). Prints JSON with the ratios.")
+                    "limit). Prints JSON with the ratios and, on Linux, the server's CPU "
+                    "per request (its event loop, and its other threads: the SQLite writer "
+                    "and read pool).")
     send.add_argument("--clients", type=_counts, default=[1, 4, 16],
                       help="comma-separated client counts (default: 1,4,16)")
     send.add_argument("--seconds", type=float, default=5.0, help="per level (default: 5)")

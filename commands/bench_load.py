@@ -26,7 +26,15 @@ from typing import Any
 import httpx
 
 from waypost.bench_fill import fill
-from waypost.bench_wire import Connection, Served, millis, raw_fsync_rate, served
+from waypost.bench_wire import (
+    Connection,
+    Served,
+    cpu_per_request,
+    millis,
+    raw_fsync_rate,
+    served,
+    thread_cpu_seconds,
+)
 from waypost.conformance.bench import machine
 from waypost.reference.server import DATABASE
 
@@ -47,8 +55,9 @@ async def _describe(connection: Connection, key: str) -> tuple[int, bytes]:
 
 
 async def _rate(port: int, clients: int, seconds: float, request: Request, label: str,
-                expect: int) -> dict[str, Any]:
-    """``clients`` connections each repeating ``request`` for ``seconds``; requests per second."""
+                expect: int, server_pid: int | None = None) -> dict[str, Any]:
+    """``clients`` connections each repeating ``request`` for ``seconds``; requests per second
+    and, given the server's pid, the server's CPU per request (event loop, other threads)."""
     stop = time.perf_counter() + seconds
     keys = itertools.count()
 
@@ -64,21 +73,24 @@ async def _rate(port: int, clients: int, seconds: float, request: Request, label
             connection.close()
         return done
 
+    cpu_before = None if server_pid is None else thread_cpu_seconds(server_pid)
     started = time.perf_counter()
     total = sum(await asyncio.gather(*(worker() for _ in range(clients))))
     elapsed = time.perf_counter() - started
+    cpu_after = None if server_pid is None else thread_cpu_seconds(server_pid)
     return {"clients": clients, "requests": total, "seconds": round(elapsed, 3),
-            "per_second": round(total / elapsed, 1)}
+            "per_second": round(total / elapsed, 1),
+            "server_cpu_ms_per_request": cpu_per_request(cpu_before, cpu_after, total)}
 
 
 def bench_send(levels: Sequence[int], seconds: float) -> dict[str, Any]:
     """Sends per second per client count; describe per second and the raw fsync rate beside."""
     with served("full") as run:
-        port, token = run.server.port, run.tokens["alice"]
-        sends = [asyncio.run(_rate(port, n, seconds, _send(token), f"send{n}", 201))
+        port, token, pid = run.server.port, run.tokens["alice"], run.server.process.pid
+        sends = [asyncio.run(_rate(port, n, seconds, _send(token), f"send{n}", 201, pid))
                  for n in levels]
         top = max(levels)
-        floor = asyncio.run(_rate(port, top, seconds, _describe, "describe", 200))
+        floor = asyncio.run(_rate(port, top, seconds, _describe, "describe", 200, pid))
         raw = raw_fsync_rate(run.data_dir)
     by_level = {row["clients"]: row["per_second"] for row in sends}
     return {"benchmark": "send", "machine": machine(), "server": {"synchronous": "full"},

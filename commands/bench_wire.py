@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 import secrets
 import sqlite3
 import statistics
@@ -97,6 +98,33 @@ def served(synchronous: str = "full") -> Iterator[Served]:
                          {k: v for k, v in tokens.items() if v is not None})
         finally:
             server.stop()
+
+
+def thread_cpu_seconds(pid: int) -> dict[str, float] | None:
+    """CPU seconds (user + system) a process has used so far: its main thread (the server's
+    event loop) and its other threads together (the SQLite writer and read pool); None where
+    Linux' /proc is missing."""
+    tick = os.sysconf("SC_CLK_TCK")
+    totals = {"event_loop": 0.0, "other_threads": 0.0}
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            stat = Path(f"/proc/{pid}/task/{task}/stat").read_text()
+            user, system = stat[stat.rindex(")") + 2:].split()[11:13]
+            which = "event_loop" if int(task) == pid else "other_threads"
+            totals[which] += (int(user) + int(system)) / tick
+    except (OSError, ValueError):
+        return None
+    return totals
+
+
+def cpu_per_request(before: dict[str, float] | None, after: dict[str, float] | None,
+                    requests: int) -> dict[str, float] | None:
+    """Milliseconds of server CPU per request between two :func:`thread_cpu_seconds`."""
+    if before is None or after is None or not requests:
+        return None
+    spent = {name: 1000 * (after[name] - before[name]) / requests for name in after}
+    return {**{name: round(ms, 3) for name, ms in spent.items()},
+            "total": round(sum(spent.values()), 3)}
 
 
 def raw_fsync_rate(directory: Path, seconds: float = 2.0) -> dict[str, Any]:

@@ -111,3 +111,23 @@ def test_bench_kit_reports_json_with_machine_and_baseline(tmp_path: Path) -> Non
     assert bench["steps_per_second"] > 0
     assert 0 < bench["time"]["http_share"] <= 1
     assert "POST /v1/messages" in bench["time"]["by_request"]
+
+
+def test_bench_send_reports_rates_ratios_and_the_servers_cpu(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "waypost.cli", "bench", "send", "--clients", "1,2",
+         "--seconds", "0.5", "--json", str(tmp_path / "send.json")],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    bench = json.loads((tmp_path / "send.json").read_text())
+    assert [row["clients"] for row in bench["sends"]] == [1, 2]
+    rows = [*bench["sends"], bench["describe_at_top"]]
+    assert all(row["requests"] > 0 and row["per_second"] > 0 for row in rows)
+    for row in rows:  # Linux' /proc is there on every machine the suite runs on
+        cpu = row["server_cpu_ms_per_request"]
+        assert cpu["total"] == pytest.approx(cpu["event_loop"] + cpu["other_threads"], abs=0.01)
+    assert bench["sends"][0]["server_cpu_ms_per_request"]["other_threads"] > 0  # the writer
+    assert bench["raw_fsync_transactions"]["per_second"] > 0
+    assert set(bench["ratios"]) == {"sends_2_over_describe_2", "sends_2_over_sends_1",
+                                    "sends_2_over_raw_fsync"}
+    assert "server CPU" in result.stderr
