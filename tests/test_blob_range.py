@@ -9,16 +9,20 @@ import asyncio
 import hashlib
 import math
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 import httpx
 import pytest
+from starlette.testclient import TestClient
 
 from tests.conftest import Api, must_fail, sealed_blob
 from tests.test_openapi import CONTENT, conforms
 from waypost.adapters.blobs.files import FileBlobStore
-from waypost.adapters.blobs.r2 import _window
+from waypost.adapters.blobs.r2 import R2BlobStore, _window
 from waypost.reference.domain import ranges
+from waypost.reference.server import Settings, build_app
+from waypost.reference.storage.blob_store import one_chunk
 
 DATA = bytes(range(256)) * 4  # 1 KiB, every byte value
 
@@ -230,3 +234,37 @@ def test_a_whole_object_from_an_older_gateway_is_cut_to_the_range() -> None:
     assert asyncio.run(window(4, 4)) == [b"efgh"]
     assert asyncio.run(window(0, 2)) == [b"ab"]
     assert asyncio.run(window(11, 1)) == [b"l"]
+
+
+@pytest.mark.d1
+def test_on_r2_the_gateway_reads_only_the_range(d1_settings: Settings) -> None:
+    with TestClient(build_app(d1_settings), raise_server_exceptions=False) as client:
+        api = Api(client)
+        api.space("s1")
+        content = bytes(range(256)) * 8 * 1024 + b"tail"  # 2 MiB and a bit: past R2's chunk
+        large = sealed_blob(api, "s1/alice", content)
+        for header, start, end in (("bytes=1000000-2097155", 1000000, 2097155),
+                                   ("bytes=-4", len(content) - 4, len(content) - 1),
+                                   ("bytes=0-0", 0, 0)):
+            answer = get(api, "s1/alice", large, range=header)
+            assert answer.status_code == 206, answer.text
+            assert answer.content == content[start:end + 1]
+            assert answer.headers["Content-Range"] == f"bytes {start}-{end}/{len(content)}"
+        assert get(api, "s1/alice", large, range=f"bytes={len(content)}-").status_code == 416
+        whole = get(api, "s1/alice", large, range="bytes=0-9", if_range=etag(b"other"))
+        assert (whole.status_code, whole.content) == (200, content)
+
+        store = client.app.state.context.blobs  # type: ignore[attr-defined]
+        assert isinstance(store, R2BlobStore)
+        portal = client.portal
+        assert portal is not None
+        portal.call(store.create_only, "obj_range_check", one_chunk(b"0123456789"))
+        asked = portal.call(partial(store.client.get, "/r2/obj_range_check",
+                                    headers={"range": "bytes=2-5"}))
+        assert asked.status_code == 206  # the gateway read the range itself
+        assert (asked.content, asked.headers["content-range"]) == (b"2345", "bytes 2-5/10")
+
+        async def streamed() -> bytes:
+            return b"".join([c async for c in store.stream("obj_range_check", 7, 3)])
+
+        assert portal.call(streamed) == b"789"
