@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
 
-import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -27,11 +26,10 @@ from waypost.reference.storage.blob_store import one_chunk
 DATA = bytes(range(256)) * 4  # 1 KiB, every byte value
 
 
-def get(api: Api, who: str | None, blob_id: str, **headers: str | bytes) -> httpx.Response:
+def get(api: Api, who: str | None, blob_id: str, **headers: str | bytes) -> Any:
     """The blob's content as ``who`` (no credential: None) with extra headers (``if_range``
     for ``If-Range``)."""
-    sent: dict[str, str | bytes] = {name.replace("_", "-"): value
-                                     for name, value in headers.items()}
+    sent: dict[str, Any] = {name.replace("_", "-"): value for name, value in headers.items()}
     if who is not None:
         sent["Authorization"] = f"Bearer {api.tokens[who]}"
     return api.client.get(f"/v1/blobs/{blob_id}/content", headers=sent)
