@@ -63,6 +63,8 @@ def blob(api: Api) -> str:
     ("BYTES=5-9", 5, 9),          # the unit is case-insensitive
     ("bytes= 5-9 ,", 5, 9),       # blanks and empty list elements around one range
     ("bytes=0-99999999999999999999999999", 0, 1023),  # past any blob
+    ("bytes=0000000000000000000000000000007-8", 7, 8),  # leading zeros
+    (f"bytes={'0' * 5000}9-{'0' * 5000}20", 9, 20),  # more digits than int() parses
 ])
 def test_one_range_is_206_with_exactly_those_bytes(api: Api, blob: str, header: str,
                                                    start: int, end: int) -> None:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 _SPEC = re.compile(r"([0-9]*)-([0-9]*)")
 _UNIT = re.compile(r"bytes=", re.IGNORECASE)
-#: Positions longer than this many digits are past any blob (and past int's parsing limit).
+#: Positions of more digits (leading zeros aside) are past any blob; reading them as this
+#: bound keeps them clear of int's limit on the digits it parses.
 _DIGITS = 18
 
 
@@ -48,7 +49,8 @@ class Unsatisfiable(Exception):
 
 
 def _position(digits: str) -> int:
-    return 10**_DIGITS if len(digits) > _DIGITS else int(digits)
+    significant = digits.lstrip("0")
+    return 10**_DIGITS if len(significant) > _DIGITS else int(significant or "0")
 
 
 def parse(header: str | None) -> Wanted | None:
