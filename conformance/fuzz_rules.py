@@ -88,6 +88,10 @@ ALLOWANCES = (
               "Control-plane ids are chosen by the caller: one already taken (or a source_uri "
               "of another space) is 400 already_exists; a token's consumer must be its actor's",
               ("WP-CTRL-3", "WP-CTRL-11")),
+    Allowance("positive_data_acceptance", (416,), ("readBlobContent",),
+              "A Range whose one byte range starts at or past the end of the blob is "
+              "unsatisfiable (RFC 9110); a server that ignores Range answers 200",
+              ("WP-HTTP-7",)),
     Allowance("negative_data_rejection", (413,), (),
               "Text past its byte limit is 413 RESOURCE_LIMIT, not 400 (the schema's maxLength "
               "is a character bound)", ("WP-VAL-17", "WP-LIM-3")),

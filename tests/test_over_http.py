@@ -69,7 +69,8 @@ def test_bootstrap_then_send_read_and_ack_over_http(server: str) -> None:
 
 
 def _publish_a_note(client: httpx.Client, alice: dict[str, str], bob: dict[str, str]) -> None:
-    """The README's memory walkthrough: upload a blob, publish it as an entry, read it back."""
+    """The README's memory walkthrough: upload a blob, publish it as an entry, read it back
+    (whole, and a byte range of it)."""
     content = b"# Notes\nremember the milk\n"
     slot = client.post("/v1/blobs", headers=alice, json={
         "request_id": "note-blob-1", "size": len(content),
@@ -85,6 +86,11 @@ def _publish_a_note(client: httpx.Client, alice: dict[str, str], bob: dict[str, 
     page = client.get("/v1/collections/notes/revisions/1/items", headers=bob).json()
     assert [entry["path"] for entry in page["items"]] == ["todo/milk.md"]
     assert client.get(f"/v1/blobs/{slot['blob_id']}/content", headers=bob).content == content
+    part = client.get(f"/v1/blobs/{slot['blob_id']}/content",
+                      headers={**bob, "Range": "bytes=8-15"})  # a resumed download
+    assert (part.status_code, part.content) == (206, content[8:16])
+    assert part.headers["content-range"] == f"bytes 8-15/{len(content)}"
+    assert part.headers["content-length"] == "8"
     feed = client.get("/v1/feed", headers=bob).json()["items"]
     assert [item["memory_revision"]["revision"] for item in feed] == [1]
 

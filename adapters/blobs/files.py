@@ -131,15 +131,27 @@ class FileBlobStore:
     async def read(self, object_ref: str) -> bytes:
         return await asyncio.to_thread(self.path(object_ref).read_bytes)
 
-    async def stream(self, object_ref: str) -> AsyncIterator[bytes]:
-        """The object's bytes in chunks of at most ``chunk_bytes``, read on a thread about
-        :data:`BUFFER` bytes at a time (a whole number of chunks)."""
+    async def stream(self, object_ref: str, start: int = 0,
+                     length: int | None = None) -> AsyncIterator[bytes]:
+        """``length`` bytes of the object (None: to its end) from offset ``start`` (a seek),
+        in chunks of at most ``chunk_bytes``, read on a thread about :data:`BUFFER` bytes at a
+        time (a whole number of chunks)."""
         size = self.chunk_bytes
+        block_bytes = size * max(1, BUFFER // size)
         stored = await asyncio.to_thread(open, self.path(object_ref), "rb")
         try:
-            while block := await asyncio.to_thread(stored.read, size * max(1, BUFFER // size)):
-                for start in range(0, len(block), size):
-                    chunk = block[start:start + size]
+            if start:
+                await asyncio.to_thread(stored.seek, start)
+            left = length
+            while left is None or left > 0:
+                want = block_bytes if left is None else min(block_bytes, left)
+                block = await asyncio.to_thread(stored.read, want)
+                if not block:
+                    break
+                if left is not None:
+                    left -= len(block)
+                for offset in range(0, len(block), size):
+                    chunk = block[offset:offset + size]
                     self.streamed.chunks += 1
                     self.streamed.largest = max(self.streamed.largest, len(chunk))
                     yield chunk

@@ -54,13 +54,22 @@ class R2BlobStore:
         response.raise_for_status()
         return response.content
 
-    async def stream(self, object_ref: str) -> AsyncIterator[bytes]:
+    async def stream(self, object_ref: str, start: int = 0,
+                     length: int | None = None) -> AsyncIterator[bytes]:
+        """The object's bytes in chunks of at most :data:`CHUNK`; a range (``length`` bytes
+        from ``start``) is asked of the gateway, which reads only it from R2 (``206``). A
+        gateway that answers the whole object (``200``: one older than ranges) has the bytes
+        before ``start`` skipped as they stream and the rest cut at ``length``."""
+        headers = {"range": f"bytes={start}-{start + length - 1}"} if length else {}
         try:
-            async with self.client.stream("GET", f"/r2/{object_ref}") as response:
+            async with self.client.stream("GET", f"/r2/{object_ref}",
+                                          headers=headers) as response:
                 if response.status_code >= 500 or response.status_code == 429:
                     raise StorageUnavailable(f"gateway answered {response.status_code}")
                 response.raise_for_status()
-                async for chunk in response.aiter_bytes(CHUNK):
+                skip = start if response.status_code == 200 else 0
+                chunks = _window(response.aiter_bytes(CHUNK), skip, length)
+                async for chunk in chunks:
                     yield chunk
         except httpx.TransportError as error:
             raise StorageUnavailable(f"gateway unreachable: {error!r}") from None
@@ -71,6 +80,23 @@ class R2BlobStore:
 
 def _facts(body: dict[str, object]) -> ObjectFacts:
     return ObjectFacts(int(str(body["size"])), bytes.fromhex(str(body["sha256"])))
+
+
+async def _window(chunks: AsyncIterator[bytes], skip: int,
+                  length: int | None) -> AsyncIterator[bytes]:
+    """The bytes of ``chunks`` after the first ``skip``, at most ``length`` of them."""
+    left = length
+    async for chunk in chunks:
+        if skip:
+            dropped = min(skip, len(chunk))
+            chunk, skip = chunk[dropped:], skip - dropped
+        if left is not None:
+            chunk = chunk[:left]
+            left -= len(chunk)
+        if chunk:
+            yield chunk
+        if left == 0:
+            return
 
 
 async def _once(data: bytes) -> AsyncIterator[bytes]:

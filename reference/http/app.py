@@ -10,7 +10,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from waypost import __version__
@@ -20,6 +20,7 @@ from waypost.reference.domain.errors import InvalidRequest, NotFound, internal_e
 from waypost.reference.domain.principal import Principal
 from waypost.reference.http import openapi
 from waypost.reference.http.dashboard import routes as dashboard_routes
+from waypost.reference.http.downloads import blob_content
 from waypost.reference.http.endpoints import (
     CloseOnAbandon,
     Handler,
@@ -108,25 +109,6 @@ async def _seal(ctx: Context, principal: Principal, request: Request) -> Outcome
 
 async def _blob(ctx: Context, principal: Principal, request: Request) -> Outcome:
     return await blobs.read_blob(ctx, principal, request.path_params["blob_id"])
-
-
-async def blob_content(request: Request) -> Response:
-    """The sealed bytes, streamed in bounded chunks, with ``ETag`` = their SHA-256 and the
-    stored content type verbatim (errors still use the envelope)."""
-    holder: dict[str, Response] = {}
-
-    async def work(ctx: Context, principal: Principal, request: Request) -> Outcome:
-        content = await blobs.read_content(ctx, principal, request.path_params["blob_id"])
-        kind = content.content_type  # one stored before §3.6 was enforced may not be sendable
-        if not values.is_content_type(kind):
-            kind = "application/octet-stream"
-        holder["response"] = StreamingResponse(content.chunks, 200, headers={
-            "Content-Type": kind, "ETag": f'"{content.etag}"',
-            "Content-Length": str(content.size)})
-        return Outcome(200, {})
-
-    response = await data(work)(request)
-    return holder.get("response", response)
 
 
 async def _publish(ctx: Context, principal: Principal, request: Request) -> Outcome:

@@ -42,6 +42,18 @@ RETRY_AFTER = {"Retry-After": {"description": "With SUBMISSION_PENDING: seconds 
                                "schema": {"type": "string"}}}
 ETAG = {"ETag": {"description": "The content's SHA-256 as a quoted strong validator.",
                  "required": True, "schema": {"type": "string", "pattern": f'^"{SHA256[1:-1]}"$'}}}
+ACCEPT_RANGES = {"Accept-Ranges": {
+    "description": "bytes: one byte range of the content may be asked with Range.",
+    "schema": {"type": "string", "enum": ["bytes"]}}}
+RANGE_PARAMETERS = [
+    {"name": "Range", "in": "header", "required": False, "schema": {"type": "string"},
+     "description": "One byte range (bytes=FIRST-LAST, bytes=FIRST-, bytes=-SUFFIX): 206 with "
+                    "those bytes, or 416 when it starts past the end. A header that is not one "
+                    "well-formed bytes range (several ranges included) is ignored: 200."},
+    {"name": "If-Range", "in": "header", "required": False, "schema": {"type": "string"},
+     "description": "With Range: the ETag the client holds; any other value (a date, a weak "
+                    "or other tag) makes the answer the whole content (200)."},
+]
 RAW = "application/octet-stream"
 
 #: Error answers of an operation: a status stands for every code of that status, a code name
@@ -116,12 +128,25 @@ def upload(op_id: str, summary: str, result: str, errors: Errors, *path: str) ->
 
 
 def download(op_id: str, summary: str, errors: Errors, *path: str) -> Schema:
-    """A data-plane read answering raw bytes with an ``ETag`` (errors are still JSON)."""
+    """A data-plane read answering raw bytes with an ``ETag``, whole (``200``) or one byte
+    range of them (``206``, ``416``); errors are still JSON."""
     op = operation(op_id, summary, DATA, 200, {}, errors,
-                   params=[parameter(name) for name in path])
+                   params=[*(parameter(name) for name in path), *RANGE_PARAMETERS])
     op["responses"]["200"] = {
         "description": f"{summary} Content-Type is the blob's content_type.",
-        "headers": ETAG, "content": {"*/*": {}}}
+        "headers": {**ETAG, **ACCEPT_RANGES}, "content": {"*/*": {}}}
+    op["responses"]["206"] = {
+        "description": "The byte range asked with Range, Content-Type the blob's content_type.",
+        "headers": {**ETAG, **ACCEPT_RANGES, "Content-Range": {
+            "description": "bytes FIRST-LAST/SIZE: the bytes sent, of the whole size.",
+            "required": True,
+            "schema": {"type": "string", "pattern": "^bytes [0-9]+-[0-9]+/[0-9]+$"}}},
+        "content": {"*/*": {}}}
+    op["responses"]["416"] = {
+        "description": "The range asked starts at or past the end of the content; no body.",
+        "headers": {**ACCEPT_RANGES, "Content-Range": {
+            "description": "bytes */SIZE: the whole size.", "required": True,
+            "schema": {"type": "string", "pattern": "^bytes \\*/[0-9]+$"}}}}
     return op
 
 

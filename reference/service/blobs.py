@@ -7,7 +7,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from waypost.reference.domain import parsing, values
+from waypost.reference.domain import parsing, ranges, values
 from waypost.reference.domain.canonical import digest
 from waypost.reference.domain.errors import (
     ContentMismatch,
@@ -211,20 +211,39 @@ async def read_blob(ctx: Context, principal: Principal, blob_id: str) -> Outcome
 
 @dataclass(frozen=True)
 class Content:
-    """A sealed blob's bytes as a stream of bounded chunks, with what a download answers."""
+    """A sealed blob's bytes (or the asked range of them) as a stream of bounded chunks, with
+    what a download answers. ``span`` is the range served (None: the whole blob);
+    ``unsatisfiable`` says the range asked lies past the end (no bytes are streamed)."""
 
     chunks: AsyncIterator[bytes]
     size: int
     content_type: str
     etag: str
+    span: ranges.Span | None = None
+    unsatisfiable: bool = False
 
 
-async def read_content(ctx: Context, principal: Principal, blob_id: str) -> Content:
-    """The sealed bytes as a stream, their content type and ETag (the SHA-256). The first chunk
-    is read here, so a store that fails fails before an answer starts."""
+async def read_content(ctx: Context, principal: Principal, blob_id: str,
+                       wanted: ranges.Wanted | None = None,
+                       if_range: str | None = None) -> Content:
+    """The sealed bytes as a stream, their content type and ETag (the SHA-256); with a range
+    ``wanted`` (and an ``If-Range`` that holds, if given), only those bytes. Who may read is
+    decided before the range is looked at. The first chunk is read here, so a store that fails
+    fails before an answer starts."""
     blob = await _readable(ctx, principal, blob_id)
-    return Content(await _primed(_checked(blob, ctx.blobs.stream(blob.object_ref))), blob.size,
-                   blob.content_type, blob.sha256.hex())
+    etag = blob.sha256.hex()
+    span = None
+    if wanted is not None and ranges.if_range_holds(if_range, etag):
+        try:
+            span = ranges.resolve(wanted, blob.size)
+        except ranges.Unsatisfiable:
+            return Content(_nothing(), blob.size, blob.content_type, etag, unsatisfiable=True)
+    if span is None:
+        chunks = _checked(blob.blob_id, blob.size, ctx.blobs.stream(blob.object_ref))
+    else:
+        chunks = _checked(blob.blob_id, span.length,
+                          ctx.blobs.stream(blob.object_ref, span.start, span.length))
+    return Content(await _primed(chunks), blob.size, blob.content_type, etag, span)
 
 
 async def readable_blob(ctx: Context, principal: Principal, blob_id: str) -> sql.BlobRow:
@@ -234,18 +253,25 @@ async def readable_blob(ctx: Context, principal: Principal, blob_id: str) -> sql
 
 def stream_of(ctx: Context, blob: sql.BlobRow) -> AsyncIterator[bytes]:
     """The bytes of a readable blob, checked against its size as they pass."""
-    return _checked(blob, ctx.blobs.stream(blob.object_ref))
+    return _checked(blob.blob_id, blob.size, ctx.blobs.stream(blob.object_ref))
 
 
-async def _checked(blob: sql.BlobRow, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+async def _checked(blob_id: str, expected: int,
+                   chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The chunks, which must add up to ``expected`` bytes (the blob's size or its range's)."""
     seen = 0
     async for chunk in chunks:
         seen += len(chunk)
-        if seen > blob.size:
+        if seen > expected:
             break
         yield chunk
-    if seen != blob.size:
-        raise RuntimeError(f"stored blob {blob.blob_id} fails its verified facts")
+    if seen != expected:
+        raise RuntimeError(f"stored blob {blob_id} fails its verified facts")
+
+
+async def _nothing() -> AsyncIterator[bytes]:
+    return
+    yield b""  # an async generator that yields nothing
 
 
 async def _primed(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

@@ -50,8 +50,10 @@ class BlobStore(Protocol):
         """The whole object (small objects only: message bodies)."""
         ...
 
-    def stream(self, object_ref: str) -> AsyncIterator[bytes]:
-        """The object's bytes in bounded chunks, never held whole."""
+    def stream(self, object_ref: str, start: int = 0,
+               length: int | None = None) -> AsyncIterator[bytes]:
+        """The object's bytes in bounded chunks, never held whole: ``length`` bytes (None: to
+        the end) from offset ``start``, which the caller keeps within the object."""
         ...
 
 

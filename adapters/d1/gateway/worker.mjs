@@ -6,7 +6,8 @@
 //   PUT    /r2/KEY     body, headers content-length and x-sha256 (hex): create-only
 //                      → 201 created / 200 already present, {"size", "sha256"} of the stored object
 //   HEAD   /r2/KEY     → x-size and x-sha256 headers, or 404
-//   GET    /r2/KEY     → the bytes, or 404
+//   GET    /r2/KEY     → the bytes, or 404; with "range: bytes=FIRST-LAST" (one closed range within
+//                      the object) → 206, only those bytes, read as a range from R2
 //   DELETE /r2/KEY     → 204
 //
 // Parameters arrive as JSON: {"b64": "..."} is a BLOB and {"int": "123"} a 64-bit integer kept as
@@ -114,6 +115,16 @@ async function object(request, env, key) {
       return new Response(null, { headers: { "x-size": String(size), "x-sha256": sha256 || "" } });
     }
     case "GET": {
+      const wanted = /^bytes=(\d+)-(\d+)$/.exec(request.headers.get("range") || "");
+      if (wanted && Number(wanted[2]) >= Number(wanted[1])) {
+        const offset = Number(wanted[1]);
+        const length = Number(wanted[2]) - offset + 1;
+        const found = await env.BLOBS.get(key, { range: { offset, length } });
+        if (!found) return failure(404, "missing", key);
+        return new Response(found.body, { status: 206, headers: {
+          "content-length": String(length),
+          "content-range": `bytes ${offset}-${offset + length - 1}/${found.size}` } });
+      }
       const found = await env.BLOBS.get(key);
       if (!found) return failure(404, "missing", key);
       return new Response(found.body, { headers: { "content-length": String(found.size) } });
