@@ -2,8 +2,8 @@
 
 Writes go to one writer thread with group commit (:mod:`.writer`): the plans waiting together
 share one ``BEGIN IMMEDIATE … COMMIT``, each inside its own savepoint. Reads run on a small pool
-of threads, each with its own read-only connection, every read one snapshot (``BEGIN … COMMIT``).
-The event loop only awaits futures.
+of threads (:mod:`.read_pool`), each with its own read-only connection, every read one snapshot
+(``BEGIN … COMMIT``). The event loop only awaits futures, which the threads settle on it.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 import apsw
 
+from waypost.adapters.sqlite.read_pool import ReadPool
 from waypost.adapters.sqlite.writer import GroupStats, GroupWriter, mapped
 from waypost.reference.storage.migrations import LEDGER, RECORD, all_migrations
 from waypost.reference.storage.plan import CommitPlan, Row, Statement
@@ -55,7 +55,7 @@ class SqliteDriver:
                  on_durable: Callable[[], None] | None = None, readers: int = READERS) -> None:
         self.path = path
         self.writer = GroupWriter(lambda: _open(path, synchronous=synchronous), on_durable)
-        self._readers = ThreadPoolExecutor(readers, thread_name_prefix="waypost-sqlite-read")
+        self._readers = ReadPool(readers, "waypost-sqlite-read")
         self._local = threading.local()
         self._opened: list[apsw.Connection] = []
         self._opened_lock = threading.Lock()
@@ -66,11 +66,10 @@ class SqliteDriver:
         return self.writer.stats
 
     async def run(self, plan: CommitPlan) -> list[Row]:
-        return await asyncio.wrap_future(self.writer.submit(plan))
+        return await self.writer.run(plan)
 
     async def read(self, statements: Sequence[Statement]) -> list[list[Row]]:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._readers, self._read, statements)
+        return await self._readers.run(lambda: self._read(statements))
 
     async def migrate(self) -> list[int]:
         applied: list[int] = await asyncio.wrap_future(self.writer.call(_migrate))
@@ -90,7 +89,7 @@ class SqliteDriver:
     def explain(self, statement: Statement) -> list[str]:
         """The ``EXPLAIN QUERY PLAN`` detail lines of a statement (for index tests)."""
         explain = Statement("EXPLAIN QUERY PLAN " + statement.sql, statement.params)
-        (rows,) = self._readers.submit(self._read, [explain]).result()
+        (rows,) = self._readers.call(lambda: self._read([explain]))
         return [str(row[3]) for row in rows]
 
     def _connection(self) -> apsw.Connection:
@@ -118,7 +117,7 @@ class SqliteDriver:
     def close(self) -> None:
         """Finish queued writes, stop the writer and the read pool, close every connection."""
         self.writer.close()
-        self._readers.shutdown(wait=True)
+        self._readers.close()
         with self._opened_lock:
             for connection in self._opened:
                 connection.close()

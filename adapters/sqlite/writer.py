@@ -4,7 +4,8 @@ Callers put commit plans on a queue. The thread takes every plan waiting and run
 ``BEGIN IMMEDIATE … COMMIT``, each inside its own SAVEPOINT: a plan that fails is rolled back
 to its savepoint alone, its neighbours go on. Every caller is answered only after the shared
 COMMIT returned (with ``synchronous=FULL``, after its fsync). One fsync thus serves a whole
-group, however many senders wait.
+group, however many senders wait, and one wake-up of the event loop answers them all
+(:mod:`.waiters`).
 
 Plain functions over the connection (migrations, maintenance) run alone, between groups.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 import apsw
 
+from waypost.adapters.sqlite.waiters import Answer, LoopWaiter, Waiter, settle
 from waypost.reference.domain.errors import StorageUnavailable
 from waypost.reference.storage.plan import CommitPlan, Row
 
@@ -37,9 +39,9 @@ def mapped(exc: BaseException) -> BaseException:
 
 @dataclass(frozen=True)
 class _Job:
-    """A plan to run in a group, or a function to run alone; the future its caller awaits."""
+    """A plan to run in a group, or a function to run alone; who waits for its answer."""
 
-    future: Future[Any]
+    waiter: Waiter
     plan: CommitPlan | None = None
     function: Callable[[apsw.Connection], Any] | None = None
 
@@ -74,6 +76,13 @@ class GroupWriter:
         future: Future[list[Row]] = Future()
         self._queue.put(_Job(future, plan=plan))
         return future
+
+    async def run(self, plan: CommitPlan) -> list[Row]:
+        """Queue a plan and await its outcome rows (settled on this event loop)."""
+        waiter = LoopWaiter.here()
+        self._queue.put(_Job(waiter, plan=plan))
+        rows: list[Row] = await waiter.future
+        return rows
 
     def call(self, function: Callable[[apsw.Connection], Any]) -> Future[Any]:
         """Run ``function(connection)`` on the writer thread, alone (no transaction is open)."""
@@ -140,9 +149,11 @@ class GroupWriter:
     def _function(self, connection: apsw.Connection, job: _Job) -> None:
         assert job.function is not None
         try:
-            job.future.set_result(job.function(connection))
+            result = job.function(connection)
         except BaseException as exc:
-            job.future.set_exception(mapped(exc))
+            settle([(job.waiter, None, mapped(exc))])
+        else:
+            settle([(job.waiter, result, None)])
 
     def _group(self, connection: apsw.Connection, jobs: list[_Job]) -> None:
         """One transaction; each plan in its savepoint; answers after the durable COMMIT."""
@@ -151,7 +162,7 @@ class GroupWriter:
         except BaseException as exc:
             _answer_all(jobs, mapped(exc))
             return
-        answers: list[tuple[_Job, list[Row] | None, BaseException | None]] = []
+        answers: list[Answer] = []
         # A plan alone needs no savepoint: its failure rolls the whole transaction back.
         run = _run_plan if len(jobs) == 1 else _in_savepoint
         for job in jobs:
@@ -162,9 +173,9 @@ class GroupWriter:
                 if not connection.in_transaction:  # SQLite ended the whole transaction
                     _answer_all(jobs, mapped(exc))
                     return
-                answers.append((job, None, mapped(exc)))
+                answers.append((job.waiter, None, mapped(exc)))
                 continue
-            answers.append((job, rows, None))
+            answers.append((job.waiter, rows, None))
         try:
             connection.execute("COMMIT")
         except BaseException as exc:
@@ -184,11 +195,7 @@ class GroupWriter:
         except BaseException as exc:
             _answer_all(jobs, mapped(exc))
             return
-        for job, result, error in answers:
-            if error is not None:
-                job.future.set_exception(error)
-            else:
-                job.future.set_result(result)
+        settle(answers)
 
     def _counted(self, group: list[_Job]) -> list[_Job]:
         stats, size = self.stats, len(group)
@@ -201,7 +208,7 @@ class GroupWriter:
             job = self._queue.get()
             if job is None:
                 return
-            job.future.set_exception(mapped(exc))
+            settle([(job.waiter, None, mapped(exc))])
 
 
 def _run_plan(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
@@ -232,5 +239,4 @@ def _in_savepoint(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
 
 
 def _answer_all(jobs: list[_Job], exc: BaseException) -> None:
-    for job in jobs:
-        job.future.set_exception(exc)
+    settle([(job.waiter, None, exc) for job in jobs])
