@@ -18,6 +18,7 @@ from tests.conftest import ADMIN_TOKEN, Api
 from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.domain import values
 from waypost.reference.domain.canonical import digest
+from waypost.reference.domain.errors import StorageUnavailable
 from waypost.reference.domain.faults import Abandoned
 from waypost.reference.domain.requests import parse_send
 from waypost.reference.server import Settings, build_app
@@ -80,6 +81,18 @@ def test_a_plan_alone_that_fails_midway_leaves_nothing(driver: SqliteDriver) -> 
         assert _spaces(driver) == ["c"]
     finally:
         driver.close()
+
+
+def test_a_closed_driver_refuses_reads_and_plans_instead_of_leaving_them_waiting(
+        driver: SqliteDriver) -> None:
+    """A long poll that outlives /_test/restart reads through the closed driver."""
+    driver.close()
+    with pytest.raises(StorageUnavailable):
+        asyncio.run(driver.read([Statement("SELECT 1")]))
+    with pytest.raises(StorageUnavailable):
+        asyncio.run(driver.run(_space_plan("late")))
+    with pytest.raises(StorageUnavailable):
+        driver.writer.submit(_space_plan("late"))
 
 
 def test_statements_keep_their_first_plan(driver: SqliteDriver) -> None:

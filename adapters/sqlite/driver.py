@@ -1,9 +1,10 @@
 """The SQLite driver: WAL, foreign keys on, ``synchronous=FULL``; nothing of it on the event loop.
 
 Writes go to one writer thread with group commit (:mod:`.writer`): the plans waiting together
-share one ``BEGIN IMMEDIATE … COMMIT``, each inside its own savepoint. Reads run on a small pool
-of threads (:mod:`.read_pool`), each with its own read-only connection, every read one snapshot
-(``BEGIN … COMMIT``). The event loop only awaits futures, which the threads settle on it.
+share one ``BEGIN IMMEDIATE … COMMIT``, each inside its own savepoint (a plan alone needs none).
+Reads run on a small pool of threads (:mod:`.read_pool`), each with its own read-only
+connection, every read one snapshot (``BEGIN … COMMIT`` around several statements; one
+statement is a snapshot by itself). The event loop only awaits futures, which the threads settle on it.
 """
 
 from __future__ import annotations

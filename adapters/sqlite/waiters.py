@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,12 +39,14 @@ def settle(answers: Sequence[Answer]) -> None:
     for waiter, result, error in answers:
         if isinstance(waiter, LoopWaiter):
             by_loop.setdefault(waiter.loop, []).append((waiter.future, result, error))
-        elif waiter.cancelled():  # setting it would raise, and end the thread that answers
             continue
-        elif error is not None:
-            waiter.set_exception(error)
-        else:
-            waiter.set_result(result)
+        # A cancelled future cannot be set: that must not end the thread, nor leave the
+        # other waiters of the batch unanswered.
+        with contextlib.suppress(InvalidStateError):
+            if error is not None:
+                waiter.set_exception(error)
+            else:
+                waiter.set_result(result)
     for loop, settled in by_loop.items():
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
             loop.call_soon_threadsafe(_settle_on_loop, settled)

@@ -2,7 +2,8 @@
 
 Callers put commit plans on a queue. The thread takes every plan waiting and runs them in one
 ``BEGIN IMMEDIATE … COMMIT``, each inside its own SAVEPOINT: a plan that fails is rolled back
-to its savepoint alone, its neighbours go on. Every caller is answered only after the shared
+to its savepoint alone, its neighbours go on (a plan alone needs no savepoint: its failure
+rolls the transaction back). Every caller is answered only after the shared
 COMMIT returned (with ``synchronous=FULL``, after its fsync). One fsync thus serves a whole
 group, however many senders wait, and one wake-up of the event loop answers them all
 (:mod:`.waiters`).
@@ -66,6 +67,8 @@ class GroupWriter:
         self._on_durable = on_durable
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._gate = threading.Lock()
+        self._closed = False
+        self._closing = threading.Lock()
         self.stats = GroupStats()
         self._thread = threading.Thread(target=self._loop, name="waypost-sqlite-writer",
                                         daemon=True)
@@ -74,20 +77,20 @@ class GroupWriter:
     def submit(self, plan: CommitPlan) -> Future[list[Row]]:
         """Queue a plan; the future holds its outcome rows once the group's COMMIT is durable."""
         future: Future[list[Row]] = Future()
-        self._queue.put(_Job(future, plan=plan))
+        self._put(_Job(future, plan=plan))
         return future
 
     async def run(self, plan: CommitPlan) -> list[Row]:
         """Queue a plan and await its outcome rows (settled on this event loop)."""
         waiter = LoopWaiter.here()
-        self._queue.put(_Job(waiter, plan=plan))
+        self._put(_Job(waiter, plan=plan))
         rows: list[Row] = await waiter.future
         return rows
 
     def call(self, function: Callable[[apsw.Connection], Any]) -> Future[Any]:
         """Run ``function(connection)`` on the writer thread, alone (no transaction is open)."""
         future: Future[Any] = Future()
-        self._queue.put(_Job(future, function=function))
+        self._put(_Job(future, function=function))
         return future
 
     @contextmanager
@@ -97,9 +100,18 @@ class GroupWriter:
             yield
 
     def close(self) -> None:
-        """Finish what is queued, then stop the thread and close its connection."""
-        self._queue.put(None)
+        """Finish what is queued, then stop the thread and close its connection; a plan
+        submitted after is refused (``StorageUnavailable``), never left waiting."""
+        with self._closing:
+            self._closed = True
+            self._queue.put(None)
         self._thread.join()
+
+    def _put(self, job: _Job) -> None:
+        with self._closing:  # a job is either queued before the stop, or refused
+            if self._closed:
+                raise StorageUnavailable("the storage is closed (restarting); retry")
+            self._queue.put(job)
 
     def _loop(self) -> None:
         try:
@@ -156,7 +168,8 @@ class GroupWriter:
             settle([(job.waiter, result, None)])
 
     def _group(self, connection: apsw.Connection, jobs: list[_Job]) -> None:
-        """One transaction; each plan in its savepoint; answers after the durable COMMIT."""
+        """One transaction; each plan in its savepoint (unless alone); answers after the
+        durable COMMIT."""
         try:
             connection.execute("BEGIN IMMEDIATE")
         except BaseException as exc:
