@@ -48,6 +48,7 @@ def _serve(args: argparse.Namespace) -> int:
     app = build_app(settings)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
                 access_log=not args.no_access_log, timeout_keep_alive=args.keep_alive_timeout,
+                ws="none",  # no WebSocket route: an upgrade request is answered as plain HTTP
                 http=limited_protocol(ConnectionLimits(args.header_timeout, args.body_timeout,
                                                        args.keep_alive_timeout,
                                                        args.max_connections)))

@@ -75,3 +75,39 @@ def test_abort_drops_what_is_pending() -> None:
         return await _received(peer)
 
     assert asyncio.run(scenario()) == b""
+
+
+class Pausable(asyncio.Protocol):
+    """Records the transport's back-pressure, as uvicorn's flow control does."""
+
+    paused = False
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+
+
+def test_a_step_writing_past_the_mark_hands_it_over_so_the_writer_is_paused() -> None:
+    """A streamed download writes chunk after chunk in one step and stops once paused: held
+    back until the step ends, nothing would ever pause it."""
+
+    async def scenario() -> tuple[int, int, int]:
+        ours, theirs = socket.socketpair()  # the peer never reads: a slow client
+        loop = asyncio.get_running_loop()
+        transport, protocol = await loop.connect_accepted_socket(Pausable, ours)
+        corked = CorkedTransport(transport, loop)
+        mark = transport.get_write_buffer_limits()[1]
+        chunks = 0
+        while not protocol.paused and chunks < 1024:
+            corked.write(b"x" * 65536)
+            chunks += 1
+        buffered = transport.get_write_buffer_size()
+        corked.abort()
+        theirs.close()
+        return chunks, buffered, mark
+
+    chunks, buffered, mark = asyncio.run(scenario())
+    assert chunks < 1024  # paused long before 64 MiB
+    assert buffered <= 2 * mark  # what the server holds for the slow client stays bounded

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -86,11 +87,16 @@ class LimitedH11(H11Protocol):
 class CorkedTransport:
     """A transport whose writes made in one step of the event loop reach the socket together,
     at the end of that step (an answer's head and body: one system call instead of two).
-    Everything else is the wrapped transport's; ``close`` sends what is pending first."""
+    Once a step has written the wrapped transport's high-water mark, what is held goes to it at
+    once, so that it can pause the writer as before (a streamed download holds no more than a
+    chunk or two). Everything else is the wrapped transport's; ``close`` and ``write_eof`` send
+    what is pending first."""
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport, self._loop = transport, loop
         self._pending: list[bytes] = []
+        self._held = 0
+        self._mark = transport.get_write_buffer_limits()[1]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
@@ -101,12 +107,24 @@ class CorkedTransport:
         if not self._pending:
             self._loop.call_soon(self._flush)
         self._pending.append(data if isinstance(data, bytes) else bytes(data))
+        self._held += len(data)
+        if self._held >= self._mark:
+            self._flush()
+
+    def writelines(self, chunks: Iterable[bytes | bytearray | memoryview]) -> None:
+        for chunk in chunks:
+            self.write(chunk)
 
     def _flush(self) -> None:
         if self._pending:
             data = b"".join(self._pending)
             self._pending.clear()
+            self._held = 0
             self._transport.write(data)
+
+    def write_eof(self) -> None:
+        self._flush()
+        self._transport.write_eof()
 
     def close(self) -> None:
         self._flush()
@@ -114,6 +132,7 @@ class CorkedTransport:
 
     def abort(self) -> None:
         self._pending.clear()
+        self._held = 0
         self._transport.abort()
 
 
