@@ -161,6 +161,14 @@ def test_if_range_honours_the_range_only_for_the_same_etag(api: Api, blob: str) 
     assert (alone.status_code, alone.content) == (200, DATA)
 
 
+def test_if_range_sent_twice_names_no_etag_and_the_whole_blob_is_sent(
+        api: Api, blob: str) -> None:
+    headers = [("Authorization", f"Bearer {api.tokens['s1/alice']}"), ("Range", "bytes=0-1"),
+               ("If-Range", etag(b"other")), ("If-Range", etag(b"another"))]
+    answer = api.client.get(f"/v1/blobs/{blob}/content", headers=headers)
+    assert (answer.status_code, answer.content) == (200, DATA)
+
+
 def test_who_may_read_is_decided_before_the_range(api: Api, blob: str) -> None:
     for header in ("bytes=0-9", "bytes=5000-", "bytes=junk"):
         must_fail(get(api, None, blob, range=header), 401, "UNAUTHENTICATED")

@@ -19,6 +19,13 @@ def _one(request: Request, name: str) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
+def _if_range(request: Request) -> str | None:
+    """``If-Range``'s value; sent more than once it names no single ETag, so the condition
+    fails (the whole blob is sent) rather than being ignored."""
+    found = request.headers.getlist("if-range")
+    return found[0] if len(found) == 1 else (None if not found else "")
+
+
 def _answer(content: blobs.Content) -> Response:
     """The download's answer: its status, headers and streamed bytes."""
     if content.unsatisfiable:
@@ -47,7 +54,7 @@ async def blob_content(request: Request) -> Response:
     async def work(ctx: Context, principal: Principal, request: Request) -> Outcome:
         content = await blobs.read_content(
             ctx, principal, request.path_params["blob_id"],
-            ranges.parse(_one(request, "range")), _one(request, "if-range"))
+            ranges.parse(_one(request, "range")), _if_range(request))
         holder["response"] = _answer(content)
         return Outcome(200, {})
 
