@@ -91,7 +91,7 @@ ALLOWANCES = (
     Allowance("positive_data_acceptance", (416,), ("readBlobContent",),
               "A Range whose one byte range starts at or past the end of the blob is "
               "unsatisfiable (RFC 9110); a server that ignores Range answers 200",
-              ("WP-HTTP-7",)),
+              ("WP-UPL-9", "WP-HTTP-3")),
     Allowance("negative_data_rejection", (413,), (),
               "Text past its byte limit is 413 RESOURCE_LIMIT, not 400 (the schema's maxLength "
               "is a character bound)", ("WP-VAL-17", "WP-LIM-3")),
