@@ -8,7 +8,6 @@ turns a row into the dataclass, by name, with the conversions a column needs.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -21,10 +20,16 @@ else:
     Shape = TypeVar("Shape")
 
 
-@functools.cache
+_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
 def names(shape: type[Any]) -> tuple[str, ...]:
-    """The column names of a row shape: its field names, in order."""
-    return tuple(f.name for f in fields(shape))
+    """The column names of a row shape: its field names, in order (found once per shape:
+    every decoded row asks)."""
+    found = _NAMES.get(shape)
+    if found is None:
+        found = _NAMES[shape] = tuple(f.name for f in fields(shape))
+    return found
 
 
 def select_list(shape: type[Any], prefix: str = "", **expressions: str) -> str:
