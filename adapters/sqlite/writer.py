@@ -224,31 +224,35 @@ class GroupWriter:
             settle([(job.waiter, None, mapped(exc))])
 
 
+def _outcome(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
+    """Run a plan's statements; the rows of its outcome read."""
+    results = [list(connection.execute(statement.sql, statement.params))
+               for statement in plan.statements]
+    return results[plan.outcome_index]
+
+
 def _run_plan(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
     """Run the only plan of a transaction; on failure, roll the transaction back and re-raise."""
     try:
-        results = [list(connection.execute(statement.sql, statement.params))
-                   for statement in plan.statements]
+        return _outcome(connection, plan)
     except BaseException:
         if connection.in_transaction:
             connection.execute("ROLLBACK")
         raise
-    return results[plan.outcome_index]
 
 
 def _in_savepoint(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
     """Run one plan inside a savepoint; on failure, undo it alone and re-raise."""
     connection.execute("SAVEPOINT plan")
     try:
-        results = [list(connection.execute(statement.sql, statement.params))
-                   for statement in plan.statements]
+        rows = _outcome(connection, plan)
     except BaseException:
         if connection.in_transaction:
             connection.execute("ROLLBACK TO plan")
             connection.execute("RELEASE plan")
         raise
     connection.execute("RELEASE plan")
-    return results[plan.outcome_index]
+    return rows
 
 
 def _answer_all(jobs: list[_Job], exc: BaseException) -> None:
