@@ -301,7 +301,8 @@ def parser() -> argparse.ArgumentParser:
     boot = admin_commands.add_parser(
         "bootstrap", help="create a demo space, actors, consumers and tokens, and print them",
         description="Create a demo space with two agents (alice, bob), an inbox consumer and a "
-                    "token each, through the control plane of a running server, and print the "
+                    "token each, and a memory collection 'notes' that alice publishes and bob "
+                    "reads, through the control plane of a running server, and print the "
                     "tokens as shell exports (eval \"$(waypost admin bootstrap)\") with a curl "
                     "command to send the first message. Running it again creates nothing new "
                     "and prints no tokens: secrets are shown only the first time.")
