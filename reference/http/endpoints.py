@@ -103,6 +103,8 @@ async def _answer(work: Callable[[], Awaitable[Outcome]]) -> Response:
 def query_params(request: Request, *known: str) -> dict[str, str]:
     """The query parameters, each known and given once (``INVALID_REQUEST`` naming the first
     that is not): a route that takes none refuses any."""
+    if not request.scope.get("query_string"):  # most requests: nothing to parse
+        return {}
     for name in request.query_params:
         if name not in known:
             raise InvalidRequest(f"unknown query parameter {name}", field=name)

@@ -172,7 +172,8 @@ class BodyTimeout:
             if complete:  # later calls wait for a disconnect (streamed answers, long polls)
                 return await receive()
             try:
-                message = await asyncio.wait_for(receive(), self.seconds)
+                async with asyncio.timeout(self.seconds):  # no task per chunk, as wait_for makes
+                    message = await receive()
             except TimeoutError:
                 raise Abandoned("request body read timeout") from None
             complete = message["type"] != "http.request" or not message.get("more_body", False)

@@ -3,6 +3,7 @@ and stable result at once) and the message reads."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -19,11 +20,11 @@ from waypost.reference.storage.plan import (
     Row,
     SqlValue,
     Statement,
-    guard,
-    guarded,
+    guard_sql,
+    guarded_sql,
     json_list,
     new_plan_id,
-    outcome_read,
+    outcome_sql,
     plan,
     stmt,
 )
@@ -87,7 +88,18 @@ def send_message(principal: Principal, now: int, message: MessageSend) -> Commit
         "attachments": json_list(message.attachment_ids),
         "metadata": None if message.metadata is None else json.dumps(message.metadata),
     }
-    recipients = LISTED if message.recipient_ids is not None else RECIPIENTS
+    writes, outcome = _send_sql(message.resumed, message.new_thread,
+                                message.recipient_ids is not None, message.in_reply_to is not None,
+                                bool(message.attachment_ids))
+    return plan("send_message", plan_id, [stmt(sql, p) for sql in writes], stmt(outcome, p))
+
+
+@functools.lru_cache(maxsize=64)
+def _send_sql(resumed: bool, new_thread: bool, listed: bool, reply: bool,
+              attachments: bool) -> tuple[tuple[str, ...], str]:
+    """The SQL texts of a send plan of this shape, built once: its guard and writes (those that
+    would write nothing, no new thread or no attachment, are left out), and its outcome read."""
+    recipients = LISTED if listed else RECIPIENTS
     key = f"""INSERT INTO submissions (submission_id, space_id, producer_id, operation,
             request_id, fingerprint, state, reserved_at, resource_id, thread_id, feed_item_id,
             result_status, committed_at)
@@ -95,7 +107,7 @@ def send_message(principal: Principal, now: int, message: MessageSend) -> Commit
             'committed', :now, :message_id, :thread_id, :feed_item_id, 201, :now
         WHERE {GUARD_OK}
         ON CONFLICT (space_id, producer_id, operation, request_id) DO NOTHING"""
-    if message.resumed:  # the reservation's row exists: it becomes the stable result
+    if resumed:  # the reservation's row exists: it becomes the stable result
         key = f"""UPDATE submissions SET state = 'committed', result_status = 201,
                 committed_at = :now
             WHERE submission_id = :submission_id AND state IN ('reserved', 'prepared')
@@ -107,14 +119,12 @@ def send_message(principal: Principal, now: int, message: MessageSend) -> Commit
                 SELECT :producer_id AS actor_id UNION ALL
                 SELECT actor_id FROM ({recipients}) WHERE actor_id <> :producer_id)
             WHERE {GUARD_OK}""")
-    attachments = f"""INSERT INTO message_attachments (space_id, message_id, position, blob_id)
+    attached = f"""INSERT INTO message_attachments (space_id, message_id, position, blob_id)
         SELECT :space_id, :message_id, key, value FROM json_each(:attachments)
         WHERE {GUARD_OK}"""
-    # Statements that would write nothing (no new thread, no attachment) are left out.
-    writes: list[Statement] = [guard(plan_id, _send_cases(recipients, message), p)] + [
-        guarded(plan_id, sql, p) for sql in (
+    guarded = tuple(guarded_sql(sql) for sql in (
             key,
-            *(thread if message.new_thread else ()),
+            *(thread if new_thread else ()),
             f"""INSERT INTO messages (space_id, message_id, submission_id, producer_id,
                     thread_id, in_reply_to, kind, subject, body_ref, body_sha256, body_size,
                     metadata_json, committed_at, body)
@@ -125,7 +135,7 @@ def send_message(principal: Principal, now: int, message: MessageSend) -> Commit
             f"""INSERT INTO message_recipients (space_id, message_id, actor_id)
                 SELECT :space_id, :message_id, actor_id FROM ({recipients})
                 WHERE {GUARD_OK}""",
-            *((attachments,) if message.attachment_ids else ()),
+            *((attached,) if attachments else ()),
             f"""INSERT INTO feed_items (item_id, space_id, item_type, producer_id, thread_id,
                     resource_id, committed_at)
                 SELECT :feed_item_id, :space_id, 'message', :producer_id, :thread_id,
@@ -134,11 +144,10 @@ def send_message(principal: Principal, now: int, message: MessageSend) -> Commit
                 SELECT :space_id, :feed_item_id, actor_id,
                     (SELECT sequence FROM feed_items WHERE item_id = :feed_item_id)
                 FROM ({recipients}) WHERE {GUARD_OK}""",
-        )]
-    outcome = outcome_read(plan_id, f"g.verdict AS verdict, {FOUND_COLUMNS}",
-                           f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id",
-                           p)
-    return plan("send_message", plan_id, writes, outcome)
+        ))
+    writes = (guard_sql(_send_cases(recipients, new_thread, reply, attachments)), *guarded)
+    return writes, outcome_sql(f"g.verdict AS verdict, {FOUND_COLUMNS}",
+                               f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id")
 
 
 #: The send's recipients as listed.
@@ -148,7 +157,8 @@ RECIPIENTS = ("SELECT value AS actor_id FROM json_each(COALESCE(:recipients, (SE
               " json_array(default_actor_id) FROM spaces WHERE space_id = :space_id)))")
 
 
-def _send_cases(recipients: str, message: MessageSend) -> list[tuple[str, str]]:
+def _send_cases(recipients: str, new_thread: bool, reply: bool,
+                attachments: bool) -> list[tuple[str, str]]:
     """The guard of :func:`send_message`, in the order the protocol checks them. The checks of
     an existing thread, of a reply and of attachments are left out of a send that has none
     (they could not fail there, and each costs the guard a search)."""
@@ -158,7 +168,7 @@ def _send_cases(recipients: str, message: MessageSend) -> list[tuple[str, str]]:
         ("NOT " + member.format(who=":producer_id"), "NOT_FOUND:thread_id"),
         (f"EXISTS ({recipients} WHERE NOT " + member.format(who="value") + ")",
          "FORBIDDEN:recipient_ids")]
-    reply = [
+    reply_case = [
         ("NOT EXISTS (SELECT 1 FROM messages r WHERE"
          " r.space_id = :space_id AND r.message_id = :in_reply_to AND r.thread_id = :thread_id"
          " AND EXISTS (SELECT 1 FROM token_scopes WHERE token_id = :token_id"
@@ -168,7 +178,7 @@ def _send_cases(recipients: str, message: MessageSend) -> list[tuple[str, str]]:
          "   AND mr.actor_id = :producer_id) OR EXISTS (SELECT 1 FROM token_scopes"
          "   WHERE token_id = :token_id AND scope = 'space.observe')))",
          "NOT_FOUND:in_reply_to")]
-    attachments = [
+    attachment_case = [
         ("EXISTS (SELECT 1 FROM json_each(:attachments) j WHERE NOT"
          f" {referenceable('j.value', ':producer_id')})", "REFERENCE_INVALID:attachment_ids")]
     return [
@@ -183,9 +193,9 @@ def _send_cases(recipients: str, message: MessageSend) -> list[tuple[str, str]]:
         ("(SELECT recipients_mode FROM tokens WHERE token_id = :token_id) = 'listed'"
          f" AND EXISTS ({recipients} WHERE value NOT IN (SELECT recipient_actor_id"
          " FROM token_recipient_grants WHERE token_id = :token_id))", "FORBIDDEN:recipient_ids"),
-        *(() if message.new_thread else thread),
-        *(() if message.in_reply_to is None else reply),
-        *(attachments if message.attachment_ids else ()),
+        *(() if new_thread else thread),
+        *(reply_case if reply else ()),
+        *(attachment_case if attachments else ()),
         sequence_exhausted("1"),
     ]
 

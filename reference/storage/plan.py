@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from textwrap import dedent
-from typing import Any
+from typing import Any, NamedTuple
 
 from waypost.reference.domain.entropy import random_bytes
 from waypost.reference.storage.rows import decode, only, select_list
@@ -36,9 +36,9 @@ SEQUENCE = "CAST(f.sequence AS TEXT)"
 GUARD_OK = "EXISTS (SELECT 1 FROM commit_guards WHERE plan_id = :plan AND verdict = 'ok')"
 
 
-@dataclass(frozen=True)
-class Statement:
-    """One SQL statement with its numbered parameters, e.g. ``("… WHERE id = ?1", ("a",))``."""
+class Statement(NamedTuple):
+    """One SQL statement with its numbered parameters, e.g. ``("… WHERE id = ?1", ("a",))``
+    (a named tuple: a send builds a dozen, and a frozen dataclass costs more to make)."""
 
     sql: str
     params: tuple[SqlValue, ...] = ()
@@ -113,31 +113,44 @@ def with_plan(params: Mapping[str, SqlValue], plan_id: str) -> Mapping[str, SqlV
     return {**params, "plan": plan_id}
 
 
+def guard_sql(cases: Sequence[tuple[str, str]]) -> str:
+    """The SQL of :func:`guard` (for plans that build their texts once per shape)."""
+    whens = "\n".join(f"    WHEN {condition} THEN '{code}'" for condition, code in cases)
+    verdict = f"CASE\n{whens}\n    ELSE 'ok' END" if cases else "'ok'"
+    return f"INSERT INTO commit_guards (plan_id, verdict)\nSELECT :plan, {verdict}"
+
+
 def guard(plan_id: str, cases: Sequence[tuple[str, str]], params: Mapping[str, SqlValue]) -> Statement:
     """The verdict statement: the first failing case's code, else ``'ok'``.
 
     ``cases`` are ``(condition_that_means_failure, code)`` pairs evaluated in order.
     """
-    whens = "\n".join(f"    WHEN {condition} THEN '{code}'" for condition, code in cases)
-    verdict = f"CASE\n{whens}\n    ELSE 'ok' END" if cases else "'ok'"
-    sql = f"INSERT INTO commit_guards (plan_id, verdict)\nSELECT :plan, {verdict}"
-    return stmt(sql, with_plan(params, plan_id))
+    return stmt(guard_sql(cases), with_plan(params, plan_id))
+
+
+def guarded_sql(sql: str) -> str:
+    """``sql`` once checked to be a guarded write (it uses :data:`GUARD_OK`)."""
+    if GUARD_OK not in sql:
+        raise ValueError("a plan write must be conditioned on GUARD_OK")
+    return sql
 
 
 def guarded(plan_id: str, sql: str, params: Mapping[str, SqlValue] | None = None) -> Statement:
     """A write that happens only if the plan's verdict is ``'ok'``; its SQL must use
     :data:`GUARD_OK` (checked, so no write is ever left unguarded)."""
-    if GUARD_OK not in sql:
-        raise ValueError("a plan write must be conditioned on GUARD_OK")
-    return stmt(sql, with_plan(params or {}, plan_id))
+    return stmt(guarded_sql(sql), with_plan(params or {}, plan_id))
+
+
+def outcome_sql(columns: str, joins: str) -> str:
+    """The SQL of :func:`outcome_read`."""
+    return f"SELECT {columns}\nFROM commit_guards g\n{joins}\nWHERE g.plan_id = :plan"
 
 
 def outcome_read(plan_id: str, columns: str, joins: str,
                  params: Mapping[str, SqlValue]) -> Statement:
     """The outcome read: ``columns`` (a select list over ``commit_guards g`` and what ``joins``
     finds) of this plan's verdict row."""
-    sql = f"SELECT {columns}\nFROM commit_guards g\n{joins}\nWHERE g.plan_id = :plan"
-    return stmt(sql, with_plan(params, plan_id))
+    return stmt(outcome_sql(columns, joins), with_plan(params, plan_id))
 
 
 def verdict_read(plan_id: str, shape: type[Any], joins: str, params: Mapping[str, SqlValue],
