@@ -25,8 +25,6 @@ from waypost.properties.fixtures import Fixtures
 from waypost.properties.fixtures import load as load_fixtures
 from waypost.properties.proxy import FaultProxy
 
-EXPECTED_DIR = Path(__file__).resolve().parent / "expected_failures"
-
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``conformance`` (and its ``replay``) on the top-level parser."""
@@ -168,10 +166,7 @@ def _conformance(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"waypost conformance: {exc}", file=sys.stderr)
         return 2
-    expected_path = args.expected_failures
-    if expected_path is None and args.target in ("sqlite", "d1"):
-        expected_path = EXPECTED_DIR / f"{args.target}.json"
-    expected = runner.load_expected(expected_path)
+    expected = runner.expected_for(args.expected_failures, args.target)
     profile = runner.PROFILES[args.profile]
     try:
         fixtures = fixture_file(args)

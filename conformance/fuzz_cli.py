@@ -7,16 +7,13 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 from xml.etree import ElementTree as ET
 
 import httpx
 
-from waypost.conformance import fuzz, fuzz_rules
+from waypost.conformance import fuzz, fuzz_rules, runner
 from waypost.conformance.arguments import add_target, admin_token
 from waypost.conformance.targets import check_target, open_target
-
-EXPECTED_DIR = Path(__file__).resolve().parent / "expected_failures"
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,12 +51,7 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def expected_reason(path: Path | None, target: str) -> str:
     """The reason an expected-failures file gives for ``FUZZ``, or ''."""
-    if path is None and target in ("sqlite", "d1"):
-        path = EXPECTED_DIR / f"{target}.json"
-    if path is None or not path.exists():
-        return ""
-    entries: list[dict[str, Any]] = json.loads(path.read_text())
-    return next((str(e["reason"]) for e in entries if e["property"].upper() == "FUZZ"), "")
+    return runner.expected_for(path, target).get("FUZZ", "")
 
 
 class Progress:

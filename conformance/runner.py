@@ -92,12 +92,24 @@ class Report:
             self.fuzz and self.fuzz.failed)
 
 
+#: The expected failures the kit ships for its own targets (``sqlite.json``, ``d1.json``).
+EXPECTED_DIR = Path(__file__).resolve().parent / "expected_failures"
+
+
 def load_expected(path: Path | None) -> dict[str, str]:
     """An expected-failures file: ``[{"property": "P07", "reason": "…"}]`` → {pid: reason}."""
     if path is None or not path.exists():
         return {}
     entries = json.loads(path.read_text())
     return {entry["property"].upper(): entry["reason"] for entry in entries}
+
+
+def expected_for(path: Path | None, target: str) -> dict[str, str]:
+    """The expected failures of a run: ``--expected-failures`` if given, else the kit's own
+    file for ``sqlite`` and ``d1`` (none for a URL)."""
+    if path is None and target in ("sqlite", "d1"):
+        path = EXPECTED_DIR / f"{target}.json"
+    return load_expected(path)
 
 
 class Progress:
