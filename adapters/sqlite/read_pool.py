@@ -3,14 +3,13 @@ connection, and settles its caller's future on the caller's event loop (:mod:`.w
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from waypost.adapters.sqlite.jobs import JobQueue
 from waypost.adapters.sqlite.waiters import LoopWaiter, Waiter, settle
-from waypost.reference.domain.errors import StorageUnavailable
 
 T = TypeVar("T")
 
@@ -20,10 +19,7 @@ class ReadPool:
     and a read asked after it is refused (``StorageUnavailable``), never left waiting."""
 
     def __init__(self, size: int, name: str) -> None:
-        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], Waiter] | None] = (
-            queue.SimpleQueue())
-        self._closed = False
-        self._lock = threading.Lock()
+        self._queue: JobQueue[tuple[Callable[[], Any], Waiter]] = JobQueue()
         self._threads = [threading.Thread(target=self._work, name=f"{name}_{n}", daemon=True)
                          for n in range(size)]
         for thread in self._threads:
@@ -32,29 +28,20 @@ class ReadPool:
     async def run(self, function: Callable[[], T]) -> T:
         """``function()`` on a read thread, awaited on this event loop."""
         waiter = LoopWaiter.here()
-        self._put(function, waiter)
+        self._queue.put((function, waiter))
         result: T = await waiter.future
         return result
 
     def call(self, function: Callable[[], T]) -> T:
         """``function()`` on a read thread, waited for (callers without an event loop)."""
         future: Future[T] = Future()
-        self._put(function, future)
+        self._queue.put((function, future))
         return future.result()
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            for _ in self._threads:
-                self._queue.put(None)
+        self._queue.close(workers=len(self._threads))
         for thread in self._threads:
             thread.join()
-
-    def _put(self, function: Callable[[], Any], waiter: Waiter) -> None:
-        with self._lock:  # a read is either queued before the stops, or refused
-            if self._closed:
-                raise StorageUnavailable("the storage is closed (restarting); retry")
-            self._queue.put((function, waiter))
 
     def _work(self) -> None:
         while (job := self._queue.get()) is not None:

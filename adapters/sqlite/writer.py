@@ -23,6 +23,7 @@ from typing import Any
 
 import apsw
 
+from waypost.adapters.sqlite.jobs import JobQueue
 from waypost.adapters.sqlite.waiters import Answer, LoopWaiter, Waiter, settle
 from waypost.reference.domain.errors import StorageUnavailable
 from waypost.reference.storage.plan import CommitPlan, Row
@@ -65,10 +66,8 @@ class GroupWriter:
                  on_durable: Callable[[], None] | None = None) -> None:
         self._connect = connect
         self._on_durable = on_durable
-        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._queue: JobQueue[_Job] = JobQueue()
         self._gate = threading.Lock()
-        self._closed = False
-        self._closing = threading.Lock()
         self.stats = GroupStats()
         self._thread = threading.Thread(target=self._loop, name="waypost-sqlite-writer",
                                         daemon=True)
@@ -77,20 +76,20 @@ class GroupWriter:
     def submit(self, plan: CommitPlan) -> Future[list[Row]]:
         """Queue a plan; the future holds its outcome rows once the group's COMMIT is durable."""
         future: Future[list[Row]] = Future()
-        self._put(_Job(future, plan=plan))
+        self._queue.put(_Job(future, plan=plan))
         return future
 
     async def run(self, plan: CommitPlan) -> list[Row]:
         """Queue a plan and await its outcome rows (settled on this event loop)."""
         waiter = LoopWaiter.here()
-        self._put(_Job(waiter, plan=plan))
+        self._queue.put(_Job(waiter, plan=plan))
         rows: list[Row] = await waiter.future
         return rows
 
     def call(self, function: Callable[[apsw.Connection], Any]) -> Future[Any]:
         """Run ``function(connection)`` on the writer thread, alone (no transaction is open)."""
         future: Future[Any] = Future()
-        self._put(_Job(future, function=function))
+        self._queue.put(_Job(future, function=function))
         return future
 
     @contextmanager
@@ -102,16 +101,8 @@ class GroupWriter:
     def close(self) -> None:
         """Finish what is queued, then stop the thread and close its connection; a plan
         submitted after is refused (``StorageUnavailable``), never left waiting."""
-        with self._closing:
-            self._closed = True
-            self._queue.put(None)
+        self._queue.close(workers=1)
         self._thread.join()
-
-    def _put(self, job: _Job) -> None:
-        with self._closing:  # a job is either queued before the stop, or refused
-            if self._closed:
-                raise StorageUnavailable("the storage is closed (restarting); retry")
-            self._queue.put(job)
 
     def _loop(self) -> None:
         try:
