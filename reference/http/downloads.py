@@ -14,15 +14,9 @@ from waypost.reference.service.context import Context, Outcome
 
 
 def _one(request: Request, name: str) -> str | None:
-    """The header's value; None when absent or sent more than once (then it is ignored)."""
+    """The header's value; None when absent; ``""`` when sent more than once, which names no
+    single range (a ``Range`` then is ignored) nor ETag (an ``If-Range`` then fails)."""
     found = request.headers.getlist(name)
-    return found[0] if len(found) == 1 else None
-
-
-def _if_range(request: Request) -> str | None:
-    """``If-Range``'s value; sent more than once it names no single ETag, so the condition
-    fails (the whole blob is sent) rather than being ignored."""
-    found = request.headers.getlist("if-range")
     return found[0] if len(found) == 1 else (None if not found else "")
 
 
@@ -54,7 +48,7 @@ async def blob_content(request: Request) -> Response:
     async def work(ctx: Context, principal: Principal, request: Request) -> Outcome:
         content = await blobs.read_content(
             ctx, principal, request.path_params["blob_id"],
-            ranges.parse(_one(request, "range")), _if_range(request))
+            ranges.parse(_one(request, "range")), _one(request, "if-range"))
         holder["response"] = _answer(content)
         return Outcome(200, {})
 
