@@ -69,6 +69,33 @@ def test_a_failing_plan_in_a_group_does_not_roll_back_its_neighbours(
         driver.close()
 
 
+def _count(driver: SqliteDriver, sql: str) -> int:
+    (rows,) = asyncio.run(driver.read([Statement(sql)]))
+    return int(rows[0][0])
+
+
+@pytest.mark.parametrize("neighbours", [("a",), ("a", "c")], ids=["pair", "three"])
+def test_a_plan_that_fails_midway_in_a_group_leaves_nothing_while_the_others_commit(
+        driver: SqliteDriver, neighbours: tuple[str, ...]) -> None:
+    """Its space, actor and verdict rows were written before the failing statement: its
+    savepoint alone is rolled back (no deferred key fails, so no plan is retried alone)."""
+    fails_midway = _space_plan("b")
+    fails_midway = replace(fails_midway, writes=(
+        *fails_midway.writes, Statement("INSERT INTO spaces (space_id) VALUES (NULL)")))
+    plans = [_space_plan(neighbours[0]), fails_midway, *map(_space_plan, neighbours[1:])]
+    try:
+        with driver.held():
+            futures = [driver.writer.submit(p) for p in plans]
+        assert isinstance(futures[1].exception(), apsw.ConstraintError)
+        assert [f.result()[0][0] for f in futures if f is not futures[1]] == ["ok"] * len(neighbours)
+        assert (driver.stats.groups, driver.stats.last) == (1, len(plans))  # one group
+        assert _spaces(driver) == sorted(neighbours)
+        assert _count(driver, "SELECT count(*) FROM actors WHERE space_id = 'b'") == 0
+        assert _count(driver, "SELECT count(*) FROM commit_guards") == 0
+    finally:
+        driver.close()
+
+
 def test_a_plan_alone_that_fails_midway_leaves_nothing(driver: SqliteDriver) -> None:
     fails_midway = _space_plan("b")  # its space row is written, then a statement fails
     fails_midway = replace(fails_midway, writes=(

@@ -1,14 +1,19 @@
 """Blob content streams in bounded chunks and manifests are bounded (protocol §9, §12): a download
 larger than the store's buffer arrives whole with its ETag while the store reads it chunk by
-chunk; a manifest over ``manifest_input_bytes`` is refused unread; a smaller one stops at the
-first entry past ``memory_entries_per_revision``."""
+chunk, its first chunk sent before the store has read the rest; a manifest over
+``manifest_input_bytes`` is refused unread; a smaller one stops at the first entry past
+``memory_entries_per_revision``."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
 from dataclasses import replace
+from typing import Any
+
+import pytest
 
 from tests.conftest import Api, item, must_fail, publish, sealed_blob
 from waypost.adapters.blobs.files import FileBlobStore
@@ -39,6 +44,62 @@ def test_a_blob_larger_than_the_buffer_streams_in_bounded_chunks(mem: Api) -> No
     assert answer.headers["Content-Length"] == str(len(content))
     assert store.streamed.chunks - before == math.ceil(len(content) / store.chunk_bytes)
     assert store.streamed.largest <= store.chunk_bytes
+
+
+def _bodies_as_sent(api: Api, who: str, path: str, headers: dict[str, str],
+                   store: FileBlobStore) -> list[tuple[bytes, int]]:
+    """Each body message of the app's answer to ``GET path`` and how many chunks the store had
+    read when the app sent it (the app driven over ASGI on its own loop: no client buffers)."""
+    sent: list[tuple[bytes, int]] = []
+
+    async def call() -> None:
+        done = asyncio.Event()
+        requested = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal requested
+            if not requested:
+                requested = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            await done.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body":
+                sent.append((message.get("body", b""), store.streamed.chunks))
+                if not message.get("more_body", False):
+                    done.set()
+
+        raw = {"authorization": f"Bearer {api.tokens[who]}", "host": "testserver", **headers}
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                 "method": "GET", "scheme": "http", "path": path, "raw_path": path.encode(),
+                 "query_string": b"", "root_path": "", "client": ("127.0.0.1", 50000),
+                 "server": ("testserver", 80),
+                 "headers": [(k.encode(), v.encode()) for k, v in raw.items()]}
+        await api.client.app(scope, receive, send)
+
+    api.client.portal.call(call)
+    return sent
+
+
+@pytest.mark.parametrize(("headers", "span"), [
+    ({}, slice(None)), ({"range": "bytes=1000-"}, slice(1000, None))], ids=["whole", "range"])
+def test_a_download_sends_its_first_chunk_before_the_store_has_read_the_rest(
+        mem: Api, headers: dict[str, str], span: slice) -> None:
+    """Streamed, not buffered: the first chunk leaves before the store has read the rest, and
+    no body message is larger than a chunk."""
+    store = _store(mem, 16 * 1024)
+    content = bytes(range(256)) * (1024 + 7)  # 16 chunks and a bit
+    blob_id = sealed_blob(mem, "writer", content)
+    before = store.streamed.chunks
+    sent = _bodies_as_sent(mem, "writer", f"/v1/blobs/{blob_id}/content", headers, store)
+    expected = content[span]
+    assert b"".join(body for body, _ in sent) == expected
+    read_in_all = math.ceil(len(expected) / store.chunk_bytes)
+    assert store.streamed.chunks - before == read_in_all
+    first_sent_after = next(read for body, read in sent if body) - before
+    assert first_sent_after < read_in_all
+    assert max(len(body) for body, _ in sent) <= store.chunk_bytes
 
 
 def test_a_manifest_over_the_input_limit_is_refused_unread(mem: Api) -> None:
