@@ -7,7 +7,9 @@ the same CLI and keeps the same local tables) with the point armed through
 ``WAYPOST_CONSUMER_FAULT``, so the process ends there for real; checks the server's receipts
 against the local file in that crashed state; restarts the consumer (``sync``); and checks from
 both sides that no item was lost, no completed work is handed out again, and every outbound
-write exists once with its original request_id (``properties/consumer_checks.py``).
+write exists once with its original request_id (``properties/consumer_checks.py``). The points,
+the variable and the exit status come from the contract's data file, which the consumer reads
+too (``properties/contract_constants.py``).
 
 The kit never imports the consumer: it starts it, reads its local file read-only, and asks the
 server over HTTP."""
@@ -20,6 +22,7 @@ import secrets
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +31,7 @@ from typing import Any
 import httpx
 
 from waypost.properties.consumer_checks import (
+    OUTBOUND_ONCE,
     PID,
     LocalView,
     ServerView,
@@ -36,13 +40,17 @@ from waypost.properties.consumer_checks import (
     receipts_not_ahead,
     work_kept,
 )
+from waypost.properties.contract_constants import (
+    CONSUMER_FAULT_ENVIRONMENT,
+    CONSUMER_POINTS,
+    CRASH_EXIT,
+)
 from waypost.properties.violations import Ledger, PropertyViolation
 
-POINTS = ("sync.after_fetch", "sync.after_commit", "ack.before_submit", "ack.after_submit",
-          "done.after_commit", "outbound.before_submit", "outbound.after_submit")
+#: Every fault point of the reference consumer, from the contract's data file (docs/consumer.md).
+POINTS = CONSUMER_POINTS
 FLOWS = ("sync", "done", "outbound")
 CHECK = "consumer matrix"  # its name in requirement coverage (properties/requirements.py)
-CRASH_EXIT = 86
 #: ``waypost consumer`` without loading the rest of the CLI (the kit starts it many times).
 DEFAULT_COMMAND = (sys.executable, "-m", "waypost.consumer_cli")
 SCOPES = ["message.send", "message.read", "receipt.write", "event.subscribe"]
@@ -56,6 +64,8 @@ class Cell:
     ok: bool = False
     note: str = ""
     checks: int = 0
+    requirements: dict[str, int] = field(default_factory=dict)  # id → checks naming it
+    failed: dict[str, int] = field(default_factory=dict)  # id → of them, failed
 
 
 @dataclass
@@ -173,12 +183,12 @@ class Consumer:
         self.runs: list[str] = []
 
     def run(self, *arguments: str, fault: str | None = None) -> int:
-        """Run one consumer command to its end; its exit status (86 if it crashed at the
-        armed point). Output is kept for the cell's note."""
+        """Run one consumer command to its end; its exit status (:data:`CRASH_EXIT` if it
+        crashed at the armed point). Output is kept for the cell's note."""
         env = {**os.environ, "WAYPOST_TOKEN": self.space.tokens[self.actor]}
-        env.pop("WAYPOST_CONSUMER_FAULT", None)
+        env.pop(CONSUMER_FAULT_ENVIRONMENT, None)
         if fault:
-            env["WAYPOST_CONSUMER_FAULT"] = fault
+            env[CONSUMER_FAULT_ENVIRONMENT] = fault
         done = subprocess.run([*self.command, *arguments, "--db", str(self.db)], env=env,
                               capture_output=True, text=True, timeout=300)
         self.runs.append(f"{' '.join(arguments)} → {done.returncode}: "
@@ -198,7 +208,7 @@ class Consumer:
 
 
 def _first_run(cell: Cell, consumer: Consumer, point: str, *arguments: str) -> bool:
-    """The armed run: it crashes at the point (86) or never reaches it (0)."""
+    """The armed run: it crashes at the point (:data:`CRASH_EXIT`) or never reaches it (0)."""
     code = consumer.run(*arguments, fault=point)
     if code not in (0, CRASH_EXIT):
         cell.outcome, cell.note = "error", consumer.runs[-1]
@@ -255,14 +265,14 @@ def _flow_outbound(cell: Cell, ledger: Ledger, consumer: Consumer) -> None:
                       "--text", "once"):
         return
     crashed = consumer.local()
-    ledger.check(PID, len(crashed.outbound) == 1,
+    ledger.check(OUTBOUND_ONCE, len(crashed.outbound) == 1,
                  "the send was not written to the outbox before it was submitted",
                  outbound=crashed.outbound)
     _restart(cell, consumer)
     local, server = consumer.local(), space.observe()
     published = {subject: sum(m["subject"] == subject for m in server.messages)}
     outbound_once(ledger, crashed, local, space.lookups("bob", local), published)
-    ledger.check(PID, sum(r["operation"] == "message.send" for r in local.outbound) == 1,
+    ledger.check(OUTBOUND_ONCE, sum(r["operation"] == "message.send" for r in local.outbound) == 1,
                  "the send was queued more than once", outbound=local.outbound)
 
 
@@ -279,6 +289,8 @@ def run_cell(url: str, admin_token: str, flow: str, point: str, command: Sequenc
     except RuntimeError as error:
         cell.outcome, cell.note = "error", str(error)
     cell.checks = ledger.checks[PID]
+    cell.requirements = {rid: sum(by.values()) for rid, by in ledger.by_requirement.items()}
+    cell.failed = {rid: sum(by.values()) for rid, by in ledger.failed_requirements.items()}
     violation = ledger.recorded.get(PID)
     if violation is not None:
         cell.note = f"{violation.message} (runs: {' | '.join(consumer.runs)})"
@@ -320,7 +332,7 @@ def for_run(client: httpx.Client, admin_token: str, ledger: Ledger, wanted: set[
             ) -> dict[str, tuple[PropertyViolation, PropertyViolation, Path]]:
     """P17 in a kit run: the matrix against the run's target, its checks counted in the run's
     ledger; a failing matrix is the run's P17 failure, its cells written to
-    ``<replay_dir>/<run_id>-P17.json``. Nothing runs (P17 not exercised) when P17 is not
+    ``<replay_dir>/<run_id>-P17.json``. Nothing runs (P17 not run) when P17 is not
     selected or the target is not reachable over the network."""
     url = str(client.base_url).rstrip("/")
     if (wanted is not None and PID not in wanted) or not reachable(url):
@@ -328,9 +340,15 @@ def for_run(client: httpx.Client, admin_token: str, ledger: Ledger, wanted: set[
     matrix = consumer_matrix(url, admin_token, command=command, flows=flows, on_cell=on_cell)
     ledger.checks[PID] += matrix.checks
     ledger.by_check[CHECK] += matrix.checks
+    for cell in matrix.cells:  # each check named its ids (WP-CONS-…) in the cell's ledger
+        for rid, count in cell.requirements.items():
+            ledger.by_requirement.setdefault(rid, Counter())[CHECK] += count
+        for rid, count in cell.failed.items():
+            ledger.failed_requirements.setdefault(rid, Counter())[PID] += count
     failed = [cell for cell in matrix.cells if not cell.ok]
     if not failed:
         return {}
+    ledger.failed[PID] += sum(sum(cell.failed.values()) for cell in failed) or len(failed)
     ledger.failed_checks.setdefault(CHECK, PID)
     violation = PropertyViolation(PID, f"{failed[0].flow} × {failed[0].point}: {failed[0].note}",
                                   {"failed_cells": [c.__dict__ for c in failed]})

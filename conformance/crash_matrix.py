@@ -11,40 +11,48 @@ With the action ``unavailable`` the point answers ``503`` instead: the lookup mu
 final failure, and the retry must succeed once. Against a running server with test hooks
 (``url``), ``crash`` abandons the request and ``/_test/restart`` stands in for the restart.
 
+The fault points are the ones the target lists (``GET /_test/faults``, validated as hostile
+input), plus any point protocol.md §14 requires that it leaves out (a failed cell each,
+WP-HOOK-7). A point of the sweeper of expired uploads (``cleanup.after_claim``) is passed by no
+client's write: ``blob.commit`` exercises it against the sweeper (:func:`run_cleanup_cell`).
+
 Outcomes: ``not reached`` (the write never passes that point: it answered normally),
 ``committed`` (the crash came after the commit: the lookup already shows the result, the retry
 replays it), ``resumed`` (a reservation survived: the retry finished it with its reserved ids),
 ``not committed`` (nothing durable: the retry ran as a first attempt), ``stored`` (the raw PUT
-of upload bytes, which has no key: its retry stored them).
+of upload bytes, which has no key: its retry stored them), ``expired`` (the sweeper claimed the
+upload first: the commit is a recorded ``410 UPLOAD_EXPIRED``), ``missing`` (a required point
+the target does not offer).
 
-Only the kit's HTTP vocabulary is used here (no import of the reference).
+Only the kit's HTTP vocabulary is used here (no import of the reference); the constants shared
+with servers come from the contract's data file (``properties/contract_constants.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import secrets
-import subprocess
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from waypost.conformance.targets import GatewayProcess, ServerProcess
+from waypost.conformance.crash_target import Reference, json_object, reference
+from waypost.properties.contract_constants import FAULT_POINTS, REQUIRED_FAULT_POINTS
 
-#: Every fault point of protocol.md §14, and ``commit.durable`` (a server's point after a
-#: transaction is durable and before its callers are answered), "not reached" where absent.
-POINTS = ("reserve.after", "object.after_write", "prepare.after", "commit.before",
-          "commit.durable", "commit.after", "seal.before_commit", "upload.after_store",
-          "ack.after_commit", "response.before")
+#: Every fault point of the contract: protocol.md §14's and ``commit.durable`` (after a
+#: transaction is durable, before its callers are answered). A run takes the target's list.
+POINTS = FAULT_POINTS
 OPERATIONS = ("message.send", "receipt.ack", "blob.prepare", "blob.put", "blob.commit",
               "memory.publish")
-CRASH_EXIT = 86
+#: The prefix of the sweeper's points, and the write that races the sweeper (WP-UPL-8).
+SWEEPER, SWEEPER_WRITE = "cleanup.", "blob.commit"
+#: How long a cell waits for the target's sweeper to pass its point (the reference sweeps every
+#: 30 s); a sweeper that does not come is ``not reached``.
+SWEEP_WAIT = 45.0
+RERUN = 100_000  # added to a cell's number when it runs once more (fresh request ids)
 
 
 @dataclass
@@ -60,26 +68,32 @@ class Cell:
 @dataclass
 class Matrix:
     cells: list[Cell] = field(default_factory=list)
+    points: list[str] = field(default_factory=list)  # the columns (else: the cells' points)
 
     @property
     def green(self) -> bool:
         return all(cell.ok for cell in self.cells)
 
+    def columns(self) -> list[str]:
+        return self.points or list(dict.fromkeys(c.point for c in self.cells))
+
     def table(self) -> str:
         """Per action, operations down and fault points across; each cell its outcome
         (``FAIL …`` if wrong), the failures' reasons below."""
-        points = [p for p in POINTS if any(c.point == p for c in self.cells)]
+        points = self.columns()
         operations = [o for o in OPERATIONS if any(c.operation == o for c in self.cells)]
-        width = max(len(p) for p in POINTS) + 2
+        width = max((len(p) for p in points), default=0) + 2
+        found = {(c.operation, c.point, c.action): c for c in self.cells}
         lines: list[str] = []
         for action in dict.fromkeys(c.action for c in self.cells):
             lines.append(f"{action}:".ljust(16) + "".join(p.ljust(width) for p in points))
             for operation in operations:
                 row = operation.ljust(16)
                 for point in points:
-                    cell = next(c for c in self.cells
-                                if (c.operation, c.point, c.action) == (operation, point, action))
-                    row += (cell.outcome if cell.ok else f"FAIL {cell.outcome}").ljust(width)
+                    cell = found.get((operation, point, action))
+                    shown = "" if cell is None else cell.outcome if cell.ok \
+                        else f"FAIL {cell.outcome}"
+                    row += shown.ljust(width)
                 lines.append(row)
         failures = [f"  {c.action} {c.operation} × {c.point}: {c.note}"
                     for c in self.cells if not c.ok]
@@ -92,119 +106,8 @@ class Matrix:
                 + (f"{failed} failed" if failed else f"{len(self.cells)} green"))
 
     def as_json(self) -> dict[str, Any]:
-        return {"green": self.green, "points": list(POINTS), "operations": list(OPERATIONS),
+        return {"green": self.green, "points": self.columns(), "operations": list(OPERATIONS),
                 "cells": [c.__dict__ for c in self.cells]}
-
-
-class Reference:
-    """A server with test hooks: by default the reference on one data directory, started here
-    with ``--crash-mode exit`` and restarted whenever a crash ends it; or (``url`` given) a
-    running server in ``abandon`` mode, restarted through ``/_test/restart``."""
-
-    def __init__(self, data_dir: Path, url: str | None = None, admin_token: str = "",
-                 gateway: GatewayProcess | None = None, gateway_secret: str = "") -> None:
-        self.data_dir = data_dir
-        self.admin_token = admin_token or secrets.token_urlsafe(16)
-        # On D1 the gateway outlives every crash of the reference: the data is there.
-        self.storage: tuple[str, ...] = ("--storage", "d1", "--gateway", gateway.url) \
-            if gateway else ("--synchronous", "normal")
-        self.env = {"WAYPOST_GATEWAY_SECRET": gateway_secret} if gateway else {}
-        self.fixed_url = url
-        self.process = None if url else self._start()
-        self.tokens: dict[str, str] = {}
-        self.space = f"crash-{secrets.token_hex(4)}"  # a running server may hold earlier runs
-
-    def _start(self) -> ServerProcess:
-        return ServerProcess(self.data_dir, self.admin_token, "--test-hooks", "--crash-mode",
-                             "exit", "--no-access-log", *self.storage, env=self.env)
-
-    @property
-    def url(self) -> str:
-        if self.process is None:
-            assert self.fixed_url is not None
-            return self.fixed_url
-        return self.process.url
-
-    def recover(self) -> None:
-        """After a dropped connection: restart (a real process, or through the hook)."""
-        if self.process is None:
-            answer = self.admin("POST", "/_test/restart", {})
-            if answer.status_code != 200:
-                raise RuntimeError(f"restart: {answer.status_code} {answer.text}")
-            return
-        self.restart_after_crash()
-
-    def restart_after_crash(self) -> None:
-        """The connection dropped: the process must be ending with the crash status; start a
-        new one on the same data directory."""
-        assert self.process is not None
-        try:
-            code = self.process.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            raise RuntimeError("the connection dropped but the server did not end") from None
-        if code != CRASH_EXIT:
-            raise RuntimeError(f"the server ended with status {code}:\n"
-                               + "".join(self.process.log[-20:]))
-        self.process = self._start()
-
-    def admin(self, method: str, path: str, body: Any = None) -> httpx.Response:
-        return httpx.request(method, self.url + path, json=body, timeout=30,
-                             headers={"Authorization": f"Bearer {self.admin_token}"})
-
-    def call(self, who: str, method: str, path: str, body: Any = None,
-             content: bytes | None = None) -> httpx.Response | None:
-        """A data-plane request; ``None`` when the connection dropped (a crash)."""
-        headers = {"Authorization": f"Bearer {self.tokens[who]}"}
-        try:
-            return httpx.request(method, self.url + path, json=body, content=content,
-                                 headers=headers, timeout=30)
-        except httpx.TransportError:
-            return None
-
-    def must(self, who: str, method: str, path: str, body: Any = None,
-             content: bytes | None = None) -> dict[str, Any]:
-        answer = self.call(who, method, path, body, content)
-        if answer is None or answer.status_code >= 300:
-            raise RuntimeError(f"{method} {path}: {None if answer is None else answer.text}")
-        data: dict[str, Any] = answer.json()
-        return data
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop()
-
-
-def provision(ref: Reference) -> None:
-    """A space with alice (writer of collection notes) and bob, an inbox and a token each."""
-    def ok(path: str, body: dict[str, Any]) -> dict[str, Any]:
-        answer = ref.admin("POST", path, body)
-        if answer.status_code not in (200, 201):
-            raise RuntimeError(f"provisioning {path}: {answer.text}")
-        data: dict[str, Any] = answer.json()
-        return data
-
-    space = ref.space
-    ok("/admin/v1/spaces", {"request_id": f"{space}-s", "space_id": space,
-                            "display_name": space, "source_uri": f"waypost-crash://{space}",
-                            "default_actor": {"actor_id": "alice", "kind": "agent",
-                                              "display_name": "alice"}})
-    ok(f"/admin/v1/spaces/{space}/actors", {"request_id": f"{space}-b", "actor_id": "bob",
-                                            "kind": "agent", "display_name": "bob"})
-    ok(f"/admin/v1/spaces/{space}/collections", {
-        "request_id": f"{space}-c", "collection_id": "notes", "source_actor_id": "alice",
-        "scope": "notes"})
-    for actor in ("alice", "bob"):
-        ok(f"/admin/v1/spaces/{space}/consumers", {
-            "request_id": f"{space}-c-{actor}", "consumer_id": f"{actor}-in",
-            "actor_id": actor, "view": "inbox"})
-        issued = ok(f"/admin/v1/spaces/{space}/tokens", {
-            "request_id": f"{space}-t-{actor}", "actor_id": actor,
-            "consumer_id": f"{actor}-in",
-            "scopes": ["message.send", "message.read", "receipt.write", "blob.write",
-                       "memory.write", "memory.read"],
-            "recipients": {"mode": "any"}, "blob_references": [],
-            "collections": [{"collection_id": "notes", "actions": ["read", "write"]}]})
-        ref.tokens[actor] = issued["token"]
 
 
 @dataclass
@@ -280,28 +183,56 @@ def prepare_write(ref: Reference, operation: str, n: int) -> Write:
         lookup=f"/v1/submissions/memory.publish/{rid}", effects=revisions)
 
 
-def run_cell(ref: Reference, operation: str, point: str, n: int, action: str = "crash") -> Cell:
-    """One cell: arm ``point`` with ``action``, write, recover, look up, retry twice, count."""
-    cell = Cell(operation, point, action=action)
-    write = prepare_write(ref, operation, n)
+def _arm(ref: Reference, point: str, action: str) -> None:
     armed = ref.admin("POST", "/_test/faults", {"point": point, "action": action})
     if armed.status_code != 200:
-        raise RuntimeError(f"arming {point}: {armed.text}")
+        raise RuntimeError(f"arming {point}: {armed.text[:300]}")
+
+
+def run_cell(ref: Reference, operation: str, point: str, n: int, action: str = "crash",
+             once_more: bool = True) -> Cell:
+    """One cell: arm ``point`` with ``action``, write, recover, look up, retry twice, count.
+    A point that fired while the write answered normally may have been passed by the server's
+    sweeper instead (its own commit passes ``commit.durable``): the cell runs once more."""
+    if point.startswith(SWEEPER) and operation == SWEEPER_WRITE:
+        return run_cleanup_cell(ref, point, n, action)
+    cell = Cell(operation, point, action=action)
+    write = prepare_write(ref, operation, n)
+    _arm(ref, point, action)
     first = ref.call(write.who, write.method, write.path, write.body, write.content)
     if first is None:
         ref.recover()  # a new process (or a restarted one): nothing stays armed
     else:
-        fired = not any(a["point"] == point for a in ref.admin("GET", "/_test/faults").json()[
-            "armed"])
-        ref.admin("DELETE", "/_test/faults")
-        if not fired:
-            cell.outcome = "not reached"
-            cell.ok = first.status_code < 300 and write.effects() == 1
-            cell.note = f"answered {first.status_code}: {first.text[:200]}"
+        ended = _answered_anyway(ref, cell, write, point, action, first)
+        if ended == "rerun" and once_more:
+            return run_cell(ref, operation, point, n + RERUN, action, once_more=False)
+        if ended:
             return cell
-        if action != "unavailable" or first.status_code != 503:
-            cell.note = f"the fault fired but the write answered {first.status_code}"
-            return cell
+    return _recovered(ref, cell, write)
+
+
+def _answered_anyway(ref: Reference, cell: Cell, write: Write, point: str, action: str,
+                     first: httpx.Response) -> str:
+    """The write answered although the point was armed: ``""`` when that is the answer of an
+    ``unavailable`` fault (recovery follows), else what ends the cell: ``"done"`` (the point
+    is not on its path, or the fault fired without effect: a failed cell) or ``"rerun"`` (the
+    fault fired and the write still succeeded: maybe the sweeper passed the point)."""
+    armed = ref.armed(point)  # None: the process ended after answering, and restarted
+    ref.admin("DELETE", "/_test/faults")
+    if armed or (armed is False and point.startswith(SWEEPER) and first.status_code < 300):
+        cell.outcome = "not reached"  # (a sweeper's point: the sweeper passed it)
+        cell.ok = first.status_code < 300 and write.effects() == 1
+        cell.note = f"answered {first.status_code}: {first.text[:200]}"
+        return "done"
+    if action == "unavailable" and first.status_code == 503:
+        return ""
+    cell.note = f"the fault fired but the write answered {first.status_code}" + (
+        " and the server ended" if armed is None else "")
+    return "rerun" if first.status_code < 300 else "done"
+
+
+def _recovered(ref: Reference, cell: Cell, write: Write) -> Cell:
+    """After the fault: the lookup, two retries, and the one effect the write must have."""
     state = "absent"
     if write.lookup is not None:
         found = ref.call(write.who, "GET", write.lookup)
@@ -343,38 +274,106 @@ def _problems(write: Write, state: str, retry: httpx.Response, again: httpx.Resp
     return problems
 
 
-@contextmanager
-def reference(url: str | None = None, admin_token: str = "",
-              target: str = "sqlite") -> Iterator[Reference]:
-    """The reference started here on ``target`` (sqlite, or d1 behind a local gateway), or
-    the running server at ``url``."""
-    with tempfile.TemporaryDirectory(prefix="waypost-crash-") as scratch:
-        gateway, secret = None, secrets.token_urlsafe(16)
-        if target == "d1" and url is None:
-            gateway = GatewayProcess(Path(scratch) / "d1", secret)
-        try:
-            ref = Reference(Path(scratch) / "data", url, admin_token, gateway, secret)
-            try:
-                provision(ref)
-                yield ref
-            finally:
-                ref.stop()
-        finally:
-            if gateway is not None:
-                gateway.stop()
+def run_cleanup_cell(ref: Reference, point: str, n: int, action: str = "crash") -> Cell:
+    """``blob.commit`` × a point of the sweeper: an upload with its bytes stored expires
+    (``/_test/clock``), the sweeper claims it and faults at the point (a crash ends the process,
+    which restarts), and only then is the commit sent. The cleanup won the race, so the commit
+    must answer ``410 UPLOAD_EXPIRED``, recorded (the lookup holds it and both retries replay
+    it), a PUT too; the upload's blob must never exist, and a blob sealed before the expiry
+    must keep its bytes (WP-UPL-7, WP-UPL-8)."""
+    cell = Cell(SWEEPER_WRITE, point, action=action)
+    kept_bytes = f"kept {n}".encode()
+    kept = _upload(ref, kept_bytes, f"kept-{n}")
+    ref.must("alice", "PUT", f"/v1/uploads/{kept['upload_id']}/content", content=kept_bytes)
+    ref.must("alice", "POST", f"/v1/uploads/{kept['upload_id']}/commit", {"request_id": f"k{n}"})
+    content = f"blob {n}".encode()
+    slot = _upload(ref, content, f"pre-{SWEEPER_WRITE}-{n}")
+    ref.must("alice", "PUT", f"/v1/uploads/{slot['upload_id']}/content", content=content)
+    _arm(ref, point, action)
+    ref.expire(slot.get("expires_at"))
+    if not _swept(ref, point):
+        ref.admin("DELETE", "/_test/faults")
+        cell.outcome, cell.ok = "not reached", True
+        cell.note = f"no sweep passed {point} within {SWEEP_WAIT:.0f} s"
+        return cell
+    if action == "crash" and ref.process is None:
+        ref.recover()  # the sweeper's request-less crash: restart the running server
+    ref.expire(slot.get("expires_at"))  # a new process starts with the test clock unmoved
+    problems = _expired_problems(ref, slot, kept, kept_bytes, content, f"{SWEEPER_WRITE}-{n}")
+    cell.outcome, cell.ok, cell.note = "expired", not problems, "; ".join(problems)
+    return cell
 
 
-def crash_matrix(operations: tuple[str, ...] = OPERATIONS, points: tuple[str, ...] = POINTS,
+def _swept(ref: Reference, point: str) -> bool:
+    """Whether the sweeper passed the armed ``point`` within :data:`SWEEP_WAIT`."""
+    deadline = time.monotonic() + SWEEP_WAIT
+    while (armed := ref.armed(point)) and time.monotonic() < deadline:
+        time.sleep(0.25)
+    return not armed
+
+
+def _expired_problems(ref: Reference, slot: dict[str, Any], kept: dict[str, Any],
+                      kept_bytes: bytes, content: bytes, rid: str) -> list[str]:
+    """What is wrong once the sweeper has claimed ``slot``: its commit (and retries) must be a
+    recorded 410 UPLOAD_EXPIRED, a PUT 410 too, its blob absent, and ``kept`` intact."""
+    commit = (f"/v1/uploads/{slot['upload_id']}/commit", {"request_id": rid})
+    first, retry, again = (ref.call("alice", "POST", *commit) for _ in range(3))
+    found = ref.call("alice", "GET", f"/v1/submissions/{SWEEPER_WRITE}/{rid}")
+    put = ref.call("alice", "PUT", f"/v1/uploads/{slot['upload_id']}/content", content=content)
+    blob = ref.call("alice", "GET", f"/v1/blobs/{slot['blob_id']}")
+    still = ref.call("alice", "GET", f"/v1/blobs/{kept['blob_id']}/content")
+    problems = [f"{what} answered {_shown(answer)}, not 410 UPLOAD_EXPIRED"
+                for what, answer in (("the commit", first), ("its retry", retry),
+                                     ("the PUT", put))
+                if answer is None or answer.status_code != 410
+                or _code(answer) != "UPLOAD_EXPIRED"]
+    if retry is None or again is None or retry.headers.get("waypost-replayed") != "true" \
+            or (again.status_code, again.content) != (retry.status_code, retry.content):
+        problems.append("the commit's retries did not replay its recorded answer")
+    if found is None or json_object(found).get("state") != "failed":
+        problems.append(f"the commit's lookup is {_shown(found)}, not a recorded failure")
+    if blob is None or blob.status_code != 404:
+        problems.append(f"the expired upload's blob exists: {_shown(blob)}")
+    if still is None or still.status_code != 200 or still.content != kept_bytes:
+        problems.append(f"a blob sealed before the expiry lost its bytes: {_shown(still)}")
+    return problems
+
+
+def _shown(answer: httpx.Response | None) -> str:
+    return "nothing" if answer is None else f"{answer.status_code} {answer.text[:120]!r}"
+
+
+def _code(answer: httpx.Response) -> Any:
+    error = json_object(answer).get("error")
+    return error.get("code") if isinstance(error, dict) else None
+
+
+def target_points(ref: Reference) -> list[str]:
+    """The columns of a run: every point the target lists, then each point protocol.md §14
+    requires that it leaves out (WP-HOOK-7)."""
+    listed = ref.listed_points()
+    return [*listed, *(p for p in REQUIRED_FAULT_POINTS if p not in listed)]
+
+
+def crash_matrix(operations: tuple[str, ...] = OPERATIONS, points: Sequence[str] | None = None,
                  actions: tuple[str, ...] = ("crash",), progress: bool = True,
                  url: str | None = None, admin_token: str = "", target: str = "sqlite") -> Matrix:
     """Run every (operation, point, action) cell against one reference (restarted as needed)
     on ``target``; with ``url``, against a running server with test hooks (restarted through
-    the hook)."""
+    the hook). ``points``: by default every point the target lists (:func:`target_points`)."""
     matrix = Matrix()
     with reference(url, admin_token, target) as ref:
-        cells = [(o, p, a) for a in actions for o in operations for p in points]
+        offered = ref.listed_points()
+        matrix.points = list(points) if points is not None else target_points(ref)
+        cells = [(o, p, a) for a in actions for o in operations for p in matrix.points]
         for n, (operation, point, action) in enumerate(cells):
-            cell = run_cell(ref, operation, point, n, action)
+            if point in offered:
+                cell = run_cell(ref, operation, point, n, action)
+            elif point in REQUIRED_FAULT_POINTS:
+                cell = Cell(operation, point, action, "missing", note="the target does not "
+                            "offer this fault point of protocol.md §14 (WP-HOOK-7)")
+            else:  # a point of another server, asked for by name
+                cell = Cell(operation, point, action, "not offered", ok=True)
             matrix.cells.append(cell)
             if progress:
                 print(f"  {action} {operation} × {point}: {cell.outcome}"

@@ -1,6 +1,8 @@
 """The hostile-input phase of the kit: every check of ``properties/hostile_*`` against a target,
-each in a fresh space, each followed by a check that the server still answers. One row
-(``HOSTILE``) of ``waypost conformance``; ``waypost conformance hostile`` runs it alone."""
+then the contract checks of ``properties/contract_*`` (one-shot checks of requirements the
+stateful model does not exercise), each in a fresh space, each followed by a check that the
+server still answers. One row (``HOSTILE``) of ``waypost conformance``; ``waypost conformance
+hostile`` runs it alone."""
 
 from __future__ import annotations
 
@@ -18,10 +20,11 @@ import httpx
 
 from waypost.conformance.arguments import add_target, admin_token, subset
 from waypost.conformance.targets import check_target, open_target
-from waypost.properties import hostile_http, hostile_values
+from waypost.properties import contract_checks, hostile_http, hostile_values
 from waypost.properties.hostile import Finding, HostileCheck, provision, still_answering
 
-CHECKS: tuple[HostileCheck, ...] = hostile_values.CHECKS + hostile_http.CHECKS
+CHECKS: tuple[HostileCheck, ...] = (hostile_values.CHECKS + hostile_http.CHECKS
+                                    + contract_checks.CHECKS)
 NAMES = tuple(check.name for check in CHECKS)
 
 
@@ -70,12 +73,17 @@ def _run_one(check: HostileCheck, client: httpx.Client, admin_token: str,
         return HostileRow(check, "not applicable", 0, "the target runs with test hooks "
                           "(capabilities.test_hooks): run 'waypost conformance hostile', "
                           "which starts sqlite and d1 without them, or a URL without them")
+    if check.needs == "test hooks" and not probe.test_hooks:
+        return HostileRow(check, "not applicable", 0, "the target runs without test hooks "
+                          "(capabilities.test_hooks): a full 'waypost conformance --target "
+                          "sqlite' starts it with them")
     row, provisioned = HostileRow(check, "pass"), probe.requests
     try:
         check.run(probe)
     except Finding as finding:
         row.result, row.message = "fail", f"{check.name}: {finding}"
-    except (httpx.HTTPError, ValueError, KeyError, TypeError) as error:  # an answer unlike
+    except (httpx.HTTPError, RuntimeError, ValueError, KeyError, TypeError,
+            AttributeError) as error:  # an answer unlike the protocol's, a refused provisioning
         row.result, row.message = "fail", f"{check.name}: unexpected answer: {error!r}"
     try:
         still_answering(probe)
@@ -136,10 +144,15 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
                     "path aliases, the bearer scheme in other letter cases, test hooks a "
                     "target runs without, JSON under other content types, oversized, deeply "
                     "nested and invalid UTF-8 bodies, numbers out of range, ids with path "
-                    "traversal and SQL metacharacters. Each check expects the error envelope "
+                    "traversal and SQL metacharacters; then the contract checks: the route "
+                    "table, control-plane replays, failures, values and thread members, token "
+                    "expiry, test hooks that need the admin token, the order of errors, "
+                    "times, long paths, error details, generated ids, the MCP entry and a "
+                    "stalled upload. Each check expects the error envelope "
                     "(status, code and details.field as docs/protocol.md states them) and a "
                     "server that still answers. Targets sqlite and d1 start the reference "
-                    "without test hooks; a URL is checked as it runs. Exit 1 on a failure.")
+                    "without test hooks (the checks that need them are not applicable); a "
+                    "URL is checked as it runs. Exit 1 on a failure.")
     add_target(hostile)
     hostile.add_argument("--only", default=None,
                          help=f"comma-separated checks (default: all): {', '.join(NAMES)}")

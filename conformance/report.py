@@ -13,21 +13,21 @@ from waypost.conformance.fuzz_cli import junit_case
 from waypost.conformance.runner import Report
 
 MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
-         "not covered": "not covered", "skipped": "skipped (--only)",
-         "not exercised": "not exercised", "not run": "not run"}
+         "not covered": "not covered", "skipped": "skipped (--only)", "not run": "not run"}
 
 
 def table(report: Report, requirements_hint: bool = True) -> str:
     """What a run prints: the property table (P01–P18, then the HOSTILE and FUZZ phases), the
     limits and hostile-input tables, and last the requirement table's summary line."""
-    lines = [f"{'':3}{'property':<38} {'result':<16} {'checks':>7}  note", "-" * 98]
+    lines = [f"{'':3}{'property':<38} {'result':<16} {'checks':>7} {'failed':>6}  note",
+             "-" * 98]
     for outcome in report.outcomes:
         note = outcome.message or outcome.expected_reason
         if outcome.replay:
             note = f"{note} — replay: {outcome.replay}"
         name = f"{outcome.prop.pid} {outcome.prop.name}"
-        lines.append(f"{'':3}{name:<38} {MARKS[outcome.result]:<16} {outcome.checks:>7}  "
-                     f"{note[:400]}")
+        lines.append(f"{'':3}{name:<38} {MARKS[outcome.result]:<16} {outcome.checks:>7} "
+                     f"{outcome.failed:>6}  {note[:400]}")
     if report.fuzz is not None:
         fuzz = report.fuzz
         note = (f"{fuzz.requests} requests, {len(fuzz.findings)} findings"
@@ -35,7 +35,8 @@ def table(report: Report, requirements_hint: bool = True) -> str:
                           for f in fuzz.findings[:3])
                 + (f"; expected: {fuzz.expected_reason}" if fuzz.expected_reason else ""))
         lines.append(f"{'':3}{'FUZZ Contract fuzzing (Schemathesis)':<38} "
-                     f"{MARKS[fuzz.result]:<16} {sum(fuzz.by_check.values()):>7}  {note[:400]}")
+                     f"{MARKS[fuzz.result]:<16} {sum(fuzz.by_check.values()):>7} "
+                     f"{len(fuzz.findings):>6}  {note[:400]}")
     rate = report.steps / report.seconds if report.seconds else 0.0
     lines.append("-" * 98)
     lines.append(f"target {report.target}, profile {report.profile}, seed {report.seed}: "
@@ -73,7 +74,9 @@ def as_json(report: Report) -> dict[str, Any]:
         "seconds": round(report.seconds, 3), "failed": report.failed,
         "fault_sources": report.fault_sources, "rules": report.rules,
         "properties": [{"id": o.prop.pid, "name": o.prop.name, "result": o.result,
-                        "checks": o.checks, "message": o.message, "evidence": o.evidence,
+                        "checks": o.checks, "checks_failed": o.failed,
+                        "requirements": _requirement_counts(report, o.prop.pid),
+                        "message": o.message, "evidence": o.evidence,
                         "replay": o.replay, "expected_failure_reason": o.expected_reason or None}
                        for o in report.outcomes],
         "limits": [row.as_json() for row in report.limits],
@@ -83,15 +86,27 @@ def as_json(report: Report) -> dict[str, Any]:
     }
 
 
+def _requirement_counts(report: Report, pid: str) -> dict[str, dict[str, int]]:
+    """The requirement ids of the property ``pid`` whose checks ran in this run: id → checks
+    run and failed."""
+    return {row.requirement.rid: {"checks": sum(row.checks.values()), "failed": row.failed}
+            for row in report.requirements
+            if row.requirement.prop == pid and (row.checks or row.failed)}
+
+
 def write_json(report: Report, path: Path) -> None:
     path.write_text(json.dumps(as_json(report), indent=2, default=str) + "\n")
 
 
 def write_markdown(report: Report, path: Path) -> None:
     """The requirement table as Markdown, under the run's target, profile and seed."""
+    properties = ["| Property | Result | Checks run | Failed | Note |", "|---|---|---|---|---|"]
+    properties += [f"| {o.prop.pid} {o.prop.name} | {o.result} | {o.checks} | {o.failed} | "
+                   f"{(o.message or o.expected_reason).replace('|', '/')[:200]} |"
+                   for o in report.outcomes]
     path.write_text(coverage.markdown(
         report.requirements, f"Waypost conformance: {report.target}, profile {report.profile}, "
-                             f"seed {report.seed}"))
+                             f"seed {report.seed}", "\n".join(properties)))
 
 
 def write_junit(report: Report, path: Path) -> None:
@@ -102,6 +117,9 @@ def write_junit(report: Report, path: Path) -> None:
     for outcome in report.outcomes:
         case = ET.SubElement(suite, "testcase", classname="waypost.conformance",
                              name=f"{outcome.prop.pid} {outcome.prop.name}")
+        counts = ET.SubElement(case, "properties")
+        ET.SubElement(counts, "property", name="checks", value=str(outcome.checks))
+        ET.SubElement(counts, "property", name="checks_failed", value=str(outcome.failed))
         if outcome.result == "fail":
             failure = ET.SubElement(case, "failure", message=outcome.message)
             failure.text = json.dumps({"evidence": outcome.evidence, "replay": outcome.replay},

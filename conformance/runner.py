@@ -60,12 +60,13 @@ class Outcome:
     """One property's result in a run."""
 
     prop: Property
-    result: str  # pass, fail, xfail, xpass, not covered, skipped, not exercised
-    checks: int = 0
+    result: str  # pass, fail, xfail, xpass, not covered, skipped, not run
+    checks: int = 0  # checks of it made in this run
     message: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
     replay: str | None = None
     expected_reason: str = ""
+    failed: int = 0  # of its checks, those that failed
 
 
 @dataclass
@@ -267,8 +268,8 @@ def _results(report: Report, kit: KitRun, proxy: FaultProxy | None, wanted: set[
     if "ERROR" in failures:
         _, unexpected, path = failures["ERROR"]
         report.outcomes.append(Outcome(
-            Property("ERROR", "Kit or server error", "An exception outside any property check",
-                     (), True), "fail", 0, repr(unexpected), {}, str(path)))
+            Property("ERROR", "Kit or server error", "An exception outside any property check"),
+            "fail", 0, repr(unexpected), {}, str(path)))
 
 
 Failures = dict[str, tuple[PropertyViolation | None, BaseException, Path]]
@@ -278,9 +279,7 @@ def requirement_rows(ledger: Ledger, wanted: set[str] | None, expected: dict[str
                      needs: dict[str, str] | None = None) -> list[coverage.Row]:
     """The requirement table of a run from its ledger; a failure under a property the run
     did not select is left out, as the property table leaves it out."""
-    failed = {name: pid for name, pid in ledger.failed_checks.items()
-              if wanted is None or pid in wanted}
-    return coverage.table(ledger.by_check, failed, frozenset(expected), needs)
+    return coverage.table(ledger, wanted, frozenset(expected), needs)
 
 
 def _limits(kit: KitRun, replay_dir: Path, report: Report) -> Failures:
@@ -330,7 +329,7 @@ def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path, report:
 
 HOSTILE = Property("HOSTILE", "Hostile input",
                    "Hostile input gets the error envelope, and the server keeps answering "
-                   "(conformance/hostile.py)", hostile.NAMES, True)
+                   "(conformance/hostile.py)")
 
 
 def _hostile(client: httpx.Client, admin_token: str, report: Report, wanted: set[str] | None,
@@ -352,9 +351,11 @@ def _hostile(client: httpx.Client, admin_token: str, report: Report, wanted: set
 
 def _outcome(prop: Property, kit: KitRun, wanted: set[str] | None,
              expected: dict[str, str], failures: Failures) -> Outcome:
-    """One property's line in the table."""
+    """One property's line in the table: a property passes only if checks of it ran in this
+    run and none failed; with no check of it it is ``not run``, never ``pass``."""
     outcome = Outcome(prop, "pass", kit.ledger.checks.get(prop.pid, 0),
-                      expected_reason=expected.get(prop.pid, ""))
+                      expected_reason=expected.get(prop.pid, ""),
+                      failed=kit.ledger.failed.get(prop.pid, 0))
     found = failures.get(prop.pid)
     recorded = kit.ledger.recorded.get(prop.pid)
     if wanted is not None and prop.pid not in wanted:
@@ -364,15 +365,16 @@ def _outcome(prop: Property, kit: KitRun, wanted: set[str] | None,
     elif found is not None:
         violation, _, path = found
         outcome.result, outcome.replay = "fail", str(path)
+        outcome.failed = max(outcome.failed, 1)
         if violation is not None:
             outcome.message, outcome.evidence = violation.message, violation.evidence
     elif recorded is not None:
         outcome.result = "xfail" if prop.pid in expected else "fail"
         outcome.message, outcome.evidence = recorded.message, recorded.evidence
+    elif outcome.checks == 0:
+        outcome.result, outcome.message = "not run", "no check of it ran in this run"
     elif prop.pid in expected:
         outcome.result = "xpass"
-    elif outcome.checks == 0:
-        outcome.result, outcome.message = "not exercised", "no check ran in this run"
     return outcome
 
 

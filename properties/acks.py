@@ -8,9 +8,18 @@ from typing import TYPE_CHECKING, Any
 from waypost.properties import fingerprints
 from waypost.properties.compare import MISSING, masked, protocol_view
 from waypost.properties.model import Recorded
+from waypost.properties.owners import refusal_ids
 
 if TYPE_CHECKING:
+    from waypost.properties.http import Answer
     from waypost.properties.world import World
+
+#: The rule behind each code an ACK may be refused with (its own property's first).
+REFUSALS: dict[str, tuple[str, ...]] = {
+    "NOT_FOUND": ("WP-RCPT-3",), "INVALID_REQUEST": ("WP-RCPT-4",),
+    "CURSOR_INVALID": ("WP-RCPT-11", "WP-CUR-2", "WP-CUR-3"),
+    "CURSOR_STALE": ("WP-RCPT-11", "WP-CUR-4"), "FORBIDDEN": ("WP-AUTH-14", "WP-RCPT-1")}
+
 
 def ack(world: World, token: str, lines: list[list[Any]], cursor: Any,
         recheck: bool = False) -> None:
@@ -32,24 +41,46 @@ def ack(world: World, token: str, lines: list[list[Any]], cursor: Any,
     errors = world.model.ack_errors(acker, items, held, cursor == "tampered")
     if errors:
         foreign = any(i is not None and i.space != acker.space for i in items)
-        world.expect_refusal(answer, errors, "P01" if foreign else "P10", "ACK")
+        world.expect_refusal(answer, errors, ("WP-AUTH-13", "WP-RCPT-3") if foreign
+                             else refusal_ids(errors, REFUSALS), "ACK")
         return
     position = None if held is None else held.position
     expected = world.model.apply_ack(acker, [(item, stage) for item, (_, stage)
                                              in zip(items, lines, strict=True)
                                              if item is not None], position)
-    if not world.check("P10", answer.status == 200
-                       and protocol_view(answer.json, expected) == expected,
-                       "the ACK answer differs from the model", answer=answer.json,
-                       expected=expected):
+    if not _answered(world, answer, expected):
         return
-    world.check("P03", not answer.replayed, "a first answer must not say Waypost-Replayed")
+    world.check("WP-IDEM-7", not answer.replayed, "a first answer must not say Waypost-Replayed")
     world.model.submissions[(acker.space, acker.actor_id, "receipt.ack",
                              body["request_id"])] = Recorded(
         "receipt.ack", acker.space, acker.actor_id, acker.handle, body,
         fingerprints.ack_fingerprint(body, position), 200, expected)
     if recheck:
         _recheck(world, token, lines, expected)
+
+
+def _answered(world: World, answer: Answer, expected: dict[str, Any]) -> bool:
+    """The ACK's answer: its shape (P10), each item's stage, version and ``changed`` (P09), the
+    checkpoint after it (P10)."""
+    got = answer.json if isinstance(answer.json, dict) else {}
+    if not world.check(("WP-HTTP-14", "WP-RCPT-5"), answer.status == 200 and isinstance(
+            got.get("items"), list) and len(got["items"]) == len(expected["items"])
+            and "checkpoint_sequence" in got,
+            f"an ACK must answer 200 with one result per item, got {answer.status}",
+            answer=answer.json, expected=expected):
+        return False
+    if not world.check(("WP-RCPT-6", "WP-RCPT-7", "WP-RCPT-8"), protocol_view(
+            got["items"], expected["items"]) == expected["items"],
+            "an ACK's item results differ from the model: a stage that went back, a version "
+            "that did not move with a real advance, or a no-op that claims a change",
+            answer=got["items"], expected=expected["items"]):
+        return False
+    return world.check(("WP-RCPT-12", "WP-RCPT-11"),
+                       got["checkpoint_sequence"] == expected["checkpoint_sequence"],
+                       "checkpoint_sequence must be the saved checkpoint after the ACK "
+                       "(the maximum of the saved and the given position), or null",
+                       answer=got["checkpoint_sequence"],
+                       expected=expected["checkpoint_sequence"])
 
 
 def _recheck(world: World, token: str, lines: list[list[Any]],
@@ -74,9 +105,10 @@ def ack_limits(world: World, token: str) -> None:
             {"item_id": f"fi-{n}", "stage": "received"} for n in range(bound + 1)]}))
     if world.dead(acker, answers[0], "ACK"):
         return
-    world.expect_refusal(answers[0], {"INVALID_REQUEST", "FORBIDDEN"}, "P10", "an empty ACK")
+    world.expect_refusal(answers[0], {"INVALID_REQUEST", "FORBIDDEN"}, "WP-RCPT-2",
+                         "an empty ACK")
     for over in answers[1:]:
-        world.expect_refusal(over, {"RESOURCE_LIMIT", "FORBIDDEN"}, "P10",
+        world.expect_refusal(over, {"RESOURCE_LIMIT", "FORBIDDEN"}, ("WP-RCPT-2", "WP-LIM-3"),
                              f"an ACK of {bound} + 1 items")
 
 
@@ -93,6 +125,6 @@ def probe_foreign(world: World, token: str, item: list[Any]) -> None:
         for item_id in probed]
     shapes = [(a.status, a.code, masked(a.json, item_id))
               for a, item_id in zip(answers, probed, strict=True)]
-    world.check("P01", answers[0].status == 404 and shapes[0] == shapes[1],
+    world.check(("WP-AUTH-13", "WP-RCPT-3"), answers[0].status == 404 and shapes[0] == shapes[1],
                 "a foreign item must answer exactly like a missing one",
                 foreign=answers[0].json, missing=answers[1].json)

@@ -10,11 +10,17 @@ from typing import TYPE_CHECKING, Any
 from waypost.properties import fingerprints
 from waypost.properties.compare import MISSING, epoch_ms, shaped
 from waypost.properties.model import Recorded, Token, Upload
+from waypost.properties.owners import refusal_ids
 
 if TYPE_CHECKING:
     from waypost.properties.world import World
 
 PREPARED = {"upload_id", "blob_id", "upload_url", "expires_at"}
+#: The rules behind a refused PUT or commit of an upload: a dead token or no blob.write (P02),
+#: else someone else's upload (P16).
+NOT_THEIRS: dict[str, tuple[str, ...]] = {"UNAUTHENTICATED": ("WP-AUTH-2",),
+                                          "FORBIDDEN": ("WP-AUTH-14", "WP-UPL-1"),
+                                          "NOT_FOUND": ("WP-UPL-6",)}
 
 
 def prepare(world: World, token: str, content: str, filename: str | None) -> None:
@@ -30,9 +36,11 @@ def prepare(world: World, token: str, content: str, filename: str | None) -> Non
     if world.dead(owner, answer, "prepare"):
         return
     if not owner.has("blob.write"):
-        world.expect_refusal(answer, {"FORBIDDEN"}, "P02", "prepare without blob.write")
+        world.expect_refusal(answer, {"FORBIDDEN"}, ("WP-AUTH-14", "WP-UPL-1"),
+                             "prepare without blob.write")
         return
-    if not world.check("P15", answer.status == 201 and shaped(answer.json, PREPARED)
+    if not world.check(("WP-HTTP-15", "WP-UPL-2"), answer.status == 201
+                       and shaped(answer.json, PREPARED)
                        and epoch_ms(answer.json["expires_at"]) is not None,
                        f"prepare should answer 201 with the upload, got {answer.status}",
                        answer=answer.json):
@@ -75,17 +83,18 @@ def put(world: World, token: str, upload: int, right: bool) -> None:
                                bearer=who.secret, who=who.handle)
     refused = upload_refusal(world, who, slot, "blob.write")
     if refused is not None:
-        world.expect_refusal(answer, refused, "P16" if refused == {"NOT_FOUND"} else "P02",
+        world.expect_refusal(answer, refused, refusal_ids(refused, NOT_THEIRS),
                              "PUT by someone else")
         return
     if expired(world, slot) and slot.state == "awaiting":
-        world.expect_refusal(answer, {"UPLOAD_EXPIRED", "CONTENT_MISMATCH"}, "P15",
+        world.expect_refusal(answer, {"UPLOAD_EXPIRED", "CONTENT_MISMATCH"}, "WP-UPL-7",
                              "PUT after expiry")
         return
     if not right:
-        world.expect_refusal(answer, {"CONTENT_MISMATCH"}, "P15", "PUT of other bytes")
+        world.expect_refusal(answer, {"CONTENT_MISMATCH"}, ("WP-UPL-3", "WP-UPL-5"),
+                             "PUT of other bytes")
         return
-    if world.check("P15", 200 <= answer.status < 300,
+    if world.check(("WP-UPL-3", "WP-UPL-4", "WP-UPL-5"), 200 <= answer.status < 300,
                    f"PUT of the declared bytes: {answer.status}", answer=answer.json) \
             and slot.state == "awaiting":
         slot.state = "stored"
@@ -99,16 +108,18 @@ def seal(world: World, token: str, upload: int) -> None:
     answer = world.as_(who, "POST", path, body)
     refused = upload_refusal(world, who, slot, "blob.write")
     if refused is not None:
-        world.expect_refusal(answer, refused, "P16" if refused == {"NOT_FOUND"} else "P02",
+        world.expect_refusal(answer, refused, refusal_ids(refused, NOT_THEIRS),
                              "commit by someone else")
         return
     if expired(world, slot):
-        world.expect_refusal(answer, {"UPLOAD_EXPIRED"}, "P15", "commit after expiry")
+        world.expect_refusal(answer, {"UPLOAD_EXPIRED"}, ("WP-UPL-7", "WP-UPL-8"),
+                             "commit after expiry")
         return
     if slot.state == "awaiting":
-        world.expect_refusal(answer, {"NOT_READY"}, "P15", "commit before content")
+        world.expect_refusal(answer, {"NOT_READY"}, "WP-UPL-7", "commit before content")
         return
-    if not world.check("P15", answer.status == 200 and answer.json == slot.sealed_answer,
+    if not world.check(("WP-HTTP-15", "WP-UPL-2", "WP-UPL-11"),
+                       answer.status == 200 and answer.json == slot.sealed_answer,
                        "commit must answer the sealed blob's facts", answer=answer.json,
                        expected=slot.sealed_answer):
         return
@@ -129,23 +140,25 @@ def read_blob(world: World, token: str, upload: int | None) -> None:
     if world.dead(reader, answer, "blob read"):
         return
     if slot is None or not world.model.blob_readable(slot.blob_id, reader):
-        pid = "P01" if slot is not None and slot.space != reader.space else "P16"
-        world.expect_like_missing(answer, reader, "/v1/blobs/{}", blob_id, pid,
+        foreign = slot is not None and slot.space != reader.space
+        world.expect_like_missing(answer, reader, "/v1/blobs/{}", blob_id,
+                                  ("WP-AUTH-13", "WP-UPL-10") if foreign else "WP-UPL-10",
                                   "a blob the reader may not see")
         return
     expected = {**slot.sealed_answer, "filename": slot.filename}
     shown = {k: v for k, v in answer.json.items() if k != "sealed_at"} \
         if isinstance(answer.json, dict) else None
-    if not world.check("P16", answer.status == 200 and shown == expected,
+    if not world.check(("WP-UPL-10", "WP-HTTP-15", "WP-VAL-21", "WP-VAL-22"),
+                       answer.status == 200 and shown == expected,
                        "blob metadata differs", answer=answer.json, expected=expected):
         return
     if slot.sealed is None:
         slot.sealed = answer.json
-    world.check("P15", answer.json == slot.sealed, "sealed blob metadata changed",
+    world.check("WP-UPL-9", answer.json == slot.sealed, "sealed blob metadata changed",
                 answer=answer.json, first=slot.sealed)
     content = world.session.get_bytes(f"/v1/blobs/{blob_id}/content", bearer=reader.secret,
                                       who=reader.handle)
-    world.check("P15", content.status == 200 and content.data == slot.content
+    world.check(("WP-UPL-9", "WP-UPL-3"), content.status == 200 and content.data == slot.content
                 and hashlib.sha256(slot.content).hexdigest() in content.etag,
                 "a sealed blob's bytes must be exactly the verified content",
                 status=content.status, etag=content.etag, size=len(content.data))
@@ -157,5 +170,9 @@ def advance_clock(world: World, ms: int) -> None:
         return
     answer = world.session.admin("POST", "/_test/clock", {"advance_ms": ms})
     now = epoch_ms(answer.json.get("now")) if isinstance(answer.json, dict) else None
-    if answer.status == 200 and now is not None:
+    if world.check("WP-HOOK-3", answer.status == 200 and now is not None
+                   and now >= world.model.now_ms + ms,
+                   f"POST /_test/clock must move the clock {ms} ms forward and answer now",
+                   answer=answer.json, status=answer.status, before=world.model.now_ms):
+        assert now is not None
         world.model.now_ms = now

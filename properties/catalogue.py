@@ -1,9 +1,12 @@
-"""P01–P18 as data: what each property says, which checks of the kit exercise it, and whether
-the kit covers it yet (with the reason when not). The runner prints this table."""
+"""P01–P18 as data: what each property says and whether the kit covers it yet (with the reason
+when not). Which checks of the kit exercise a property is computed from the checks themselves
+(``properties/check_sites.py``). The runner prints this table."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from waypost.properties import check_sites
 
 
 @dataclass(frozen=True)
@@ -13,102 +16,74 @@ class Property:
     pid: str
     name: str
     statement: str
-    checked_by: tuple[str, ...]
-    covered: bool
+    covered: bool = True
     reason: str = ""
+
+    @property
+    def checked_by(self) -> tuple[str, ...]:
+        """The named checks of the kit whose requirement ids include one of this property's."""
+        return check_sites.checked_by(self.pid)
 
 
 CATALOGUE: tuple[Property, ...] = (
     Property("P01", "Space isolation",
              "No credential of one space can read, reference, acknowledge or learn of another "
-             "space's objects; foreign ids answer exactly like nonexistent ids.",
-             ("command probe_foreign", "command read_message", "command ack",
-              "command read_feed", "command read_collection"),
-             True),
+             "space's objects; foreign ids answer exactly like nonexistent ids."),
     Property("P02", "Current authority",
              "Every request needs a live credential; after revoke, expiry or disable nothing more "
-             "has an effect.",
-             ("command revoke", "command disable", "command send", "command read_feed",
-              "command ack", "command retry", "command lookup"), True),
+             "has an effect."),
     Property("P03", "Idempotent submissions",
              "One key fixes fingerprint, ids and defaults; retries return the identical stable "
-             "result; a different fingerprint gets IDEMPOTENCY_CONFLICT and changes nothing.",
-             ("command retry", "command conflict", "command lookup", "command reuse_key",
-              "command parallel_retries", "command fault_send"),
-             True),
+             "result; a different fingerprint gets IDEMPOTENCY_CONFLICT and changes nothing."),
     Property("P04", "Canonical fingerprint",
              "Fingerprints are SHA-256 over RFC 8785 of the normalised request; vectors "
-             "reproduce byte for byte.",
-             ("command lookup", "command provision", "command rotate"), True),
+             "reproduce byte for byte."),
     Property("P05", "Atomic publication",
              "A message, an ACK (receipts, receipt items, checkpoint) becomes visible entirely or "
-             "not at all.",
-             ("command send", "command read_message", "command ack", "command check_view",
-              "command concurrent_sends", "command check_limit"),
-             True),
+             "not at all."),
     Property("P06", "Feed order and completeness",
              "Sequences strictly increase in commit order and are never reused; any page sizes "
-             "yield every visible item once, in order.",
-             ("command read_feed", "command check_view", "invariant sequences_never_reused",
-              "history checker", "command check_limit"), True),
+             "yield every visible item once, in order."),
     Property("P07", "Cursor integrity",
              "Cursors are integrity-protected and bound to consumer, view, filter and grants; "
-             "rotation with identical grants keeps them valid.",
-             ("command read_feed", "command tamper", "command change_view", "command rotate",
-              "command regrant", "command ack"), True),
+             "rotation with identical grants keeps them valid."),
     Property("P08", "View and filter correctness",
              "A consumer sees exactly the model's visible set for its view, scopes, grants and "
-             "filter.", ("command check_view", "command read_feed", "command provision"), True),
+             "filter."),
     Property("P09", "Receipt monotonicity and history",
              "Stages never go back; each advance bumps the version and appends a receipt item "
-             "holding the stage of that moment; earlier receipt items never change.",
-             ("command ack", "command check_view", "history checker"), True),
+             "holding the stage of that moment; earlier receipt items never change."),
     Property("P10", "ACK atomicity and bounds",
              "Up to 20 items plus an optional checkpoint, saved completely or not at all; the "
-             "checkpoint only moves forward; the answer is stable under retry.",
-             ("command ack", "command retry", "command read_feed", "command ack_limits",
-              "command check_limit"), True),
+             "checkpoint only moves forward; the answer is stable under retry."),
     Property("P11", "Memory head CAS",
              "expected_revision other than the head is REVISION_CONFLICT with current_revision, "
              "recorded as the key's result; success makes revision = expected + 1; among "
-             "concurrent publishers at one head exactly one wins; revisions stop at 2^53-1.",
-             ("command publish", "command race", "command revision_limit",
-              "command read_collection", "command retry", "command lookup"), True),
+             "concurrent publishers at one head exactly one wins; revisions stop at 2^53-1."),
     Property("P12", "No-op publication",
              "A publish whose resulting state equals the head state answers changed:false with "
-             "the head revision; no revision, no feed item; stable under retry.",
-             ("command publish", "command read_revision", "command check_view",
-              "command retry"), True),
+             "the head revision; no revision, no feed item; stable under retry."),
     Property("P13", "Fixed revision reads",
              "A published revision, read at any later time with any page sizes, shows the "
-             "identical entries; its item cursor is bound to it; its manifest equals its rows.",
-             ("command read_revision", "command cursor_elsewhere", "command check_limit"), True),
+             "identical entries; its item cursor is bound to it; its manifest equals its rows."),
     Property("P14", "Snapshot/delta and tombstones",
              "Snapshots tombstone unlisted entries, tombstones stay until an upsert, upsert and "
              "delete are disjoint, active paths unique, invalid input rejected before any "
-             "effect.", ("command publish", "command read_revision",
-                "command check_limit"), True),
+             "effect."),
     Property("P15", "Upload integrity",
              "Content must match the declared size and SHA-256 (zero bytes valid); content is "
-             "create-only; an expired upload cannot be sealed; a sealed blob never changes.",
-             ("command prepare", "command put", "command seal", "command read_blob",
-              "command advance_clock", "command check_limit"), True),
+             "create-only; an expired upload cannot be sealed; a sealed blob never changes."),
     Property("P16", "Blob access and reference",
              "A blob is readable only by its owner, readers of a message attaching it, or a "
-             "grant; referencing needs a sealed blob of the space, owned or granted.",
-             ("command read_blob", "command send", "command provision", "command put",
-              "command seal", "command publish", "command read_revision",
-              "command check_limit"), True),
+             "grant; referencing needs a sealed blob of the space, owned or granted."),
     Property("P17", "Reference consumer reliability",
              "The reference consumer stores a page, its work records and its checkpoint in one "
              "local transaction before acknowledging received; sends processed only after the "
              "local mark; a crash at any of its fault points loses no item, repeats no "
-             "completed work and resubmits outbound writes with their original request_id.",
-             ("consumer matrix",), True),
+             "completed work and resubmits outbound writes with their original request_id."),
     Property("P18", "Crash-safe lifecycle",
              "A crash, a lost response or a temporary error at any fault point leaves one "
-             "stable result that a lookup and a retry find; temporary errors are never final.",
-             ("command fault_send", "command fault_publish"), True),
+             "stable result that a lookup and a retry find; temporary errors are never final."),
 )
 
 BY_ID: dict[str, Property] = {prop.pid: prop for prop in CATALOGUE}

@@ -17,6 +17,7 @@ from waypost.properties import (
     messages,
     revisions,
     submissions,
+    timing,
 )
 
 Command = Callable[..., None]
@@ -45,6 +46,9 @@ COMMANDS: dict[str, Command] = {
     # faults and concurrency (properties/faults.py)
     "fault_send": faults.fault_send, "fault_publish": faults.fault_publish,
     "parallel_retries": faults.parallel_retries, "concurrent_sends": faults.concurrent_sends,
+    # timing: long polls, restarts, late retries (properties/timing.py)
+    "long_polls": timing.long_polls, "restart": timing.restart,
+    "late_retry": timing.late_retry,
     # published limits at their boundary (properties/limits.py)
     "check_limit": limits.check_limit,
 }

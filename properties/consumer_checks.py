@@ -16,6 +16,9 @@ from typing import Any
 from waypost.properties.violations import Ledger
 
 PID = "P17"
+#: The reference consumer's duties (docs/consumer.md, "Requirements"), all of P17.
+STORED_FIRST, MARKED_FIRST, NOTHING_LOST, DONE_ONCE, OUTBOUND_ONCE = (
+    "WP-CONS-1", "WP-CONS-2", "WP-CONS-3", "WP-CONS-4", "WP-CONS-5")
 
 
 @dataclass
@@ -79,11 +82,11 @@ def receipts_not_ahead(ledger: Ledger, local: LocalView, server: ServerView,
         if receipt["consumer_id"] != consumer_id:
             continue
         item, stage = receipt["subject_item_id"], receipt["stage"]
-        ledger.check(PID, item in local.work,
+        ledger.check(STORED_FIRST, item in local.work,
                      f"{when}: the server holds '{stage}' for {item}, which the consumer has "
                      "not stored (acknowledged before the local commit)", item_id=item)
         if stage == "processed":
-            ledger.check(PID, local.work.get(item) == "done",
+            ledger.check(MARKED_FIRST, local.work.get(item) == "done",
                          f"{when}: the server holds 'processed' for {item}, whose local work is "
                          f"{local.work.get(item)!r} (acknowledged before the local mark)",
                          item_id=item)
@@ -95,14 +98,14 @@ def nothing_lost(ledger: Ledger, local: LocalView, server: ServerView, actor: st
     record, and the server holds at least 'received' for it (the ACK was re-sent)."""
     for message in server.to(actor):
         item = message["item_id"]
-        ledger.check(PID, item in local.items and item in local.work,
+        ledger.check(NOTHING_LOST, item in local.items and item in local.work,
                      f"message {item} to {actor} was lost: not in the local file after the "
                      "restart", item_id=item, local_checkpoint=local.checkpoint)
         body = local.bodies.get(message["message_id"])
-        ledger.check(PID, body is None or body == (message["subject"], message["body"]["text"]),
+        ledger.check(NOTHING_LOST, body is None or body == (message["subject"], message["body"]["text"]),
                      f"message {message['message_id']} is stored with another body",
                      local=body, server=[message["subject"], message["body"]["text"]])
-        ledger.check(PID, item not in local.items or server.stage(consumer_id, item) is not None,
+        ledger.check(NOTHING_LOST, item not in local.items or server.stage(consumer_id, item) is not None,
                      f"{item} is stored locally but never acknowledged 'received' after the "
                      "restart", item_id=item)
 
@@ -111,10 +114,10 @@ def work_kept(ledger: Ledger, local: LocalView, server: ServerView, done: list[s
               consumer_id: str) -> None:
     """Work marked done stays done (never handed out again) and is acknowledged processed."""
     for item in done:
-        ledger.check(PID, local.work.get(item) == "done",
+        ledger.check(DONE_ONCE, local.work.get(item) == "done",
                      f"{item} was marked done, yet its local work is {local.work.get(item)!r} "
                      "after the restart (completed work would be repeated)", item_id=item)
-        ledger.check(PID, server.stage(consumer_id, item) == "processed",
+        ledger.check(NOTHING_LOST, server.stage(consumer_id, item) == "processed",
                      f"{item} is done locally but the server never got 'processed'",
                      item_id=item)
 
@@ -128,21 +131,21 @@ def outbound_once(ledger: Ledger, before: LocalView, after: LocalView,
     for row in before.outbound:
         rid = row["request_id"]
         kept = rows.get(rid)
-        ledger.check(PID, kept is not None,
+        ledger.check(OUTBOUND_ONCE, kept is not None,
                      f"outbound {row['operation']} {rid} vanished or changed its request_id",
                      request_id=rid)
         if kept is None:
             continue
-        ledger.check(PID, kept["state"] == "committed",
+        ledger.check(OUTBOUND_ONCE, kept["state"] == "committed",
                      f"outbound {row['operation']} {rid} is {kept['state']!r} after the restart",
                      request_id=rid)
         lookup = lookups.get(rid) or {}
         result = (lookup.get("result") or {}).get("body")
         local_result = json.loads(kept["result_json"]) if kept["result_json"] else None
-        ledger.check(PID, lookup.get("state") == "committed" and result == local_result,
+        ledger.check(OUTBOUND_ONCE, lookup.get("state") == "committed" and result == local_result,
                      f"the server's record of {rid} differs from the consumer's: the write was "
                      "not submitted with its original request_id", request_id=rid,
                      server=lookup, local=local_result)
     for subject, count in published.items():
-        ledger.check(PID, count == 1, f"the send {subject!r} was published {count} times",
+        ledger.check(OUTBOUND_ONCE, count == 1, f"the send {subject!r} was published {count} times",
                      subject=subject, count=count)

@@ -121,10 +121,10 @@ def issue(world: World, space: str, actor: str, consumer_id: str, scopes: list[s
         "blob_references": blob_references or []})
     expected = fingerprints.grant_fingerprint(scopes, grant, collection_grants,
                                               blob_references or [])
-    world.check("P04", issued.get("grant_fingerprint") == expected,
+    world.check(("WP-AUTH-8", "WP-AUTH-9"), issued.get("grant_fingerprint") == expected,
                 "grant fingerprint differs from SHA-256(JCS(normalised grants))",
                 answer=issued, expected=expected)
-    if not world.check("P04", isinstance(issued.get("token_id"), str)
+    if not world.check(("WP-AUTH-8", "WP-CTRL-12"), isinstance(issued.get("token_id"), str)
                        and isinstance(issued.get("token"), str),
                        "an issued token must carry its token_id and secret", answer=issued):
         return None

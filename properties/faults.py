@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from waypost.properties import memory
 from waypost.properties.compare import shaped
+from waypost.properties.contract_constants import FAULT_ACTIONS, REQUIRED_FAULT_POINTS
 from waypost.properties.http import DROPPED, Answer
 from waypost.properties.messages import SEND_ANSWER, record_send, send_body, submit_send
 from waypost.properties.model import Token
@@ -25,11 +26,14 @@ from waypost.properties.model import Token
 if TYPE_CHECKING:
     from waypost.properties.world import World
 
-POINTS = ("reserve.after", "object.after_write", "prepare.after", "commit.before",
-          "commit.after", "response.before")
+#: The points of §14 on the path every write takes (reserve, object, prepare, commit,
+#: response), from the contract's data file: those a send or a publish passes. The others
+#: (upload, seal, cleanup, ACK) are the crash matrix's (``waypost conformance crash-matrix``).
+POINTS = tuple(point for point in REQUIRED_FAULT_POINTS
+               if point.split(".")[0] in ("reserve", "object", "prepare", "commit", "response"))
 #: The "point" of a fault the proxy injects (its actions: proxy.ACTIONS).
 PROXY = "proxy"
-ACTIONS = ("crash", "lose_response", "unavailable")
+ACTIONS = FAULT_ACTIONS
 
 
 def arm(world: World, point: str, action: str) -> bool:
@@ -44,17 +48,24 @@ def arm(world: World, point: str, action: str) -> bool:
         return False
     answer = world.session.admin("POST", "/_test/faults", {"point": point, "action": action})
     world.session.hook_faults += answer.status == 200
-    return answer.status == 200
+    return world.check(("WP-HOOK-4", "WP-HOOK-7"), answer.status == 200,
+                       f"a target with fault hooks must arm {point} ({action})",
+                       status=answer.status, answer=answer.json)
 
 
 def disarm(world: World, point: str, restart: bool) -> None:
+    """Disarm what the write did not pass, and restart the target if asked (test hooks)."""
     if point == PROXY:
         assert world.session.proxy is not None
         world.session.proxy.disarm()
         return
-    world.session.admin("DELETE", "/_test/faults")  # a point the write never passed
+    cleared = world.session.admin("DELETE", "/_test/faults")  # a point never passed
+    world.check("WP-HOOK-4", cleared.status == 200, "DELETE /_test/faults must disarm",
+                status=cleared.status, answer=cleared.json)
     if restart:
-        world.session.admin("POST", "/_test/restart", {})
+        restarted = world.session.admin("POST", "/_test/restart", {})
+        world.check("WP-HOOK-5", restarted.status == 200, "POST /_test/restart must restart",
+                    status=restarted.status, answer=restarted.json)
 
 
 def fault_send(world: World, token: str, point: str, action: str, restart: bool,
@@ -71,10 +82,11 @@ def fault_send(world: World, token: str, point: str, action: str, restart: bool,
     disarm(world, point, restart)
     if answer.status == 201:  # the fault point was not on this write's path, or lost nothing
         if action == "duplicate":  # the network delivered it twice: the second is a replay
-            world.check("P03", answer.replayed, "a request delivered twice must be replayed the "
+            world.check("WP-IDEM-6", answer.replayed, "a request delivered twice must be replayed the "
                         "second time", answer=answer.json)
         else:
-            world.check("P03", not answer.replayed, "a first answer must not say Waypost-Replayed")
+            world.check("WP-IDEM-7", not answer.replayed,
+                        "a first answer must not say Waypost-Replayed")
         record_send(world, sender, body, answer.json)
         return
     result = resolve(world, sender, "message.send", "/v1/messages", body, 201, answer,
@@ -87,30 +99,31 @@ def resolve(world: World, writer: Token, operation: str, path: str, body: dict[s
             status: int, interrupted: Answer, fault: str) -> dict[str, Any] | None:
     """A write the fault interrupted (no answer, or 503) is indeterminate: look it up, then
     retry it. Returns the one stable result, or None."""
-    if not world.check("P18", interrupted.status in (DROPPED, 503),
+    if not world.check(("WP-HOOK-6", "WP-ERR-7", "WP-LOAD-5"), interrupted.status in (DROPPED, 503),
                        "a fault must end the write without an answer, or with 503 UNAVAILABLE",
                        status=interrupted.status, answer=interrupted.json, fault=fault):
         return None
     lookup = world.as_(writer, "GET", f"/v1/submissions/{operation}/{body['request_id']}")
     state = lookup.json.get("state") if lookup.status == 200 and isinstance(
         lookup.json, dict) else "absent"
-    world.check("P18", state in ("absent", "pending", "committed"),
+    world.check(("WP-IDEM-11", "WP-ERR-7"), state in ("absent", "pending", "committed"),
                 "after a crash or a temporary error the key must be absent, pending or committed — "
                 "never a recorded failure", lookup=lookup.json, status=lookup.status)
     retry = world.as_(writer, "POST", path, body)
-    if not world.check("P18", retry.status == status,
+    if not world.check(("WP-IDEM-5", "WP-AUTH-11"), retry.status == status,
                        f"the retry of an interrupted write must succeed with {status}",
                        status=retry.status, answer=retry.json, state=state):
         return None
     if state == "committed":
         committed = lookup.json.get("result")
         committed = committed if isinstance(committed, dict) else {}
-        world.check("P18", retry.replayed and (retry.status, retry.json) == (
+        world.check(("WP-IDEM-5", "WP-IDEM-6"), retry.replayed and (retry.status, retry.json) == (
             committed.get("status"), committed.get("body")),
                     "the retry of a committed write must replay the recorded result",
                     retry=retry.json, recorded=committed, replayed=retry.replayed)
     again = world.as_(writer, "POST", path, body)
-    world.check("P03", (again.status, again.json) == (retry.status, retry.json) and again.replayed,
+    world.check("WP-IDEM-6", (again.status, again.json) == (retry.status, retry.json)
+                and again.replayed,
                 "a second retry must replay the first one's result", first=retry.json,
                 again=again.json)
     result: Any = retry.json
@@ -146,7 +159,7 @@ def fault_publish(world: World, token: str, point: str, action: str, restart: bo
         answer = Answer(201, result, False)
     elif action == "duplicate":  # delivered twice: its replay answered; the model saw one
         answer = Answer(201, answer.json, not world.check(
-            "P03", answer.replayed, "a request delivered twice must be replayed the second time",
+            "WP-IDEM-6", answer.replayed, "a request delivered twice must be replayed the second time",
             answer=answer.json))
     memory.expect_publish(world, writer, target.collection_id, body, {"items": items}, answer)
 
@@ -165,13 +178,13 @@ def parallel_retries(world: World, token: str, copies: int, send: dict[str, Any]
                                 range(copies)))
     pending = [a for a in answers if a.code == "SUBMISSION_PENDING"]
     done = [a for a in answers if a.status == 201]
-    if not world.check("P03", len(done) + len(pending) == copies,
+    if not world.check("WP-IDEM-12", len(done) + len(pending) == copies,
                        "parallel retries of one key must all succeed (or say SUBMISSION_PENDING)",
                        answers=[[a.status, a.json] for a in answers]):
         return
     if not done:
         done = [world.as_(sender, "POST", "/v1/messages", body)]
-    world.check("P03", all(a.json == done[0].json for a in done)
+    world.check(("WP-IDEM-12", "WP-IDEM-6"), all(a.json == done[0].json for a in done)
                 and sum(not a.replayed for a in done) <= 1,
                 "parallel retries of one key must give one result, replayed to all but one",
                 answers=[[a.status, a.replayed, a.json] for a in done])
@@ -190,13 +203,13 @@ def concurrent_sends(world: World, token: str, subjects: list[str]) -> None:
         return
     with ThreadPoolExecutor(len(bodies)) as pool:
         answers = list(pool.map(lambda b: world.as_(sender, "POST", "/v1/messages", b), bodies))
-    if not world.check("P05", all(a.status == 201 and shaped(a.json, SEND_ANSWER)
+    if not world.check(("WP-LOAD-3", "WP-MSG-9"), all(a.status == 201 and shaped(a.json, SEND_ANSWER)
                                   and str(a.json["sequence"]).isdigit() for a in answers),
                        "concurrent sends must all publish",
                        answers=[[a.status, a.json] for a in answers]):
         return
     sequences = [int(a.json["sequence"]) for a in answers]
-    if not world.check("P06", len(set(sequences)) == len(sequences),
+    if not world.check("WP-FEED-1", len(set(sequences)) == len(sequences),
                        "concurrent sends got the same sequence", sequences=sequences):
         return
     # The model learns them in commit order, which the sequences tell.

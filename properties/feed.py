@@ -31,11 +31,14 @@ def read_feed(world: World, token: str, cursor: int | None, limit: int) -> None:
     if held is not None:
         problem = world.model.cursor_problem(held, reader)
         if problem:
-            pid = "P01" if held.space != reader.space else "P07"
-            world.expect_refusal(answer, {problem}, pid, "a cursor of another binding")
+            rules = ("WP-CUR-3",) if problem == "CURSOR_INVALID" else ("WP-CUR-4", "WP-CTRL-9")
+            world.expect_refusal(answer, {problem}, ("WP-AUTH-13", *rules)
+                                 if held.space != reader.space else (*rules, "WP-CUR-1"),
+                                 "a cursor of another binding")
             return
     position = held.position if held is not None else world.model.checkpoint(reader)
-    check_page(world, reader, position, limit, answer)
+    check_page(world, reader, position, limit, answer, from_checkpoint=held is None,
+               rotated=held is not None and held.token != reader.handle)
 
 
 def check_view(world: World, token: str, sizes: list[int] | None = None) -> None:
@@ -50,7 +53,8 @@ def check_view(world: World, token: str, sizes: list[int] | None = None) -> None
     answer = world.as_(reader, "GET", "/v1/feed", params={"limit": sizes[0]})
     for page in itertools.count(1):
         assert position is not None
-        position = check_page(world, reader, position, sizes[(page - 1) % len(sizes)], answer)
+        position = check_page(world, reader, position, sizes[(page - 1) % len(sizes)], answer,
+                              from_checkpoint=page == 1)
         if position is None or not answer.json["has_more"]:
             break
         answer = world.as_(reader, "GET", "/v1/feed", params={
@@ -67,50 +71,56 @@ def tamper(world: World, token: str, cursor: int, where: int) -> None:
     answer = world.as_(reader, "GET", "/v1/feed", params={"cursor": tampered})
     if world.dead(reader, answer, "feed"):
         return
-    world.expect_refusal(answer, {"CURSOR_INVALID"}, "P07", "a tampered cursor")
+    world.expect_refusal(answer, {"CURSOR_INVALID"}, ("WP-CUR-2", "WP-VAL-23"),
+                         "a tampered cursor")
 
 
-def check_page(world: World, reader: Token, position: int, limit: int,
-               answer: Answer) -> int | None:
+def check_page(world: World, reader: Token, position: int, limit: int, answer: Answer,
+               from_checkpoint: bool = False, rotated: bool = False) -> int | None:
     """Compare one page with the model; bind receipt and revision items seen for the first
-    time; return the page's end position (None if the page was wrong)."""
+    time; return the page's end position (None if the page was wrong). A page read without a
+    cursor starts at the checkpoint of the reader's view and grants (WP-RCPT-10); one read
+    with a cursor another token of the same grants was given shows it still valid
+    (WP-CUR-5)."""
     if not _well_formed(world, answer):
         return None
     page = answer.json
     expected = world.model.visible_after(reader, position)
     shown = page["items"]
-    world.check("P06", len(shown) <= limit, "a page holds at most limit items",
+    world.check("WP-FEED-2", len(shown) <= limit, "a page holds at most limit items",
                 shown=len(shown), limit=limit)
     want = expected[:min(limit, len(shown)) if page["has_more"] else limit]
     anomalies = analyse([expected_id(item, got) for item, got in
                          zip(want, shown + [None] * len(want), strict=False)],
                         [got["item_id"] for got in shown],
                         [int(got["sequence"]) for got in shown])
-    if not world.check(_blame(world, reader, want, shown, anomalies), not anomalies,
+    also = (*(("WP-RCPT-10",) if from_checkpoint else ()), *(("WP-CUR-5",) if rotated else ()))
+    if not world.check((*_blame(world, reader, want, shown, anomalies), *also), not anomalies,
                        "the page differs from the consumer's visible items",
                        anomalies=[a.as_json() for a in anomalies], position=position,
                        limit=limit):
         return None
     for item, got in zip(want, shown, strict=True):
         compare_item(world, item, got)
-    world.check("P06", page["has_more"] == (len(expected) > len(shown)), "has_more is wrong",
+    world.check("WP-FEED-5", page["has_more"] == (len(expected) > len(shown)),
+                "has_more is wrong",
                 has_more=page["has_more"], visible=len(expected), shown=len(shown))
     end = want[len(shown) - 1].sequence if shown else position
     assert end is not None  # every item shown is bound now
     consumer = world.model.consumer_of(reader)
     world.model.cursors.append(HeldCursor(page["next_cursor"], reader.space, reader.actor_id,
                                           reader.consumer_id, consumer.view_revision,
-                                          reader.grant_fingerprint, end))
+                                          reader.grant_fingerprint, end, reader.handle))
     return end
 
 
 def _well_formed(world: World, answer: Answer) -> bool:
     """A page: ``items`` (objects with an id and a decimal sequence), a cursor, ``has_more``."""
     page = answer.json
-    if not world.check("P06", answer.status == 200 and shaped(page, PAGE),
+    if not world.check(("WP-HTTP-13", "WP-FEED-4"), answer.status == 200 and shaped(page, PAGE),
                        f"feed read failed: {answer.status}", answer=page):
         return False
-    return world.check("P06", isinstance(page["items"], list)
+    return world.check(("WP-HTTP-13", "WP-HTTP-12", "WP-VAL-9"), isinstance(page["items"], list)
                        and isinstance(page["next_cursor"], str)
                        and isinstance(page["has_more"], bool)
                        and all(_item_shape(got) for got in page["items"]),
@@ -124,23 +134,23 @@ def _item_shape(got: Any) -> bool:
 
 
 def _blame(world: World, reader: Token, want: list[Item], shown: list[dict[str, Any]],
-           anomalies: list[Anomaly]) -> str:
-    """The property a wrong page breaks. Items the consumer must never see point at
-    visibility (P08) or, when they are all receipts, at receipt history (P09), or when they
-    are all revisions the model never saw published, at no-op publication (P12); anything
-    else is paging itself (P06)."""
+           anomalies: list[Anomaly]) -> tuple[str, ...]:
+    """The rules a wrong page breaks. Items the consumer must never see point at visibility
+    (P08) or, when they are all receipts, at receipt history (P09), or when they are all
+    revisions the model never saw published, at no-op publication (P12); anything else is
+    paging itself (P06)."""
     types = {**{i.item_id: i.type for i in want if i.item_id},
              **{got["item_id"]: got.get("type") for got in shown}}
     strays = _strays(world, reader, shown, anomalies)
     stray_types = {types.get(item_id) for item_id in strays}
     if not strays:
-        return "P06"
+        return ("WP-FEED-3", "WP-FEED-2", "WP-FEED-9")
     if stray_types == {"receipt"}:
-        return "P09"
+        return ("WP-RCPT-7", "WP-VIS-1", "WP-VIS-3")
     if stray_types == {"memory_revision"} and not known_revisions(
             world, [got for got in shown if got["item_id"] in strays]):
-        return "P12"
-    return "P08"
+        return ("WP-MEM-15", "WP-VIS-1")
+    return ("WP-VIS-1", "WP-VIS-2", "WP-VIS-3", "WP-VIS-4", "WP-CTRL-8")
 
 
 def _strays(world: World, reader: Token, shown: list[dict[str, Any]],
@@ -186,20 +196,22 @@ def compare_item(world: World, item: Item, got: dict[str, Any]) -> None:
     """An item shown before must be shown identically; a first sight binds the model's item
     to the server's id and sequence and checks where it is routed (P05, P06, P09)."""
     if item.shown is not None:
-        world.check("P09" if item.type == "receipt" else "P06",
+        world.check(("WP-RCPT-7", "WP-FEED-8") if item.type == "receipt" else "WP-FEED-8",
                     protocol_view(got, item.shown) == item.shown,
                     "a published item changed or differs from what was published",
                     shown=got, expected=item.shown)
         return
     bound = [i.sequence for i in world.model.items[item.space]
              if i.sequence is not None and i.index < item.index]
-    world.check("P06", all(int(got["sequence"]) > s for s in bound),
+    world.check(("WP-FEED-1", "WP-FEED-3"), all(int(got["sequence"]) > s for s in bound),
                 f"a {item.type} item must come after everything committed before it",
                 item=got)
     item.item_id, item.sequence = got["item_id"], int(got["sequence"])
     item.shown = got
     recipients = got.get("recipient_ids")
-    world.check("P09" if item.type == "receipt" else "P05",
+    world.check(("WP-RCPT-7", *(("WP-MEM-30",) if item.about_collection else ()))
+                if item.type == "receipt" else ("WP-MEM-29", "WP-MEM-17")
+                if item.type == "memory_revision" else ("WP-MSG-9", "WP-HTTP-12"),
                 got.get("producer_id") == item.producer_id and isinstance(recipients, list)
                 and sorted(recipients) == sorted(item.recipient_ids)
                 and got.get("thread_id") == item.thread_id, f"{item.type} item routing",

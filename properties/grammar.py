@@ -5,9 +5,11 @@ from the protocol text alone (the kit never imports the reference server).
 else the :class:`Refusal` (code, HTTP status, ``details.field`` and, for a published limit,
 ``details.limit`` and ``details.max``). For example ``refusal("relative_path", "a/./b",
 "items[0].path")`` is ``Refusal("INVALID_REQUEST", 400, "items[0].path")``.
-``envelope_problems(status, body)`` lists what is wrong with an error answer.
-``tests/test_vectors.py`` holds both to ``conformance/vectors/validation.json`` and
-``errors.json``.
+``envelope_problems(status, body)`` lists what is wrong with an error answer: the kit's one
+validator of the error envelope (the hostile checks, ``properties/hostile.py``, use it). The
+codes, statuses and required details come from the contract's data file
+(:mod:`~waypost.properties.contract_constants`). ``tests/test_vectors.py`` holds both to
+``conformance/vectors/validation.json`` and ``errors.json``.
 """
 
 from __future__ import annotations
@@ -17,20 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-#: Every error code of protocol.md §7 with the HTTP status it fixes (``INTERNAL``: WP-ERR-6).
-STATUS: dict[str, int] = {
-    "INVALID_REQUEST": 400, "UNAUTHENTICATED": 401, "FORBIDDEN": 403, "NOT_FOUND": 404,
-    "IDEMPOTENCY_CONFLICT": 409, "REVISION_CONFLICT": 409, "SUBMISSION_PENDING": 409,
-    "CURSOR_INVALID": 400, "CURSOR_STALE": 409, "CONTENT_MISMATCH": 422, "NOT_READY": 409,
-    "UPLOAD_EXPIRED": 410, "REFERENCE_INVALID": 422, "RESOURCE_LIMIT": 413,
-    "UNAVAILABLE": 503, "INTERNAL": 500,
-}
-
-#: The members of ``details`` a code requires (WP-ERR-3). ``RESOURCE_LIMIT`` carries ``limit``
-#: and ``max`` for a published limit, neither for a counter at its maximum: one needs the other.
-REQUIRED_DETAILS: dict[str, tuple[str, ...]] = {
-    "INVALID_REQUEST": ("field",), "REVISION_CONFLICT": ("current_revision",),
-}
+# Re-exported: the codes with their statuses, required and paired details (WP-ERR-2, WP-ERR-3).
+from waypost.properties.contract_constants import PAIRED_DETAILS as PAIRED_DETAILS
+from waypost.properties.contract_constants import REQUIRED_DETAILS as REQUIRED_DETAILS
+from waypost.properties.contract_constants import STATUS as STATUS
 
 MAX_REVISION = 2**53 - 1
 MAX_SUBJECT_BYTES = 256
@@ -128,7 +120,10 @@ def refusal(kind: str, value: Any, field: str) -> Refusal | None:
 
 
 def envelope_problems(status: int, body: Any) -> list[str]:
-    """What breaks WP-ERR-1 to WP-ERR-3 in an error answer (an empty list: nothing)."""
+    """What breaks WP-ERR-1 to WP-ERR-3 (and so WP-HTTP-3) in an error answer of ``status``
+    whose JSON body is ``body`` (an empty list: nothing): exactly one member ``error``, holding
+    a ``code`` of §7, a string ``message`` and an object ``details``; the status the code
+    fixes; the details the code requires, and ``limit`` with ``max`` or neither."""
     if not isinstance(body, dict) or set(body) != {"error"} or not isinstance(body["error"], dict):
         return ["the body is not {\"error\": {...}}"]
     error = body["error"]
@@ -139,12 +134,13 @@ def envelope_problems(status: int, body: Any) -> list[str]:
         return problems
     code = error["code"]
     if code not in STATUS:
-        return [f"unknown error code {code}"]
+        return [f"unknown error code {code[:60]!r}"]
     if STATUS[code] != status:
         problems.append(f"{code} answered with status {status}, not {STATUS[code]}")
     details = error["details"]
     problems += [f"{code} without details.{key}" for key in REQUIRED_DETAILS.get(code, ())
                  if key not in details]
-    if code == "RESOURCE_LIMIT" and ("limit" in details) != ("max" in details):
-        problems.append("RESOURCE_LIMIT with only one of details.limit and details.max")
+    paired = PAIRED_DETAILS.get(code, ())
+    if len({key in details for key in paired}) > 1:
+        problems.append(f"{code} with only some of {', '.join(f'details.{k}' for k in paired)}")
     return problems

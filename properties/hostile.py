@@ -17,6 +17,8 @@ from typing import Any
 
 import httpx
 
+from waypost.properties.grammar import STATUS, envelope_problems
+
 #: The scopes of the probe's tokens: every scope of protocol.md §4.2.
 ALL_SCOPES = ["message.send", "message.read", "space.observe", "receipt.write", "memory.write",
               "memory.read", "blob.write", "blob.reference", "event.subscribe"]
@@ -145,20 +147,14 @@ def provision(client: httpx.Client, admin_token: str, prefix: str) -> Probe:
 
 # ----- what an answer must be ---------------------------------------------------------------
 
-#: The status each error code fixes (protocol.md §7).
-CODE_STATUS = {"INVALID_REQUEST": 400, "UNAUTHENTICATED": 401, "FORBIDDEN": 403,
-               "NOT_FOUND": 404, "IDEMPOTENCY_CONFLICT": 409, "REVISION_CONFLICT": 409,
-               "SUBMISSION_PENDING": 409, "CURSOR_INVALID": 400, "CURSOR_STALE": 409,
-               "CONTENT_MISMATCH": 422, "NOT_READY": 409, "UPLOAD_EXPIRED": 410,
-               "REFERENCE_INVALID": 422, "RESOURCE_LIMIT": 413, "UNAVAILABLE": 503}
-
-
 def _shown(answer: httpx.Response) -> str:
     return f"{answer.status_code} {answer.text[:200]!r}"
 
 
 def envelope(answer: httpx.Response, what: str) -> dict[str, Any]:
-    """The §7 envelope of an error answer (WP-ERR-1, WP-ERR-2, WP-ERR-5)."""
+    """The §7 envelope of an error answer to client input: never a ``5xx`` but ``503``
+    (WP-ERR-5), JSON, and the envelope :func:`~waypost.properties.grammar.envelope_problems`
+    accepts (WP-ERR-1 to WP-ERR-3, WP-HTTP-3)."""
     if answer.status_code >= 500 and answer.status_code != 503:
         raise Finding(f"{what}: a server error for client input (WP-ERR-5): {_shown(answer)}")
     try:
@@ -166,14 +162,11 @@ def envelope(answer: httpx.Response, what: str) -> dict[str, Any]:
     except ValueError:
         raise Finding(f"{what}: the answer is not the JSON error envelope: "
                       f"{_shown(answer)}") from None
-    error = body.get("error") if isinstance(body, dict) else None
-    if not (isinstance(body, dict) and set(body) == {"error"} and isinstance(error, dict)
-            and isinstance(error.get("code"), str) and isinstance(error.get("message"), str)
-            and isinstance(error.get("details", {}), dict)):
-        raise Finding(f"{what}: the answer is not the §7 envelope: {_shown(answer)}")
-    if CODE_STATUS.get(error["code"]) != answer.status_code:
-        raise Finding(f"{what}: code {error['code']} with status {answer.status_code} "
-                      "(WP-ERR-2)")
+    problems = envelope_problems(answer.status_code, body)
+    if problems:
+        raise Finding(f"{what}: not the §7 envelope (WP-ERR-1, WP-ERR-2, WP-ERR-3): "
+                      f"{'; '.join(problems)}: {_shown(answer)}")
+    error: dict[str, Any] = body["error"]
     return error
 
 
@@ -182,13 +175,13 @@ def refused(answer: httpx.Response, what: str, codes: dict[str, str | None]) -> 
     name (None: any or none)."""
     if answer.status_code < 400:
         raise Finding(f"{what}: accepted ({_shown(answer)}), expected "
-                      f"{' or '.join(f'{CODE_STATUS[c]} {c}' for c in codes)}")
+                      f"{' or '.join(f'{STATUS[c]} {c}' for c in codes)}")
     error = envelope(answer, what)
     if error["code"] not in codes:
         raise Finding(f"{what}: {answer.status_code} {error['code']}, expected "
-                      f"{' or '.join(f'{CODE_STATUS[c]} {c}' for c in codes)}: {_shown(answer)}")
+                      f"{' or '.join(f'{STATUS[c]} {c}' for c in codes)}: {_shown(answer)}")
     wanted = codes[error["code"]]
-    details = error.get("details") or {}
+    details = error["details"]
     if wanted is not None and details.get("field") != wanted:
         raise Finding(f"{what}: {error['code']} must name details.field {wanted!r}, named "
                       f"{details.get('field')!r}")

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from waypost.properties import blobs, feed, memory
 from waypost.properties.compare import shaped
 from waypost.properties.limits import (
+    ITEM_PAGES,
+    RULES,
     Limit,
     accepted_send,
     expect_limit,
@@ -61,8 +63,8 @@ def publish(world: World, writer: Token, changes: dict[str, Any], limit: str, va
         body.update(changes)
     answer = world.as_(writer, "POST", memory.path_of(NOTES), body)
     if not accept:
-        expect_limit(world, answer, limit, value, "P14", "a publish")
-    elif world.check("P14", answer.status == 201,
+        expect_limit(world, answer, limit, value, "a publish")
+    elif world.check(RULES[limit], answer.status == 201,
                      f"a publish at exactly {limit} = {value} must be accepted, got "
                      f"{answer.status} {answer.code}", answer=answer.json):
         memory.expect_publish(world, writer, NOTES, body, changes, answer)
@@ -116,7 +118,8 @@ def manifest_input_bytes(world: World, value: int) -> None:
     changes = {"items": entries(sealed_blob(world, writer), 1)}
     document = manifest_of(changes)
     if len(document) > value:
-        world.check("P14", False, f"manifest_input_bytes = {value} is below a one-entry input")
+        world.check(RULES["manifest_input_bytes"], False,
+                    f"manifest_input_bytes = {value} is below a one-entry input")
         return
     with step(world, "over"):
         publish(world, writer, changes, "manifest_input_bytes", value, False,
@@ -135,16 +138,17 @@ def upload_bytes(world: World, value: int) -> None:
     with step(world, "over"):
         answer = world.as_(owner, "POST", "/v1/blobs",
                            {"request_id": world.rid(), "size": value + 1, **body})
-        expect_limit(world, answer, "upload_bytes", value, "P15", "an upload")
+        expect_limit(world, answer, "upload_bytes", value, "an upload")
     with step(world, "at"):
         answer = world.as_(owner, "POST", "/v1/blobs",
                            {"request_id": world.rid(), "size": value, **body})
-        if world.check("P15", answer.status == 201 and shaped(answer.json, blobs.PREPARED),
+        if world.check(RULES["upload_bytes"], answer.status == 201
+                       and shaped(answer.json, blobs.PREPARED),
                        f"an upload of exactly upload_bytes = {value} must get a slot, got "
                        f"{answer.status} {answer.code}", answer=answer.json):
             sealed = world.as_(owner, "POST", f"/v1/uploads/{answer.json['upload_id']}/commit",
                                {"request_id": world.rid()})
-            world.expect_refusal(sealed, {"NOT_READY"}, "P15",
+            world.expect_refusal(sealed, {"NOT_READY"}, "WP-UPL-7",
                                  "sealing the slot before its content")
 
 
@@ -167,13 +171,13 @@ def page_limit(world: World, value: int) -> None:
             _item_page(world, writer, value)
     with step(world, "over"):
         answer = world.as_(reader, "GET", "/v1/feed", params={"limit": value + 1})
-        expect_limit(world, answer, "page_limit", value, "P06", "a feed page",
+        expect_limit(world, answer, "page_limit", value, "a feed page",
                      shape_rule=True)
         if bigger:
             answer = world.as_(writer, "GET", f"{memory.path_of(NOTES)}/1/items",
                                params={"limit": value + 1})
-            expect_limit(world, answer, "page_limit", value, "P13", "a revision's item page",
-                         shape_rule=True)
+            expect_limit(world, answer, "page_limit", value, "a revision's item page",
+                         shape_rule=True, ids=ITEM_PAGES)
         reread(world)
 
 
@@ -185,7 +189,7 @@ def _item_page(world: World, reader: Token, value: int) -> None:
                        params={"limit": value})
     page = answer.json if isinstance(answer.json, dict) else {}
     shown = page.get("items")
-    world.check("P13", answer.status == 200 and isinstance(shown, list)
+    world.check(ITEM_PAGES, answer.status == 200 and isinstance(shown, list)
                 and 0 < len(shown) <= value and shown == wanted[:len(shown)]
                 and page.get("has_more") is True,
                 f"an item page of limit = page_limit = {value} must hold at most that many of "
@@ -204,22 +208,22 @@ def wait_seconds(world: World, value: int) -> None:
         feed.check_page(world, reader, world.model.checkpoint(reader), page, answer)
     with step(world, "over"):
         answer = world.as_(reader, "GET", "/v1/feed", params={"limit": page, "wait": value + 1})
-        expect_limit(world, answer, "wait_seconds", value, "P06", "a long poll",
+        expect_limit(world, answer, "wait_seconds", value, "a long poll",
                      shape_rule=True)
         reread(world)
 
 
 LIMITS = (
-    Limit("inline_items_per_publish", ("P14",), "N+1 inline items refused; N publish a "
+    Limit("inline_items_per_publish", "N+1 inline items refused; N publish a "
           "revision of N entries", inline_items_per_publish),
-    Limit("memory_entries_per_revision", ("P14",), "a manifest of N+1 entries refused; one of "
+    Limit("memory_entries_per_revision", "a manifest of N+1 entries refused; one of "
           "N publishes; one more entry in a delta refused", memory_entries_per_revision),
-    Limit("manifest_input_bytes", ("P14",), "a one-entry manifest padded with JSON whitespace "
+    Limit("manifest_input_bytes", "a one-entry manifest padded with JSON whitespace "
           "to N and N+1 bytes", manifest_input_bytes),
-    Limit("upload_bytes", ("P15",), "blob.prepare of N bytes gives a slot (NOT_READY to "
+    Limit("upload_bytes", "blob.prepare of N bytes gives a slot (NOT_READY to "
           "seal), N+1 refused; no bytes sent", upload_bytes),
-    Limit("page_limit", ("P06", "P13"), "feed and item pages of limit N hold at most N with "
+    Limit("page_limit", "feed and item pages of limit N hold at most N with "
           "has_more; N+1 refused", page_limit),
-    Limit("wait_seconds", ("P06",), "a long poll of wait N answers at once (an item waits); "
+    Limit("wait_seconds", "a long poll of wait N answers at once (an item waits); "
           "N+1 refused", wait_seconds),
 )

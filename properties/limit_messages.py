@@ -12,6 +12,7 @@ import rfc8785
 from waypost.properties import acks, blobs, feed
 from waypost.properties.limit_memory import entry_metadata
 from waypost.properties.limits import (
+    RULES,
     Limit,
     accepted_send,
     edge_text,
@@ -121,7 +122,7 @@ def request_bytes(world: World, value: int) -> None:
     over, at = send_body(world), send_body(world)
     raw_over, raw_at = padded(over, value + 1), padded(at, value)
     if raw_over is None or raw_at is None:
-        world.check("P05", False, f"request_bytes = {value} is smaller than a plain send")
+        world.check(RULES["request_bytes"], False, f"request_bytes = {value} is smaller than a plain send")
         return
     with step(world, "over"):
         refused_send(world, sender, over, "request_bytes", value, raw=raw_over)
@@ -147,7 +148,7 @@ def ack_items(world: World, value: int) -> None:
                            "stage": "processed"} for ref in refs],
                 "checkpoint": {"cursor": world.model.cursors[cursor].text}}
         answer = world.as_(acker, "POST", "/v1/acks", body)
-        expect_limit(world, answer, "ack_items", value, "P10", "an ACK")
+        expect_limit(world, answer, "ack_items", value, "an ACK")
         reread(world)
     with step(world, "at"):
         acks.ack(world, acker.handle, [[ref, "processed"] for ref in refs[:value]], cursor)
@@ -155,18 +156,18 @@ def ack_items(world: World, value: int) -> None:
 
 
 LIMITS = (
-    Limit("ack_items", ("P10", "P05"), "an ACK of N+1 real visible items and a checkpoint is "
+    Limit("ack_items", "an ACK of N+1 real visible items and a checkpoint is "
           "refused, nothing saved; N are all acknowledged", ack_items),
-    Limit("recipients", ("P05",), "N+1 real actors refused; N receive the message",
+    Limit("recipients", "N+1 real actors refused; N receive the message",
           recipients),
-    Limit("attachments", ("P05", "P16"), "N+1 sealed blobs refused; N attached and readable "
+    Limit("attachments", "N+1 sealed blobs refused; N attached and readable "
           "by the recipient", attachments),
-    Limit("subject_bytes", ("P05",), "UTF-8 bytes, a 4-byte character at the edge",
+    Limit("subject_bytes", "UTF-8 bytes, a 4-byte character at the edge",
           subject_bytes),
-    Limit("body_text_bytes", ("P05",), "UTF-8 bytes, a 4-byte character at the edge",
+    Limit("body_text_bytes", "UTF-8 bytes, a 4-byte character at the edge",
           body_text_bytes),
-    Limit("metadata_bytes", ("P05", "P14"), "RFC 8785 bytes of message and entry metadata, "
+    Limit("metadata_bytes", "RFC 8785 bytes of message and entry metadata, "
           "a 2-byte character at the edge", metadata_bytes),
-    Limit("request_bytes", ("P05",), "a send padded with JSON whitespace to N and N+1 bytes",
+    Limit("request_bytes", "a send padded with JSON whitespace to N and N+1 bytes",
           request_bytes),
 )

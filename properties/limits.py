@@ -19,6 +19,7 @@ from waypost.properties.fixtures import FixturesExhausted, setup_args
 from waypost.properties.http import Answer, NeedsAdmin, Session
 from waypost.properties.messages import read_message, record_send
 from waypost.properties.model import Token
+from waypost.properties.owners import table
 from waypost.properties.violations import Ledger
 
 if TYPE_CHECKING:
@@ -26,16 +27,43 @@ if TYPE_CHECKING:
 
 Check = Callable[["World", int], None]
 
+_BOUNDARY = ("WP-LIM-1", "WP-LIM-3")
+#: The rules each limit's boundary check verifies, the one that decides its property first.
+RULES: dict[str, tuple[str, ...]] = {
+    "ack_items": ("WP-RCPT-2", *_BOUNDARY),
+    "recipients": ("WP-MSG-2", *_BOUNDARY),
+    "attachments": ("WP-MSG-8", *_BOUNDARY),
+    "subject_bytes": ("WP-VAL-17", *_BOUNDARY, "WP-LIM-2"),
+    "body_text_bytes": ("WP-MSG-7", *_BOUNDARY),
+    "metadata_bytes": ("WP-VAL-18", *_BOUNDARY, "WP-LIM-2"),
+    "request_bytes": ("WP-LIM-4", *_BOUNDARY),
+    "inline_items_per_publish": ("WP-MEM-6", *_BOUNDARY),
+    "memory_entries_per_revision": ("WP-MEM-13", "WP-MEM-28", *_BOUNDARY),
+    "manifest_input_bytes": ("WP-MEM-28", *_BOUNDARY),
+    "upload_bytes": ("WP-UPL-1", *_BOUNDARY),
+    "page_limit": ("WP-FEED-6", *_BOUNDARY),
+    "wait_seconds": ("WP-FEED-7", *_BOUNDARY),
+}
+#: The page limit of a revision's item pages (P13), beside the feed's (P06).
+ITEM_PAGES = ("WP-MEM-23", *_BOUNDARY)
+#: The limits of a send itself (the sends of other limits' checks only set the scene).
+SEND_LIMITS = frozenset({"recipients", "attachments", "subject_bytes", "body_text_bytes",
+                         "metadata_bytes", "request_bytes"})
+
 
 @dataclass(frozen=True)
 class Limit:
-    """A published limit the kit checks: the properties its check is tagged with, and what
-    the check does at N and at N + 1."""
+    """A published limit the kit checks, and what the check does at N and at N + 1."""
 
     name: str
-    properties: tuple[str, ...]
     what: str
     check: Check
+
+    @property
+    def properties(self) -> tuple[str, ...]:
+        """The properties of the rules its check verifies (:data:`RULES`)."""
+        rules = (*RULES[self.name], *(ITEM_PAGES if self.name == "page_limit" else ()))
+        return tuple(sorted({owner for rid in rules if (owner := table()[rid])}))
 
 
 def unreachable(name: str, value: int, published: dict[str, int]) -> str | None:
@@ -64,8 +92,8 @@ def step(world: World, which: str) -> Iterator[None]:
     world.boundary[which] = prior and world.ledger.failures == before
 
 
-def expect_limit(world: World, answer: Answer, limit: str, value: int, pid: str, what: str,
-                 shape_rule: bool = False) -> bool:
+def expect_limit(world: World, answer: Answer, limit: str, value: int, what: str,
+                 shape_rule: bool = False, ids: tuple[str, ...] | None = None) -> bool:
     """``413 RESOURCE_LIMIT`` with ``details.limit`` = ``limit`` and ``details.max`` = the
     published value; where the protocol calls the bound a shape rule (``limit`` and ``wait``
     of reads), ``400 INVALID_REQUEST`` naming the field also conforms."""
@@ -75,7 +103,7 @@ def expect_limit(world: World, answer: Answer, limit: str, value: int, pid: str,
     named = answer.status == 413 and answer.code == "RESOURCE_LIMIT" \
         and details.get("limit") == limit and details.get("max") == value
     shaped = shape_rule and answer.status == 400 and answer.code == "INVALID_REQUEST"
-    return world.check(pid, named or shaped,
+    return world.check(ids or RULES[limit], named or shaped,
                        f"{what} past the published {limit} = {value} must be refused with "
                        f"RESOURCE_LIMIT naming the limit, got {answer.status} {answer.code}",
                        answer=answer.json)
@@ -105,7 +133,7 @@ def accepted_send(world: World, sender: Token, body: dict[str, Any], limit: str,
                   raw: bytes | None = None, read: bool = True) -> None:
     """A send at exactly the limit publishes, and its message reads back as sent (P05)."""
     answer = world.as_(sender, "POST", "/v1/messages", body, raw=raw)
-    if not world.check("P05", answer.status == 201,
+    if not world.check(RULES[limit] if limit in SEND_LIMITS else "WP-MSG-9", answer.status == 201,
                        f"a send at exactly {limit} = {value} must publish, got "
                        f"{answer.status} {answer.code}", answer=answer.json):
         return
@@ -118,7 +146,7 @@ def refused_send(world: World, sender: Token, body: dict[str, Any], limit: str, 
                  raw: bytes | None = None) -> None:
     """A send one past the limit is refused naming it, and publishes nothing (P05)."""
     answer = world.as_(sender, "POST", "/v1/messages", body, raw=raw)
-    expect_limit(world, answer, limit, value, "P05", "a send")
+    expect_limit(world, answer, limit, value, "a send")
     reread(world)
 
 

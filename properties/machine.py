@@ -84,7 +84,7 @@ class WaypostMachine(RuleBasedStateMachine):
     def _sequences_never_reused(self) -> None:
         for items in self.world.model.items.values():
             seen = [item.sequence for item in items if item.sequence is not None]
-            self.world.check("P06", len(seen) == len(set(seen)), "a sequence was used twice",
+            self.world.check("WP-FEED-1", len(seen) == len(set(seen)), "a sequence was used twice",
                              sequences=seen)
 
     def teardown(self) -> None:

@@ -15,11 +15,19 @@ from waypost.properties.compare import shaped
 from waypost.properties.http import Answer
 from waypost.properties.memory_model import Collection, Entries, input_errors, next_state
 from waypost.properties.model import Recorded, Token
+from waypost.properties.owners import refusal_ids
 
 if TYPE_CHECKING:
     from waypost.properties.world import World
 
 MAX_REVISION = 2**53 - 1
+#: The rule behind each code a publish may be refused with, in the order that decides the
+#: property: a collection that looks missing (P01), input (P14), references (P16), scope (P02).
+REFUSALS: dict[str, tuple[str, ...]] = {
+    "NOT_FOUND": ("WP-MEM-2", "WP-AUTH-13"), "INVALID_REQUEST": ("WP-MEM-4", "WP-MEM-5",
+                                                                "WP-MEM-8", "WP-MEM-9",
+                                                                "WP-MEM-27"),
+    "REFERENCE_INVALID": ("WP-MEM-7", "WP-AUTH-7"), "FORBIDDEN": ("WP-AUTH-14", "WP-MEM-1")}
 #: (space name, collection id, source actor): ``journal`` exists only in space B, so a token of
 #: space A asking for it must get the answer of a missing collection (P01).
 COLLECTIONS = (("A", "notes", "a0"), ("A", "plans", "a1"), ("B", "journal", "b0"))
@@ -59,7 +67,7 @@ def manifest_blob(world: World, writer: Token, document: dict[str, Any] | bytes)
     prepared = world.as_(writer, "POST", "/v1/blobs", {
         "request_id": world.rid(), "size": len(content),
         "sha256": hashlib.sha256(content).hexdigest(), "content_type": "application/json"})
-    if not world.check("P15", prepared.status == 201
+    if not world.check(("WP-HTTP-15", "WP-UPL-2"), prepared.status == 201
                        and shaped(prepared.json, {"upload_id", "blob_id"}),
                        "prepare of a manifest input", answer=prepared.json):
         return None
@@ -67,7 +75,7 @@ def manifest_blob(world: World, writer: Token, document: dict[str, Any] | bytes)
                                bearer=writer.secret, who=writer.handle)
     sealed = world.as_(writer, "POST", f"/v1/uploads/{prepared.json['upload_id']}/commit",
                        {"request_id": world.rid()})
-    if not world.check("P15", stored.status == 200 and sealed.status == 200,
+    if not world.check(("WP-UPL-3", "WP-UPL-11"), stored.status == 200 and sealed.status == 200,
                        "upload of a manifest input", put=stored.json, seal=sealed.json):
         return None
     return str(prepared.json["blob_id"])
@@ -113,22 +121,27 @@ def expect_publish(world: World, writer: Token, cid: str, body: dict[str, Any],
         return False
     state = next_state(target.states[-1], body["mode"], items, deletes, target.head + 1)
     if isinstance(state, str):
-        world.expect_refusal(answer, {state}, "P14", "publish of input the head makes invalid")
+        world.expect_refusal(answer, {state}, ("WP-MEM-19", "WP-MEM-10", "WP-MEM-12"),
+                             "publish of input the head makes invalid")
         return False
     if fingerprints.state_fingerprint(state) == fingerprints.state_fingerprint(
             target.states[-1]):
         unchanged = {"revision": target.head, "changed": False}
-        if world.check("P12", answer.status == 200 and answer.json == unchanged,
+        if world.check(("WP-MEM-15", "WP-HTTP-16"), answer.status == 200
+                       and answer.json == unchanged,
                        "a publish of the head's own state must answer changed:false with the "
                        "head", answer=answer.json, status=answer.status, expected=unchanged):
             record(world, writer, cid, body, answer)
         return False
     published = {"revision": target.head + 1, "parent_revision": target.head, "changed": True}
-    if not world.check("P11", answer.status == 201 and answer.json == published,
+    if not world.check(("WP-MEM-17", "WP-HTTP-16",
+                        *(("WP-MEM-27",) if "manifest_blob_id" in body else ())),
+                       answer.status == 201
+                       and answer.json == published,
                        "a publish at the head must create revision head + 1",
                        answer=answer.json, status=answer.status, expected=published):
         return False
-    world.check("P03", not answer.replayed, "a first answer must not say Waypost-Replayed")
+    world.check("WP-IDEM-7", not answer.replayed, "a first answer must not say Waypost-Replayed")
     apply(world, target, state)
     record(world, writer, cid, body, answer)
     return True
@@ -156,12 +169,10 @@ def _expect_refused(world: World, writer: Token, cid: str, body: dict[str, Any],
     """A refused publish; where only blob references are wrong, a publish beside the head may
     also be (and then is recorded as) REVISION_CONFLICT."""
     target = collection_of(world, writer, cid)
-    pid = ("P02" if errors <= {"FORBIDDEN"} else "P01" if "NOT_FOUND" in errors
-           else "P16" if errors == {"REFERENCE_INVALID"} else "P14")
     conflict = target is not None and body["expected_revision"] != target.head \
         and errors <= {"REFERENCE_INVALID"}
     world.expect_refusal(answer, errors | ({"REVISION_CONFLICT"} if conflict else set()),
-                         pid, "publish")
+                         refusal_ids(errors, REFUSALS), "publish")
     if conflict and answer.code == "REVISION_CONFLICT":
         record(world, writer, cid, body, answer)
 
@@ -175,7 +186,8 @@ def _expect_conflict(world: World, writer: Token, cid: str, body: dict[str, Any]
     error = answer.json.get("error") if isinstance(answer.json, dict) else None
     details = error.get("details") if isinstance(error, dict) else None
     current = details.get("current_revision") if isinstance(details, dict) else None
-    world.check("P11", answer.status == 409 and answer.code == "REVISION_CONFLICT"
+    world.check(("WP-MEM-16", "WP-IDEM-10"),
+                answer.status == 409 and answer.code == "REVISION_CONFLICT"
                 and current == target.head,
                 "a publish on another revision than the head must be REVISION_CONFLICT with "
                 "current_revision", answer=answer.json, head=target.head,
@@ -219,7 +231,7 @@ def race(world: World, token: str, collection: str, items: list[list[Any]]) -> N
         answers = list(pool.map(lambda b: world.as_(writer, "POST", path_of(collection), b),
                                 bodies))
     winners = [n for n, a in enumerate(answers) if a.status == 201]
-    if not world.check("P11", len(winners) == 1 and all(
+    if not world.check(("WP-MEM-18", "WP-LOAD-3"), len(winners) == 1 and all(
             a.code == "REVISION_CONFLICT" for n, a in enumerate(answers) if n not in winners),
             "concurrent publishers at one head: exactly one must win",
             answers=[[a.status, a.json] for a in answers]):
@@ -259,7 +271,7 @@ def revision_limit(world: World, token: str, collection: str) -> None:
     over = {"request_id": world.rid(), "expected_revision": MAX_REVISION + 1, "mode": "delta",
             "items": []}
     world.expect_refusal(world.as_(writer, "POST", path_of(collection), over),
-                         {"INVALID_REQUEST"}, "P11", "expected_revision above 2^53-1")
+                         {"INVALID_REQUEST"}, "WP-VAL-7", "expected_revision above 2^53-1")
     top = {**over, "request_id": world.rid(), "expected_revision": MAX_REVISION}
     answer = world.as_(writer, "POST", path_of(collection), top)
     expect_publish(world, writer, collection, top, {"items": []}, answer)

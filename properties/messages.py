@@ -8,11 +8,17 @@ from typing import TYPE_CHECKING, Any
 from waypost.properties import fingerprints
 from waypost.properties.compare import MISSING, protocol_view, shaped
 from waypost.properties.model import Message, Recorded, Token, message_item_json
+from waypost.properties.owners import refusal_ids
 
 if TYPE_CHECKING:
     from waypost.properties.world import World
 
 SEND_ANSWER = {"message_id", "thread_id", "feed_item_id", "sequence", "committed_at"}
+#: The rule behind each code a send may be refused with (P05's first; FORBIDDEN alone is P02).
+REFUSALS: dict[str, tuple[str, ...]] = {
+    "NOT_FOUND": ("WP-MSG-3", "WP-MSG-5", "WP-MSG-6"), "INVALID_REQUEST": ("WP-MSG-6",),
+    "REFERENCE_INVALID": ("WP-MSG-8", "WP-AUTH-7"),
+    "FORBIDDEN": ("WP-AUTH-14", "WP-MSG-1", "WP-MSG-3", "WP-MSG-5", "WP-AUTH-6")}
 
 
 def send_body(world: World, token: Token, recipients: list[str] | None, thread: Any,
@@ -58,24 +64,37 @@ def submit_send(world: World, sender: Token, body: dict[str, Any]) -> None:
         return
     errors = world.model.send_errors(sender, body)
     if errors:
-        pid = "P02" if errors <= {"FORBIDDEN"} else "P05"
-        world.expect_refusal(answer, errors, pid, "send")
+        world.expect_refusal(answer, errors, refusal_ids(errors, REFUSALS), "send")
         return
-    if not world.check("P05", answer.status == 201, f"send should publish, got {answer.status}",
+    if not world.check(("WP-MSG-9", "WP-MSG-2", *_accepted_rules(world, sender, body)),
+                       answer.status == 201,
+                       f"send should publish, got {answer.status}",
                        answer=answer.json, request=body):
         return
     record_send(world, sender, body, answer.json, first=answer.replayed)
+
+
+def _accepted_rules(world: World, sender: Token, body: dict[str, Any]) -> tuple[str, ...]:
+    """What else an accepted send shows: the space's default actor as the recipient of a send
+    without recipients (WP-CTRL-6), a disabled actor as a valid recipient (WP-CTRL-15)."""
+    model = world.model
+    recipients = body.get("recipient_ids", [model.spaces[sender.space]])
+    disabled = any(model.actors[(sender.space, a)].disabled for a in recipients
+                   if (sender.space, a) in model.actors)
+    return (*(("WP-CTRL-6",) if "recipient_ids" not in body else ()),
+            *(("WP-CTRL-15",) if disabled else ()))
 
 
 def record_send(world: World, sender: Token, body: dict[str, Any], result: Any,
                 first: bool | None = None) -> None:
     """A send the server published (its answer ``result``): the message and the submission.
     ``first`` is the replay mark of a first answer, which must be unset (P03)."""
-    if not world.check("P05", shaped(result, SEND_ANSWER) and _sequence(result) is not None,
+    if not world.check(("WP-HTTP-10", "WP-VAL-9"),
+                       shaped(result, SEND_ANSWER) and _sequence(result) is not None,
                        "send answer shape", answer=result):
         return
     if first is not None:
-        world.check("P03", not first, "a first answer must not say Waypost-Replayed")
+        world.check("WP-IDEM-7", not first, "a first answer must not say Waypost-Replayed")
     record_message(world, sender, body, result)
     world.model.submissions[(sender.space, sender.actor_id, "message.send",
                              body["request_id"])] = Recorded(
@@ -97,15 +116,15 @@ def record_message(world: World, sender: Token, body: dict[str, Any],
     recipients = tuple(sorted(set(body.get("recipient_ids", [model.spaces[space]]))))
     thread_id = result["thread_id"]
     if "new" in body["thread"]:
-        world.check("P05", (space, thread_id) not in model.threads,
+        world.check("WP-MSG-4", (space, thread_id) not in model.threads,
                     "a new thread must get a new id", answer=result)
         model.threads[(space, thread_id)] = {sender.actor_id, *recipients}
     else:
-        world.check("P05", thread_id == body["thread"]["thread_id"], "reply in the same thread",
+        world.check("WP-MSG-5", thread_id == body["thread"]["thread_id"], "reply in the same thread",
                     answer=result)
     sequence = int(result["sequence"])
     bound = [i.sequence for i in model.items.get(space, []) if i.sequence]
-    world.check("P06", all(sequence > s for s in bound),
+    world.check("WP-FEED-1", all(sequence > s for s in bound),
                 "a new item's sequence must be above every earlier one (never reused)",
                 sequence=sequence, highest=max(bound, default=0))
     item = model.append(space, type="message", producer_id=sender.actor_id,
@@ -142,13 +161,17 @@ def read_message(world: World, token: str, target: int | None) -> None:
         return
     message = world.model.messages.get(message_id)
     if message is None or not world.model.readable_by(message, reader):
-        pid = "P01" if message is not None and message.space != reader.space else "P08"
-        world.expect_like_missing(answer, reader, "/v1/messages/{}", message_id, pid,
+        foreign = message is not None and message.space != reader.space
+        world.expect_like_missing(answer, reader, "/v1/messages/{}", message_id,
+                                  ("WP-AUTH-13", "WP-MSG-11") if foreign
+                                  else ("WP-VIS-4", "WP-AUTH-13", "WP-MSG-11"),
                                   "an invisible or foreign message")
         return
     if not reader.has("message.read"):
-        world.expect_refusal(answer, {"FORBIDDEN"}, "P02", "read without message.read")
+        world.expect_refusal(answer, {"FORBIDDEN"}, ("WP-AUTH-14", "WP-MSG-11"),
+                             "read without message.read")
         return
-    world.check("P05", answer.status == 200 and protocol_view(answer.json, message.shown)
+    world.check(("WP-MSG-12", "WP-MSG-10", "WP-HTTP-11"),
+                answer.status == 200 and protocol_view(answer.json, message.shown)
                 == message.shown, "the message must read back exactly as published",
                 answer=answer.json, expected=message.shown)

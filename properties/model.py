@@ -148,6 +148,7 @@ class HeldCursor:
     view_revision: int
     grant_fingerprint: str
     position: int
+    token: str = ""  # the handle of the token it was handed to
 
 
 @dataclass

@@ -29,20 +29,19 @@ def read_collection(world: World, token: str, collection: str) -> None:
     target = collection_of(world, reader, collection)
     granted = reader.may(collection, "read") or reader.may(collection, "write")
     if target is None or not granted:
-        foreign = any(c.collection_id == collection and c.space != reader.space
-                      for c in world.model.collections.values())
         world.expect_like_missing(answer, reader, "/v1/collections/{}", collection,
-                                  "P01" if foreign else "P08", "a collection without a grant")
+                                  ("WP-MEM-2", "WP-AUTH-13"), "a collection without a grant")
         return
     expected = {"collection_id": collection, "source_actor_id": target.source_actor_id,
                 "scope": target.scope, "current_revision": target.head}
     # The protocol does not say whether writing alone lets one read the head: a refusal or
     # the right answer both do (docs/spec.md).
     if not _reads(reader, collection) and answer.status >= 400:
-        world.expect_refusal(answer, {"FORBIDDEN", "NOT_FOUND"}, "P02",
+        world.expect_refusal(answer, {"FORBIDDEN", "NOT_FOUND"}, ("WP-AUTH-14", "WP-MEM-20"),
                              "collection read without memory.read and a read grant")
         return
-    world.check("P11", answer.status == 200 and subset(answer.json, expected) == expected,
+    world.check(("WP-MEM-20", "WP-HTTP-17", "WP-MEM-3"),
+                answer.status == 200 and subset(answer.json, expected) == expected,
                 "the collection must show its head", answer=answer.json, expected=expected)
 
 
@@ -63,20 +62,22 @@ def read_revision(world: World, token: str, collection: str, revision: int, size
         return  # revision 0 is virtual; a server may have no metadata for it (docs/spec.md)
     state = target.states[revision]
     meta = answer.json if isinstance(answer.json, dict) else {}
-    if not world.check("P13", answer.status == 200 and meta.get("revision") == revision,
+    if not world.check(("WP-HTTP-17", "WP-MEM-22"),
+                       answer.status == 200 and meta.get("revision") == revision,
                        "revision metadata", answer=answer.json):
         return
-    world.check("P12", meta.get("state_fingerprint") == fingerprints.state_fingerprint(state),
+    world.check("WP-MEM-14", meta.get("state_fingerprint") == fingerprints.state_fingerprint(state),
                 "state_fingerprint is not SHA-256(JCS(entries)) of the revision's state",
                 answer=meta, expected=fingerprints.state_fingerprint(state))
     first = target.shown.setdefault(revision, meta)
-    world.check("P13", subset(meta, first) == subset(first, first),
+    world.check("WP-MEM-22", subset(meta, first) == subset(first, first),
                 "a fixed revision's metadata changed", first=first, now=meta)
     entries = _page_through(world, reader, base, sizes, tombstones)
     if entries is None:
         return
     wanted = [state[i] for i in sorted(state) if tombstones or state[i]["state"] == "active"]
-    world.check("P13" if revision < target.head else "P14", entries == wanted,
+    world.check(("WP-MEM-22", "WP-MEM-23") if revision < target.head
+                else ("WP-MEM-9", "WP-MEM-10", "WP-MEM-11", "WP-MEM-23"), entries == wanted,
                 "the revision's entries differ from its published state",
                 shown=entries, expected=wanted, revision=revision, head=target.head)
     if revision > 0:
@@ -91,18 +92,16 @@ def _readable_revision(world: World, reader: Token, collection: str, revision: i
         return None
     target = collection_of(world, reader, collection)
     if target is None or not (reader.may(collection, "read") or reader.may(collection, "write")):
-        foreign = target is None and any(c.collection_id == collection
-                                         for c in world.model.collections.values())
         world.expect_like_missing(answer, reader, f"/v1/collections/{{}}/revisions/{revision}",
-                                  collection, "P01" if foreign else "P16",
+                                  collection, ("WP-MEM-2", "WP-AUTH-13"),
                                   "a revision of a collection without a grant")
         return None
     if not _reads(reader, collection):
-        world.expect_refusal(answer, {"FORBIDDEN", "NOT_FOUND"}, "P02",
+        world.expect_refusal(answer, {"FORBIDDEN", "NOT_FOUND"}, ("WP-AUTH-14", "WP-MEM-21"),
                              "a revision read without memory.read and a read grant")
         return None
     if revision > target.head:
-        world.expect_refusal(answer, {"NOT_FOUND"}, "P13", "a revision not yet published")
+        world.expect_refusal(answer, {"NOT_FOUND"}, "WP-MEM-21", "a revision not yet published")
         return None
     return target
 
@@ -117,7 +116,7 @@ def _page_through(world: World, reader: Token, base: str, sizes: list[int],
     for page in range(10_000):
         answer = world.as_(reader, "GET", f"{base}/items", params=params)
         body = answer.json if isinstance(answer.json, dict) else {}
-        if not world.check("P13", answer.status == 200 and shaped(body, PAGE)
+        if not world.check(("WP-MEM-23", "WP-HTTP-17"), answer.status == 200 and shaped(body, PAGE)
                            and isinstance(body["items"], list)
                            and len(body["items"]) <= params["limit"],
                            "a revision item page", answer=answer.json, params=params):
@@ -138,14 +137,15 @@ def _check_manifest(world: World, reader: Token, target: Collection, revision: i
     item = target.items[revision]
     if item.shown is not None:
         shown = item.shown.get("memory_revision")
-        world.check("P05", isinstance(shown, dict) and shown.get("manifest_blob_id") == blob_id,
+        world.check(("WP-MEM-24", "WP-MEM-17"),
+                    isinstance(shown, dict) and shown.get("manifest_blob_id") == blob_id,
                     "the feed item and the revision name different manifests", item=item.shown,
                     revision=meta)
     content = world.session.get_bytes(f"/v1/blobs/{blob_id}/content", bearer=reader.secret,
                                       who=reader.handle)
     wanted = fingerprints.manifest_bytes(target.collection_id, revision, revision - 1,
                                          target.states[revision])
-    world.check("P13", content.status == 200 and content.data == wanted,
+    world.check(("WP-MEM-25", "WP-MEM-24"), content.status == 200 and content.data == wanted,
                 "the manifest object must be the canonical form of the revision's rows",
                 status=content.status, shown=content.data[:2000].decode(errors="replace"),
                 expected=wanted[:2000].decode())
@@ -155,7 +155,8 @@ def _check_manifest(world: World, reader: Token, target: Collection, revision: i
     if outsider is not None and isinstance(blob_id, str):
         probe = world.as_(outsider, "GET", f"/v1/blobs/{blob_id}")
         world.expect_like_missing(probe, outsider, "/v1/blobs/{}", blob_id,
-                                  "P01" if outsider.space != target.space else "P16",
+                                  ("WP-AUTH-13", "WP-MEM-26") if outsider.space != target.space
+                                  else ("WP-MEM-26", "WP-UPL-10"),
                                   "a manifest blob to a token that may not read the revision")
 
 
@@ -170,12 +171,12 @@ def cursor_elsewhere(world: World, token: str, collection: str, revision: int) -
     other = revision - 1 if revision > 1 else 2
     page = world.as_(reader, "GET", f"/v1/collections/{collection}/revisions/{revision}/items",
                      params={"limit": 1})
-    if not world.check("P13", page.status == 200 and shaped(page.json, PAGE),
+    if not world.check("WP-MEM-23", page.status == 200 and shaped(page.json, PAGE),
                        "a revision item page", answer=page.json):
         return
     moved = world.as_(reader, "GET", f"/v1/collections/{collection}/revisions/{other}/items",
                       params={"cursor": page.json["next_cursor"]})
-    world.expect_refusal(moved, {"CURSOR_INVALID", "CURSOR_STALE"}, "P13",
+    world.expect_refusal(moved, {"CURSOR_INVALID", "CURSOR_STALE"}, "WP-CUR-6",
                          "an item cursor used on another revision")
 
 

@@ -27,10 +27,11 @@ def retry(world: World, submission: int) -> None:
     answer = world.as_(sender, "POST", path_of(sub), sub.body)
     if world.dead(sender, answer, "retry"):
         return
-    world.check("P03", (answer.status, stable(answer.json)) == (sub.status, stable(sub.result)),
+    world.check(("WP-IDEM-6", "WP-IDEM-8", "WP-ERR-4"),
+                (answer.status, stable(answer.json)) == (sub.status, stable(sub.result)),
                 "a retry must return the identical stable result", answer=answer.json,
                 status=answer.status, first=sub.result)
-    world.check("P03", answer.replayed, "a replayed answer must carry Waypost-Replayed: true")
+    world.check("WP-IDEM-6", answer.replayed, "a replayed answer must carry Waypost-Replayed: true")
 
 
 def altered(sub: Recorded) -> dict[str, Any] | None:
@@ -63,7 +64,8 @@ def conflict(world: World, submission: int) -> None:
     answer = world.as_(sender, "POST", path_of(sub), body)
     if world.dead(sender, answer, "retry"):
         return
-    world.expect_refusal(answer, {"IDEMPOTENCY_CONFLICT"}, "P03", "a changed retry")
+    world.expect_refusal(answer, {"IDEMPOTENCY_CONFLICT"}, ("WP-IDEM-9", "WP-IDEM-4"),
+                         "a changed retry")
 
 
 def lookup(world: World, submission: int) -> None:
@@ -76,12 +78,13 @@ def lookup(world: World, submission: int) -> None:
     if world.dead(asker, answer, "lookup"):
         return
     found = answer.json if isinstance(answer.json, dict) else {}
-    if not world.check("P03", answer.status == 200 and found.get("state") == sub.state
+    if not world.check(("WP-IDEM-13", "WP-IDEM-10"), answer.status == 200
+                       and found.get("state") == sub.state
                        and found.get("result") == {"status": sub.status, "body": sub.result},
                        f"the key must hold the {sub.state} stable result", answer=answer.json,
                        status=answer.status):
         return
-    world.check("P04", found.get("fingerprint") == sub.fingerprint,
+    world.check(("WP-IDEM-2", "WP-IDEM-3", "WP-VAL-12"), found.get("fingerprint") == sub.fingerprint,
                 "the recorded fingerprint is not SHA-256(JCS(normalised request))",
                 answer=answer.json, expected=sub.fingerprint)
 
@@ -100,7 +103,8 @@ def reuse_key(world: World, token: str, submission: int) -> None:
     if (sender.space, sender.actor_id, "message.send", request_id) in world.model.submissions:
         return  # this actor used the id too: that is a plain retry, covered elsewhere
     if world.model.live(sender):
-        world.expect_refusal(lookup, {"NOT_FOUND"}, "P03", "a lookup of another actor's key")
+        world.expect_refusal(lookup, {"NOT_FOUND"}, ("WP-IDEM-14", "WP-IDEM-1"),
+                             "a lookup of another actor's key")
     body = dict(sub.body)
     if sender.space != sub.space:
         body = {**body, "thread": {"new": True}}

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from waypost.properties.owners import Ids, as_tuple, property_of
+
 
 class PropertyViolation(AssertionError):
     """A response contradicted the contract; ``pid`` names the property it breaks."""
@@ -27,15 +29,18 @@ KINDS: dict[str, type[PropertyViolation]] = {
 
 
 class Ledger:
-    """What one run (or replay) has checked: counts per property and per check of the kit (the
-    name requirement coverage tags, ``properties/requirements.py``), the checks that failed
-    with their property, and the violations that were only recorded because their property is
-    not enforced (not selected, or an expected failure)."""
+    """What one run (or replay) has checked, counted where each check is made: per property,
+    per requirement id (and which named check of the kit cited it: ``command send``,
+    ``limit ack_items``, …), the checks that failed, and the violations that were only
+    recorded because their property is not enforced (not selected, or an expected failure)."""
 
     def __init__(self, enforced: set[str] | None = None) -> None:
-        self.checks: Counter[str] = Counter()
-        self.by_check: Counter[str] = Counter()
-        self.failed_checks: dict[str, str] = {}  # check name → the property it failed
+        self.checks: Counter[str] = Counter()  # property → checks made
+        self.failed: Counter[str] = Counter()  # property → checks failed
+        self.by_check: Counter[str] = Counter()  # named check → checks made
+        self.by_requirement: dict[str, Counter[str]] = {}  # id → named check → checks made
+        self.failed_requirements: dict[str, Counter[str]] = {}  # id → property → checks failed
+        self.failed_checks: dict[str, str] = {}  # named check → the property it failed
         self.current = "unnamed"  # the check being made (:meth:`checking`)
         self.enforced = enforced  # None: every property raises
         self.recorded: dict[str, PropertyViolation] = {}
@@ -50,17 +55,26 @@ class Ledger:
         finally:
             self.current = outer
 
-    def check(self, pid: str, ok: bool, message: str, **evidence: Any) -> bool:
-        """Count one check of ``pid``. A failure raises :class:`PropertyViolation` when ``pid``
-        is enforced, else it is recorded once and False is returned (the caller stops that
-        command)."""
+    def check(self, ids: Ids, ok: bool, message: str, **evidence: Any) -> bool:
+        """One check of the requirement ids ``ids`` (docs/protocol.md), counted under the
+        property of the first (:func:`~waypost.properties.owners.property_of`). A failure
+        raises :class:`PropertyViolation` when that property is enforced, else it is recorded
+        once and False is returned (the caller stops that command)."""
+        pid = property_of(ids)
+        rids = as_tuple(ids)
         self.checks[pid] += 1
         self.by_check[self.current] += 1
+        for rid in rids:
+            self.by_requirement.setdefault(rid, Counter())[self.current] += 1
         if ok:
             return True
         self.failures += 1
+        self.failed[pid] += 1
+        for rid in rids:
+            self.failed_requirements.setdefault(rid, Counter())[pid] += 1
         self.failed_checks.setdefault(self.current, pid)
-        violation = KINDS.get(pid, PropertyViolation)(pid, message, evidence)
+        violation = KINDS.get(pid, PropertyViolation)(pid, f"{message} [{', '.join(rids)}]",
+                                                      {"requirements": list(rids), **evidence})
         if self.enforced is None or pid in self.enforced:
             raise violation
         self.recorded.setdefault(pid, violation)

@@ -16,6 +16,7 @@ from waypost.properties.compare import MISSING, masked
 from waypost.properties.control import SPACE_ACTORS
 from waypost.properties.http import Answer, Session
 from waypost.properties.model import Item, Model, Recorded, Token
+from waypost.properties.owners import Ids
 from waypost.properties.violations import Ledger, PropertyViolation
 
 
@@ -89,21 +90,22 @@ class World:
 
     # ----- checks ----------------------------------------------------------------------------
 
-    def check(self, pid: str, ok: bool, message: str, **evidence: Any) -> bool:
-        """One check of property ``pid`` (:meth:`Ledger.check`)."""
-        return self.ledger.check(pid, ok, message, **evidence)
+    def check(self, ids: Ids, ok: bool, message: str, **evidence: Any) -> bool:
+        """One check of the requirement ids ``ids`` (:meth:`Ledger.check`)."""
+        return self.ledger.check(ids, ok, message, **evidence)
 
-    def expect_refusal(self, answer: Answer, allowed: set[str], pid: str, what: str) -> None:
-        self.check(pid, answer.status >= 400 and answer.code in allowed,
+    def expect_refusal(self, answer: Answer, allowed: set[str], ids: Ids, what: str) -> None:
+        """An error answer with one of the ``allowed`` codes."""
+        self.check(ids, answer.status >= 400 and answer.code in allowed,
                    f"{what}: expected one of {sorted(allowed)}, got {answer.status} "
                    f"{answer.code}", answer=answer.json)
 
     def expect_like_missing(self, answer: Answer, reader: Token, path: str, probed: str,
-                            pid: str, what: str) -> None:
+                            ids: Ids, what: str) -> None:
         """``NOT_FOUND``, and exactly the answer a missing id gets (the probed id masked)."""
-        self.expect_refusal(answer, {"NOT_FOUND"}, pid, what)
+        self.expect_refusal(answer, {"NOT_FOUND"}, ids, what)
         missing = self.as_(reader, "GET", path.format(MISSING))
-        self.check(pid, (answer.status, masked(answer.json, probed)) == (
+        self.check(ids, (answer.status, masked(answer.json, probed)) == (
             missing.status, masked(missing.json, MISSING)),
             f"{what} must answer exactly like a missing one",
             probed=answer.json, missing=missing.json)
@@ -112,6 +114,8 @@ class World:
         """A request of a revoked token or a disabled actor: it must be 401 (P02)."""
         if self.model.live(token):
             return False
+        rule = "WP-CTRL-13" if token.revoked else "WP-CTRL-10"
         with self.ledger.checking("revoked token" if token.revoked else "disabled actor"):
-            self.expect_refusal(answer, {"UNAUTHENTICATED"}, "P02", f"{what} with a dead token")
+            self.expect_refusal(answer, {"UNAUTHENTICATED"}, ("WP-AUTH-2", rule, "WP-AUTH-10"),
+                                f"{what} with a dead token")
         return True

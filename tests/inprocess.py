@@ -4,11 +4,15 @@ which took a third of a kit run's time; this crosses once per request."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import httpx
 from starlette.testclient import TestClient
+
+#: A front end: the app it stands in front of → the app the kit reaches.
+Front = Callable[[Any], Any]
 
 
 class PortalTransport(httpx.BaseTransport):
@@ -16,11 +20,11 @@ class PortalTransport(httpx.BaseTransport):
     finishes (a request abandoned at a fault point) is a dropped connection, as over real HTTP:
     ``httpx.RemoteProtocolError``."""
 
-    def __init__(self, client: TestClient) -> None:
+    def __init__(self, client: TestClient, front: Front | None = None) -> None:
         if client.portal is None:
             raise RuntimeError("enter the TestClient first: it runs the app's lifespan")
         self.portal = client.portal
-        self.app = client.app
+        self.app = client.app if front is None else front(client.app)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         body = request.read()
@@ -66,7 +70,8 @@ class PortalTransport(httpx.BaseTransport):
         return httpx.Response(status, headers=kept, content=content, request=request)
 
 
-def kit_client(client: TestClient) -> httpx.Client:
-    """A client for ``runner.run`` / ``runner.replay_file`` into the app ``client`` serves."""
-    return httpx.Client(transport=PortalTransport(client), base_url="http://testserver",
+def kit_client(client: TestClient, front: Front | None = None) -> httpx.Client:
+    """A client for ``runner.run`` / ``runner.replay_file`` into the app ``client`` serves;
+    ``front`` wraps the app in a front end of the test's (a cache, a proxy that rewrites)."""
+    return httpx.Client(transport=PortalTransport(client, front), base_url="http://testserver",
                         timeout=60)

@@ -19,6 +19,7 @@ import pytest
 from waypost.bootstrap import provision
 from waypost.conformance.targets import ServerProcess
 from waypost.reference.consumer import outbox
+from waypost.reference.consumer.faults import CRASH_EXIT
 from waypost.reference.consumer.store import LocalStore
 
 ADMIN = "consumer-admin"
@@ -118,7 +119,7 @@ def test_two_agents_exchange_messages_through_a_crash(demo: tuple[str, dict[str,
     assert sent["state"] == "committed"
     assert sent["request_id"].startswith("wpc-send-")
     # bob's sync dies after storing the page, before its ACK: the restart re-acks it.
-    assert consumer(tokens["bob"], bob, "sync", fault="sync.after_commit").returncode == 86
+    assert consumer(tokens["bob"], bob, "sync", fault="sync.after_commit").returncode == CRASH_EXIT
     must(tokens["bob"], bob, "sync")
     (item,) = must(tokens["bob"], bob, "list")
     assert (item["subject"], item["state"]) == ("Plan", "pending")
@@ -127,7 +128,7 @@ def test_two_agents_exchange_messages_through_a_crash(demo: tuple[str, dict[str,
     # bob's reply dies right after its submission: resubmitted with the same request_id.
     crashed = consumer(tokens["bob"], bob, "reply", item["item_id"], "--text", "Yes, at 10",
                        fault="outbound.after_submit")
-    assert crashed.returncode == 86
+    assert crashed.returncode == CRASH_EXIT
     assert must(tokens["bob"], bob, "done", item["item_id"])["done"] == [item["item_id"]]
     must(tokens["alice"], alice, "sync")
     replies = [i for i in must(tokens["alice"], alice, "list") if i["type"] == "message"]
@@ -216,7 +217,7 @@ def test_a_publish_survives_a_crash_once_and_readers_pin_the_revision(
     crashed = consumer(tokens["alice"], alice, "publish", "notes", "--expected-revision",
                        str(head), "--entry", f"milk=todo/milk.md={blob_id}",
                        fault="outbound.after_submit")
-    assert crashed.returncode == 86, crashed.stderr
+    assert crashed.returncode == CRASH_EXIT, crashed.stderr
     assert must(tokens["alice"], alice, "status")["outbound"]["pending"] == 1
     must(tokens["alice"], alice, "sync")
     status = must(tokens["alice"], alice, "status")

@@ -17,6 +17,8 @@ pytestmark = pytest.mark.slow
 
 def test_the_whole_matrix_is_green_and_explained() -> None:
     matrix = crash_matrix(progress=False)
+    assert matrix.points == list(POINTS)  # what the reference lists: the contract's points
+    assert "cleanup.after_claim" in matrix.points
     assert len(matrix.cells) == len(OPERATIONS) * len(POINTS)
     failures = [(c.operation, c.point, c.note) for c in matrix.cells if not c.ok]
     assert not failures
@@ -39,6 +41,11 @@ def test_the_whole_matrix_is_green_and_explained() -> None:
     assert outcome[("memory.publish", "prepare.after")] == "resumed"
     assert outcome[("blob.put", "upload.after_store")] == "stored"
     assert outcome[("message.send", "seal.before_commit")] == "not reached"
+    # The sweeper claimed the expired upload and crashed there: the commit after it is expired.
+    assert outcome[("blob.commit", "cleanup.after_claim")] == "expired"
+    for operation in OPERATIONS:
+        if operation != "blob.commit":
+            assert outcome[(operation, "cleanup.after_claim")] == "not reached"
 
 
 def test_the_cli_prints_the_table_and_json(tmp_path: Path) -> None:
@@ -49,7 +56,7 @@ def test_the_cli_prints_the_table_and_json(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     assert "blob.prepare" in result.stdout
     assert "committed" in result.stdout
-    assert result.stdout.splitlines()[-1] == "crash matrix: 20 cells, 20 green"  # 2 actions
+    assert result.stdout.splitlines()[-1] == "crash matrix: 22 cells, 22 green"  # 2 actions
     cells = json.loads((tmp_path / "m.json").read_text())["cells"]
     assert {c["operation"] for c in cells} == {"blob.prepare"}
     assert all(c["ok"] for c in cells)

@@ -30,7 +30,7 @@ def test_the_reference_on_d1_passes_the_ci_profile(tmp_path: Path, d1_settings: 
     assert not report.failed, [(o.prop.pid, o.message, o.evidence) for o in report.outcomes
                                if o.result == "fail"]
     assert all(results[p.pid] == "pass" for p in CATALOGUE if p.covered and p.pid != "P17"), results
-    assert results["P17"] == "not exercised"  # in-process: a consumer process cannot reach it
+    assert results["P17"] == "not run"  # in-process: a consumer process cannot reach it
     limits = {row.name: row for row in report.limits}  # D1's own values, at both boundaries
     entries = limits["memory_entries_per_revision"]
     assert (entries.value, entries.at_limit, entries.over_limit) == (4000, "accepted", "refused")

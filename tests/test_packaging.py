@@ -48,5 +48,5 @@ def test_the_wheel_ships_only_the_package(tmp_path: Path) -> None:
     assert "waypost/reference/storage/migrations/0005_admin_sessions.sql" in names
     assert "waypost/reference/http/dashboard/templates/base.html" in names
     assert "waypost/reference/http/dashboard/static/dashboard.css" in names
-    assert "waypost/conformance/requirements.json" in names  # the requirement table's texts
+    assert "waypost/properties/requirements.json" in names  # the requirement table's texts
     assert not [name for name in names if "node_modules" in name or "__pycache__" in name]

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from waypost.properties.catalogue import CATALOGUE
-from waypost.properties.rules import acks, blobs, control, faults, feed, memory, messages
+from waypost.properties.check_sites import command_ids
+from waypost.properties.owners import table
+from waypost.properties.rules import acks, blobs, control, faults, feed, memory, messages, timing
 from waypost.properties.rules import submissions as resubmissions
 from waypost.properties.rules.driver import Driver
 
@@ -37,9 +38,11 @@ class Rule:
 
 
 def properties_of(commands: Iterable[str]) -> frozenset[str]:
-    """The properties whose checks (by the catalogue) include any of ``commands``."""
-    named = {f"command {c}" for c in commands}
-    return frozenset(p.pid for p in CATALOGUE if named & set(p.checked_by))
+    """The properties that the checks of ``commands`` may name (read from the checks
+    themselves: ``properties/check_sites.py``)."""
+    ids, owner = command_ids(), table()
+    return frozenset(owner[rid] for command in commands for rid in ids.get(command, ())
+                     if owner.get(rid))
 
 
 SENT = ("send",)  # rules reading what sends publish
@@ -63,6 +66,10 @@ RULES: tuple[Rule, ...] = (
     Rule("change_authority", 1, control.change_authority,
          ("rotate", "regrant", "revoke", "disable", "change_view", "ack_limits"), needs=SENT),
     Rule("probe", 2, feed.probe, ("tamper", "probe_foreign"), needs=("read_feed",)),
+    # Rare and cheap: each costs a fraction of a second (properties/timing.py).
+    Rule("long_polls", 1, timing.long_polls, ("long_polls",)),
+    Rule("restart", 1, timing.restart, ("restart",), needs=SENT),
+    Rule("late_retry", 1, timing.late_retry, ("late_retry",), needs=SENT),
 )
 BY_NAME = {rule.name: rule for rule in RULES}
 

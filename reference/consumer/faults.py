@@ -11,18 +11,33 @@ The conformance kit arms each in turn, then restarts the consumer and checks not
 - ``done.after_commit``: the work is marked done locally with its ``processed`` ACK queued.
 - ``outbound.before_submit`` / ``outbound.after_submit``: around submitting a queued send,
   reply or publish.
+
+The points, the variable and the exit status come from the contract's data file
+(``waypost/contract.json``, package data of the root package), which the conformance kit reads
+too; the consumer reads it here, importing nothing of the server or the kit.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
+from importlib import resources
+from typing import Any
 
-POINTS = ("sync.after_fetch", "sync.after_commit", "ack.before_submit", "ack.after_submit",
-          "done.after_commit", "outbound.before_submit", "outbound.after_submit")
-ENVIRONMENT = "WAYPOST_CONSUMER_FAULT"
+
+def _contract() -> dict[str, Any]:
+    data = json.loads(resources.files("waypost").joinpath("contract.json").read_text("utf-8"))
+    if not isinstance(data, dict) or data.get("format") != "waypost-contract-constants/1":
+        raise RuntimeError("waypost/contract.json is not waypost-contract-constants/1")
+    return data
+
+
+_CONTRACT = _contract()
+POINTS: tuple[str, ...] = tuple(str(p["point"]) for p in _CONTRACT["consumer_faults"]["points"])
+ENVIRONMENT: str = str(_CONTRACT["consumer_faults"]["environment"])
 #: The exit status of a consumer ended at an armed point (the server's crash status too).
-CRASH_EXIT = 86
+CRASH_EXIT: int = int(_CONTRACT["crash_exit"])
 
 _armed: set[str] = set()
 

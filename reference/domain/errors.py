@@ -1,12 +1,16 @@
 """The Waypost/1 error hierarchy (protocol.md §7) and its one envelope.
 
 Every failure the server reports is a :class:`WaypostError`; the HTTP layer turns it into
-``{"error": {"code", "message", "details"}}`` with the status the code fixes.
+``{"error": {"code", "message", "details"}}`` with the status the code fixes. Each class names
+its code; the status comes from the contract's data file (``waypost/contract.json``, which the
+kit reads too), so an unknown code fails at import.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
+
+from waypost.reference.domain.contract import STATUS
 
 JsonObject = dict[str, Any]
 
@@ -15,7 +19,11 @@ class WaypostError(Exception):
     """A protocol error: a code, its HTTP status, a human message and machine details."""
 
     code: ClassVar[str] = "INTERNAL"
-    status: ClassVar[int] = 500
+    status: ClassVar[int] = STATUS["INTERNAL"]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.status = STATUS[cls.code]
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
@@ -29,63 +37,63 @@ class WaypostError(Exception):
 
 
 class InvalidRequest(WaypostError):
-    code, status = "INVALID_REQUEST", 400
+    code = "INVALID_REQUEST"
 
 
 class Unauthenticated(WaypostError):
-    code, status = "UNAUTHENTICATED", 401
+    code = "UNAUTHENTICATED"
 
 
 class Forbidden(WaypostError):
-    code, status = "FORBIDDEN", 403
+    code = "FORBIDDEN"
 
 
 class NotFound(WaypostError):
-    code, status = "NOT_FOUND", 404
+    code = "NOT_FOUND"
 
 
 class IdempotencyConflict(WaypostError):
-    code, status = "IDEMPOTENCY_CONFLICT", 409
+    code = "IDEMPOTENCY_CONFLICT"
 
 
 class RevisionConflict(WaypostError):
-    code, status = "REVISION_CONFLICT", 409
+    code = "REVISION_CONFLICT"
 
 
 class SubmissionPending(WaypostError):
-    code, status = "SUBMISSION_PENDING", 409
+    code = "SUBMISSION_PENDING"
 
 
 class CursorInvalid(WaypostError):
-    code, status = "CURSOR_INVALID", 400
+    code = "CURSOR_INVALID"
 
 
 class CursorStale(WaypostError):
-    code, status = "CURSOR_STALE", 409
+    code = "CURSOR_STALE"
 
 
 class ContentMismatch(WaypostError):
-    code, status = "CONTENT_MISMATCH", 422
+    code = "CONTENT_MISMATCH"
 
 
 class NotReady(WaypostError):
-    code, status = "NOT_READY", 409
+    code = "NOT_READY"
 
 
 class UploadExpired(WaypostError):
-    code, status = "UPLOAD_EXPIRED", 410
+    code = "UPLOAD_EXPIRED"
 
 
 class ReferenceInvalid(WaypostError):
-    code, status = "REFERENCE_INVALID", 422
+    code = "REFERENCE_INVALID"
 
 
 class ResourceLimit(WaypostError):
-    code, status = "RESOURCE_LIMIT", 413
+    code = "RESOURCE_LIMIT"
 
 
 class Unavailable(WaypostError):
-    code, status = "UNAVAILABLE", 503
+    code = "UNAVAILABLE"
 
 
 ERROR_CLASSES: tuple[type[WaypostError], ...] = (

@@ -17,14 +17,15 @@ import os
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from waypost.reference.domain import contract
 from waypost.reference.domain.errors import StorageUnavailable
 
-POINTS = ("reserve.after", "object.after_write", "prepare.after", "commit.before",
-          "commit.durable", "commit.after", "response.before", "upload.after_store",
-          "seal.before_commit", "cleanup.after_claim", "ack.after_commit")
-ACTIONS = ("crash", "lose_response", "unavailable")
+#: The points and actions of the contract's data file (``waypost/contract.json``, which the kit
+#: reads too): §14's points and ``commit.durable``, in the order ``GET /_test/faults`` lists them.
+POINTS = contract.FAULT_POINTS
+ACTIONS = contract.FAULT_ACTIONS
 #: The exit status of a process a ``crash`` point ended in ``--crash-mode exit``.
-CRASH_EXIT = 86
+CRASH_EXIT = contract.CRASH_EXIT
 
 #: Set while a request's reply is to be dropped (``lose_response`` fired during its work).
 _lose_response: ContextVar[bool] = ContextVar("waypost_lose_response", default=False)
