@@ -41,6 +41,7 @@ def _serve(args: argparse.Namespace) -> int:
                         synchronous=args.synchronous.upper(),
                         exit_on_crash=args.crash_mode == "exit",
                         body_seconds=args.body_timeout, dashboard=args.dashboard,
+                        sweep_seconds=args.sweep_seconds,
                         sessions=SessionPolicy(args.dashboard_idle * 1000,
                                                args.dashboard_lifetime * 1000), **storage)
     if not _storage_reachable(settings, "serve"):
@@ -196,6 +197,16 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"not a number of seconds from 0 to 86400: {text!r}")
+    return value
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -259,6 +270,9 @@ def parser() -> argparse.ArgumentParser:
                             "survives process crashes only (for throwaway test targets)")
     serve.add_argument("--no-access-log", action="store_true",
                        help="do not log every request (the conformance kit's default)")
+    serve.add_argument("--sweep-seconds", type=_seconds, default=30.0, metavar="SECONDS",
+                       help="how often expired uploads are cleaned up (default: 30; 0 turns "
+                            "the sweeper off)")
     serve.add_argument("--dashboard", action="store_true",
                        help="serve the operator dashboard under /dashboard/ (sign in with "
                             "WAYPOST_ADMIN_TOKEN; off by default)")

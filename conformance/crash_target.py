@@ -40,8 +40,10 @@ class Reference:
         self.space = f"crash-{secrets.token_hex(4)}"  # a running server may hold earlier runs
 
     def _start(self) -> ServerProcess:
+        # The sweeper every second: a cleanup cell waits for it (docs/spec.md, crash matrix).
         return ServerProcess(self.data_dir, self.admin_token, "--test-hooks", "--crash-mode",
-                             "exit", "--no-access-log", *self.storage, env=self.env)
+                             "exit", "--no-access-log", "--sweep-seconds", "1", *self.storage,
+                             env=self.env)
 
     @property
     def url(self) -> str:

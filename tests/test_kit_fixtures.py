@@ -145,9 +145,10 @@ def test_the_kit_runs_against_the_reference_through_fixtures_only(tmp_path: Path
     results = {p["id"]: (p["result"], p["message"]) for p in report["properties"]}
     assert results["P17"][0] == "not run"
     assert "needs the admin API" in results["P17"][1]
-    assert results["P02"] == ("pass", "partly: revoke, disable, ack_limits, limit recipients "
-                                      "not run (needs the admin API; the admin API (N + 1 "
-                                      "actors))")
+    result, message = results["P02"]  # P02 passed on what ran, and says what could not
+    assert result == "pass"
+    assert message.startswith("partly: revoke, disable, "), message
+    assert "not run (needs the admin API" in message
     assert all(results[pid][0] == "pass" for pid in
                ("P01", "P03", "P04", "P05", "P06", "P09", "P11", "P12", "P13", "P14", "P15",
                 "P16")), results

@@ -61,7 +61,9 @@ def test_the_cli_runs_the_kit_against_the_sqlite_target(tmp_path: Path) -> None:
     assert "P06 Feed order and completeness" in result.stdout
     assert "requirements: " in result.stdout
     assert "WP-FEED-4" in result.stdout  # --requirements prints the table
-    assert "| WP-FEED-4 | 8.4 | pass |" in (tmp_path / "r.md").read_text()
+    markdown = (tmp_path / "r.md").read_text()
+    assert "| WP-FEED-4 | 8.4 | P06 | pass |" in markdown
+    assert "| P06 Feed order and completeness | pass |" in markdown
     assert "seed 7" in result.stdout
     assert "example" in result.stderr  # progress was shown
     report = json.loads((tmp_path / "r.json").read_text())
