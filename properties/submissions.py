@@ -20,18 +20,20 @@ def path_of(sub: Recorded) -> str:
     return sub.path or PATHS[sub.operation]
 
 
-def retry(world: World, submission: int) -> None:
-    """The same request again: the identical stable result, marked replayed (P03)."""
+def retry(world: World, submission: int, when: str = "") -> None:
+    """The same request again (``when``: after what, for the message): the identical stable
+    result, marked replayed (P03)."""
     sub = world.recorded(submission)
     sender = world.token(sub.token)
     answer = world.as_(sender, "POST", path_of(sub), sub.body)
     if world.dead(sender, answer, "retry"):
         return
-    world.check(("WP-IDEM-6", "WP-IDEM-8", "WP-ERR-4"),
+    world.check(("WP-IDEM-6", "WP-IDEM-8", "WP-IDEM-4", "WP-ERR-4"),
                 (answer.status, stable(answer.json)) == (sub.status, stable(sub.result)),
-                "a retry must return the identical stable result", answer=answer.json,
-                status=answer.status, first=sub.result)
-    world.check("WP-IDEM-6", answer.replayed, "a replayed answer must carry Waypost-Replayed: true")
+                f"a retry{when} must return the identical stable result", answer=answer.json,
+                status=answer.status, first=sub.result, operation=sub.operation)
+    world.check("WP-IDEM-6", answer.replayed,
+                f"a replayed answer{when} must carry Waypost-Replayed: true")
 
 
 def altered(sub: Recorded) -> dict[str, Any] | None:

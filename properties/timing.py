@@ -24,12 +24,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from waypost.properties.blobs import advance_clock
-from waypost.properties.compare import protocol_view, shaped, stable, subset
+from waypost.properties.compare import protocol_view, shaped, subset
 from waypost.properties.feed import PAGE, check_page
 from waypost.properties.http import Answer
 from waypost.properties.messages import send_body, submit_send
 from waypost.properties.model import HeldCursor, Item, Token
-from waypost.properties.submissions import path_of
+from waypost.properties.submissions import retry
 
 if TYPE_CHECKING:
     from waypost.properties.world import World
@@ -182,7 +182,7 @@ def restart(world: World) -> None:
             _view_kept(world, token)
     count = len(model.submissions)
     for index in range(max(0, count - RETRIED), count):
-        replays(world, index, "after a restart")
+        retry(world, index, " after a restart")
 
 
 def _messages_kept(world: World) -> None:
@@ -261,25 +261,10 @@ def _view_kept(world: World, reader: Token) -> None:
                 reader=reader.handle)
 
 
-def replays(world: World, submission: int, when: str) -> None:
-    """An earlier submission again: the identical stable result, marked replayed (P03)."""
-    sub = world.recorded(submission)
-    sender = world.token(sub.token)
-    answer = world.as_(sender, "POST", path_of(sub), sub.body)
-    if world.dead(sender, answer, "retry"):
-        return
-    world.check(("WP-IDEM-6", "WP-IDEM-8", "WP-IDEM-4"),
-                (answer.status, stable(answer.json)) == (sub.status, stable(sub.result))
-                and answer.replayed,
-                f"a retry {when} must replay the identical stable result, marked replayed",
-                status=answer.status, answer=answer.json, replayed=answer.replayed,
-                first=sub.result, operation=sub.operation)
-
-
 def late_retry(world: World, submission: int, advance_ms: int) -> None:
     """Move the server clock ``advance_ms`` forward (where the target offers the clock
     hook), then retry an earlier submission: its key must not have expired (P03)."""
     if world.model.hooks:
         advance_clock(world, advance_ms)
-    replays(world, submission, f"{advance_ms / 3_600_000:.0f} h later (server clock)"
-            if world.model.hooks else "later")
+    retry(world, submission, f" {advance_ms / 3_600_000:.0f} h later (server clock)"
+          if world.model.hooks else " later")
