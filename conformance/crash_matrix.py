@@ -218,7 +218,7 @@ def _answered_anyway(ref: Reference, cell: Cell, write: Write, point: str, actio
     is not on its path, or the fault fired without effect: a failed cell) or ``"rerun"`` (the
     fault fired and the write still succeeded: maybe the sweeper passed the point)."""
     armed = ref.armed(point)  # None: the process ended after answering, and restarted
-    ref.admin("DELETE", "/_test/faults")
+    ref.disarm()
     if armed or (armed is False and point.startswith(SWEEPER) and first.status_code < 300):
         cell.outcome = "not reached"  # (a sweeper's point: the sweeper passed it)
         cell.ok = first.status_code < 300 and write.effects() == 1
@@ -292,7 +292,7 @@ def run_cleanup_cell(ref: Reference, point: str, n: int, action: str = "crash") 
     _arm(ref, point, action)
     ref.expire(slot.get("expires_at"))
     if not _swept(ref, point):
-        ref.admin("DELETE", "/_test/faults")
+        ref.disarm()
         cell.outcome, cell.ok = "not reached", True
         cell.note = f"no sweep passed {point} within {SWEEP_WAIT:.0f} s"
         return cell

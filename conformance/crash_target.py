@@ -40,10 +40,8 @@ class Reference:
         self.space = f"crash-{secrets.token_hex(4)}"  # a running server may hold earlier runs
 
     def _start(self) -> ServerProcess:
-        # The sweeper every second: a cleanup cell waits for it (docs/spec.md, crash matrix).
         return ServerProcess(self.data_dir, self.admin_token, "--test-hooks", "--crash-mode",
-                             "exit", "--no-access-log", "--sweep-seconds", "1", *self.storage,
-                             env=self.env)
+                             "exit", "--no-access-log", *self.storage, env=self.env)
 
     @property
     def url(self) -> str:
@@ -97,6 +95,16 @@ class Reference:
         if answer.status_code != 200 or not isinstance(armed, list):
             raise RuntimeError(f"GET /_test/faults: {answer.status_code} {answer.text[:200]!r}")
         return any(isinstance(a, dict) and a.get("point") == point for a in armed)
+
+    def disarm(self) -> None:
+        """``DELETE /_test/faults``; a process that ended meanwhile (the sweeper passed an
+        armed crash point) is restarted, with nothing armed."""
+        try:
+            self.admin("DELETE", "/_test/faults")
+        except httpx.TransportError:
+            if self.process is None:
+                raise RuntimeError("the running target stopped answering") from None
+            self.restart_after_crash()
 
     def expire(self, expires_at: Any) -> None:
         """Move the target's clock (``/_test/clock``) one second past ``expires_at``."""
