@@ -47,7 +47,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                           "phase runs fuzz's small dev budget), thorough (fuzz's thorough "
                           "budget, 10,000+ requests)")
     kit.add_argument("--seed", type=int, default=None, help="seed (default: random, printed)")
-    kit.add_argument("--only", default=None, help="only these properties, e.g. P03,P06")
+    kit.add_argument("--only", default=None,
+                     help="only these properties, e.g. P03,P06: the rules whose checks name "
+                          "their requirement ids run; the others are skipped, and a selected "
+                          "property no check of which ran is 'not run'")
     kit.add_argument("--expected-failures", type=Path, default=None,
                      help="JSON list of {property, reason} known to fail on this target "
                           "(default for --target sqlite or d1: conformance/expected_failures/"
