@@ -261,6 +261,13 @@ VARIANTS: dict[str, tuple[Patch | str, set[str]]] = {
 }
 
 
+#: Variants run with their properties selected. Dropped tombstones show only once one example
+#: deletes an entry and later publishes a snapshot; how soon a full run draws that depends on
+#: the order concurrent commits take (the draws index items in commit order), so under load a
+#: full run's seed may reach it too late. Selected, the run draws the memory rules it needs.
+SELECTED = {"a snapshot drops earlier tombstones": "P12,P13,P14"}
+
+
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_the_kit_catches_and_names_a_broken_server(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest,
@@ -273,7 +280,8 @@ def test_the_kit_catches_and_names_a_broken_server(
     with kit_app(tmp_path / "data") as client:
         apply(monkeypatch, client)
         report = runner.run("broken", kit_client(client), kit_admin, profile="ci", seed=SEED,
-                            replay_dir=tmp_path / "replays", shrink_seconds=0)
+                            replay_dir=tmp_path / "replays", shrink_seconds=0,
+                            selected=select(SELECTED[name]) if name in SELECTED else None)
         monkeypatch.undo()
     failed = {o.prop.pid for o in report.outcomes if o.result == "fail"}
     assert failed & named, (f"{name}: failed {failed}, expected one of {named}: "
