@@ -18,53 +18,71 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 Rewrite = Callable[[str, str, Any, int, Any, dict[str, str]], tuple[int, Any]]
 
 
-def rewriting(rewrite: Rewrite) -> Callable[[App], App]:
-    """A front end that hands each request on and passes each JSON answer through
-    ``rewrite``."""
-
-    def wrap(app: App) -> App:
-        async def front(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] != "http":
-                await app(scope, receive, send)
-                return
-            chunks: list[bytes] = []
-
-            async def recorded() -> Message:
-                message = await receive()
-                if message["type"] == "http.request":
-                    chunks.append(message.get("body", b""))
-                return message
-
-            start: Message = {}
-            body: list[bytes] = []
-
-            async def held(message: Message) -> None:
-                if message["type"] == "http.response.start":
-                    start.update(message)
-                    return
-                body.append(message.get("body", b""))
-                if message.get("more_body"):
-                    return
-                await _answer(scope, b"".join(chunks), start, b"".join(body), rewrite, send)
-
-            await app(scope, recorded, held)
-        return front
-    return wrap
+#: An answer as a front end sees it: status, headers, body.
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 
-async def _answer(scope: Scope, request: bytes, start: Message, body: bytes, rewrite: Rewrite,
-                  send: Send) -> None:
-    headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
-    kind = dict(start.get("headers", [])).get(b"content-type", b"")
-    status = int(start["status"])
-    if kind.startswith(b"application/json"):
-        status, answer = rewrite(scope["method"], scope["path"], _json(request), status,
-                                 _json(body), headers)
-        body = json.dumps(answer).encode()
-    kept = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+def wrapping(app: App, before: Callable[[Scope, bytes], Answer | None] | None = None,
+             after: Callable[[Scope, bytes, Answer], Answer] | None = None) -> App:
+    """A front end: ``before`` may answer a request (its scope and body) in the app's place;
+    ``after`` may change the app's answer."""
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        early = before(scope, body) if before else None
+        if early is not None:
+            await send_answer(send, early)
+            return
+        started: dict[str, Any] = {}
+        chunks: list[bytes] = []
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if delivered:  # the client waits for its answer, then goes
+                return await receive()
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def capture(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                started.update(message)
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    answer = (started["status"], list(started.get("headers", [])),
+                              b"".join(chunks))
+                    await send_answer(send, after(scope, body, answer) if after else answer)
+        await app(scope, replay, capture)
+    return wrapped
+
+
+async def send_answer(send: Send, answer: Answer) -> None:
+    """``answer`` to the client, with its content-length."""
+    status, headers, body = answer
+    kept = [(k, v) for k, v in headers if k.lower() != b"content-length"]
     await send({"type": "http.response.start", "status": status,
                 "headers": [*kept, (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+def rewriting(rewrite: Rewrite) -> Callable[[App], App]:
+    """A front end that passes each JSON answer through ``rewrite``."""
+    def after(scope: Scope, request: bytes, answer: Answer) -> Answer:
+        status, headers, body = answer
+        if not dict(headers).get(b"content-type", b"").startswith(b"application/json"):
+            return answer
+        sent = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+        status, changed = rewrite(scope["method"], scope["path"], _json(request), status,
+                                  _json(body), sent)
+        return status, headers, json.dumps(changed).encode()
+    return lambda app: wrapping(app, after=after)
 
 
 def _json(raw: bytes) -> Any:

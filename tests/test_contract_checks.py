@@ -16,9 +16,10 @@ from typing import Any
 import httpx
 import pytest
 from starlette.testclient import TestClient
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tests.conftest import KitApp
+from tests.front_ends import Answer, wrapping
 from tests.inprocess import kit_client
 from tests.threaded_server import serving_app
 from waypost.conformance import hostile
@@ -38,7 +39,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PROTOCOL = (ROOT / "docs" / "protocol.md").read_text()
 NAMES = tuple(check.name for check in contract_checks.CHECKS)
 HOOKED = {"token_expiry", "hooks_need_admin"}
-Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 
 def test_the_checks_are_tagged_and_run_in_the_hostile_phase() -> None:
@@ -98,55 +98,6 @@ def test_the_reference_passes_every_contract_check(kit_app: KitApp, kit_admin: s
 
 
 # ----- the reference, broken on purpose ---------------------------------------------------------
-
-
-def _broken(app: ASGIApp, before: Callable[[Scope, bytes], Answer | None] | None = None,
-            after: Callable[[Scope, bytes, Answer], Answer] | None = None) -> ASGIApp:
-    """An ASGI wrapper: ``before`` may answer a request (its scope and body) in the app's
-    place; ``after`` may change the app's answer."""
-    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await app(scope, receive, send)
-            return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-        early = before(scope, body) if before else None
-        if early is not None:
-            await _send(send, early)
-            return
-        started: dict[str, Any] = {}
-        chunks: list[bytes] = []
-        delivered = False
-
-        async def replay() -> Message:
-            nonlocal delivered
-            if delivered:  # the client waits for its answer, then goes
-                return await receive()
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        async def capture(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                started.update(message)
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-                if not message.get("more_body"):
-                    answer = (started["status"], list(started.get("headers", [])),
-                              b"".join(chunks))
-                    await _send(send, after(scope, body, answer) if after else answer)
-        await app(scope, replay, capture)
-    return wrapped
-
-
-async def _send(send: Send, answer: Answer) -> None:
-    status, headers, body = answer
-    kept = [(k, v) for k, v in headers if k.lower() != b"content-length"]
-    await send({"type": "http.response.start", "status": status,
-                "headers": [*kept, (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
 
 
 def _json(status: int, data: Any, *extra: tuple[bytes, bytes]) -> Answer:
@@ -335,9 +286,9 @@ def test_each_defect_fails_the_check_that_looks_for_it(
                         test_hooks=True)
     app: ASGIApp = build_app(settings)
     if isinstance(defect, tuple):
-        app = _broken(app, *defect)
+        app = wrapping(app, *defect)
     elif defect in (failures_recorded, replays_before_authentication):
-        app = _broken(app, *defect())
+        app = wrapping(app, *defect())
     else:
         defect(monkeypatch)
     with TestClient(app) as server:
