@@ -15,7 +15,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -25,6 +25,7 @@ import httpx
 
 from waypost.conformance import fuzz_rules
 from waypost.conformance.fuzz_bodies import BodyRules, ByteExact
+from waypost.conformance.reproducible import seed_only_draws
 from waypost.properties import control
 from waypost.properties.http import Session
 from waypost.properties.violations import Ledger
@@ -233,7 +234,7 @@ def run_fuzz(target_name: str, client: httpx.Client, admin_token: str, *, profil
     """Provision, run every Schemathesis phase against ``client``'s target, write a replay per
     finding."""
     import schemathesis
-    from schemathesis.engine import events, from_schema
+    from schemathesis.engine import from_schema
 
     chosen = FUZZ_PROFILES[profile]
     if max_examples is not None:
@@ -249,7 +250,18 @@ def run_fuzz(target_name: str, client: httpx.Client, admin_token: str, *, profil
     schema.hooks.register_hook_with_name(ByteExact(document), "filter_failure")
     started = time.monotonic()
     seen: set[tuple[str, str, int | None]] = set()
-    stream = from_schema(schema).execute()
+    with seed_only_draws():
+        _consume(from_schema(schema).execute(), report, fixtures, seen, replay_dir, progress)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _consume(stream: Iterator[Any], report: FuzzReport, fixtures: Fixtures,
+             seen: set[tuple[str, str, int | None]], replay_dir: Path,
+             progress: Progress | None) -> None:
+    """Collect the engine's events: findings, counts and errors."""
+    from schemathesis.engine import events
+
     for event in stream:
         if isinstance(event, events.ScenarioFinished):
             _collect(event.recorder, report, fixtures, seen, replay_dir)
@@ -259,8 +271,6 @@ def run_fuzz(target_name: str, client: httpx.Client, admin_token: str, *, profil
             report.errors.append(f"{event.label}: {event.info.format()}"[:2000])
         elif isinstance(event, events.FatalError):
             report.errors.append(f"fatal: {event.exception!r}")
-    report.seconds = time.monotonic() - started
-    return report
 
 
 _lock = threading.Lock()

@@ -23,6 +23,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from waypost.conformance import consumer_matrix, hostile
 from waypost.conformance import requirements as coverage
 from waypost.conformance.fixtures import NEEDS, fixture_rules, not_run
+from waypost.conformance.reproducible import seed_only_draws
 from waypost.conformance.targets import check_target
 from waypost.properties.catalogue import CATALOGUE, Property
 from waypost.properties.fixtures import Fixtures, FixturesExhausted
@@ -309,14 +310,15 @@ def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path, report:
         return failures  # nothing selected has a rule (P17): no example to run
     machine = hypothesis_seed(seed)(machine_for(kit))
     try:
-        run_state_machine_as_test(machine, settings=settings(
-            max_examples=profile.examples, stateful_step_count=step_budget(profile.steps, kit.rules),
-            deadline=None,
-            database=None, suppress_health_check=list(HealthCheck),
-            phases=[Phase.generate, *([Phase.shrink, Phase.explain] if shrink else [])],
-            # The run's own report and replay files tell a failure; Hypothesis's printed
-            # notes (its blob, its "five minutes" shrinking warning) would only mislead.
-            verbosity=Verbosity.quiet))
+        with seed_only_draws():
+            run_state_machine_as_test(machine, settings=settings(
+                max_examples=profile.examples,
+                stateful_step_count=step_budget(profile.steps, kit.rules), deadline=None,
+                database=None, suppress_health_check=list(HealthCheck),
+                phases=[Phase.generate, *([Phase.shrink, Phase.explain] if shrink else [])],
+                # The run's own report and replay files tell a failure; Hypothesis's printed
+                # notes (its blob, its "five minutes" shrinking warning) would only mislead.
+                verbosity=Verbosity.quiet))
     except Exception as raised:  # every failure is reported, none swallowed
         for failure in _failures(raised):
             if isinstance(failure, FixturesExhausted):

@@ -209,6 +209,11 @@ def _break_snapshots(mp: pytest.MonkeyPatch, condition: str) -> None:
     mp.setattr(memory_sql, "commit_revision", commit_revision)
 
 
+def snapshot_drops_tombstones(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    """A snapshot forgets the tombstones of earlier revisions instead of carrying them."""
+    _break_snapshots(mp, "e.entry_kind <> 'tombstone'")
+
+
 def snapshot_deletes_instead_of_tombstoning(mp: pytest.MonkeyPatch, client: TestClient) -> None:
     """A snapshot removes unlisted entries outright instead of keeping them as tombstones."""
     _break_snapshots(mp, "NOT e.gone")
@@ -231,6 +236,9 @@ VARIANTS: dict[str, tuple[Patch | str, set[str]]] = {
     # a retried publish is rewritten too, so it conflicts with its own key (P03)
     "CAS is skipped": (cas_skipped, {"P11", "P03"}),
     "a no-op creates a revision": (noop_creates_a_revision, {"P12"}),
+    # a state without its tombstones makes the model's next no-op publish a real change on the
+    # server: the unexpected revision (P12) may be the first thing the kit sees
+    "a snapshot drops earlier tombstones": (snapshot_drops_tombstones, {"P12", "P13", "P14"}),
     "a snapshot deletes instead of tombstoning": (snapshot_deletes_instead_of_tombstoning,
                                                   {"P12", "P13", "P14"}),
     "a fixed revision changes after a later publish": (fixed_revision_follows_the_head,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hypothesis import strategies as st
 
@@ -76,17 +76,20 @@ BY_NAME = {rule.name: rule for rule in RULES}
 
 def rules_for(selected: set[str] | None) -> tuple[Rule, ...]:
     """The rules exercising any of the ``selected`` properties (all when None), with the rules
-    they need, in ``RULES`` order."""
+    they need, in ``RULES`` order. A rule drawn only because another needs it keeps weight 1:
+    it makes the state the selected rules act on, and at its full weight it would take most
+    steps (``send`` under ``--only P18``)."""
     if selected is None:
         return RULES
-    chosen = {rule.name for rule in RULES if rule.exercises & selected}
-    pending = list(chosen)
+    exercising = {rule.name for rule in RULES if rule.exercises & selected}
+    chosen, pending = set(exercising), list(exercising)
     while pending:
         for need in BY_NAME[pending.pop()].needs:
             if need not in chosen:
                 chosen.add(need)
                 pending.append(need)
-    return tuple(rule for rule in RULES if rule.name in chosen)
+    return tuple(rule if rule.name in exercising else replace(rule, weight=1)
+                 for rule in RULES if rule.name in chosen)
 
 
 def weighted(rules: Iterable[Rule]) -> tuple[str, ...]:

@@ -73,19 +73,23 @@ def _write(d: Driver, data: st.DataObject, action: str, token: str, collection: 
 
 
 def _history(d: Driver, data: st.DataObject, token: str, collection: str) -> None:
-    """Two to four valid publishes in a row at the head: a history whose later revisions
-    carry, or revive, the tombstones of earlier ones (P13, P14)."""
+    """Three or four valid publishes in a row at the head: entries, a snapshot that tombstones
+    those it does not list, then one or two drawn freely. Later revisions must carry, or
+    revive, the tombstones of earlier ones (P13, P14), which only a publish after a tombstone
+    shows; drawn freely, such chains are rare."""
     blobs = d.owned_blobs(data, token)
     if not blobs:
         return
-    for _ in range(data.draw(st.integers(2, 4))):
-        _publish(d, data, token, collection, blobs, False, offset=0, manifest=False)
+    for mode in ["delta", "snapshot", *[None] * data.draw(st.integers(1, 2))]:
+        _publish(d, data, token, collection, blobs, False, offset=0, manifest=False, mode=mode,
+                 min_items=0 if mode is None else 1)
 
 
 def _publish(d: Driver, data: st.DataObject, token: str, collection: str, pool: list[int],
-             wrong: bool, offset: int | None = None, manifest: bool | None = None) -> None:
+             wrong: bool, offset: int | None = None, manifest: bool | None = None,
+             mode: str | None = None, min_items: int = 0) -> None:
     """One publish of entries on ``pool``'s blobs (snapshot or delta, maybe deletes); the
-    offset from the head and the manifest input are drawn unless given."""
+    offset from the head, the manifest input and the mode are drawn unless given."""
     # An item keeps its own path (n) or moves to n + 7, so paths rarely collide unless the
     # draw is deliberately wrong.
     entry = st.integers(0, 6).flatmap(lambda n: st.tuples(
@@ -93,8 +97,10 @@ def _publish(d: Driver, data: st.DataObject, token: str, collection: str, pool: 
         st.sampled_from(pool), st.none() | st.fixed_dictionaries({"k": st.integers(0, 2)})
         | st.sampled_from(METADATA)))
     unique = {"unique_by": (lambda e: e[0], lambda e: e[1])} if not wrong else {}
-    items = data.draw(st.lists(entry, max_size=4, **unique))  # type: ignore[arg-type]
-    mode = data.draw(st.sampled_from(["delta", "snapshot"]))
+    items = data.draw(st.lists(entry, min_size=min_items, max_size=4,
+                               **unique))  # type: ignore[arg-type]
+    if mode is None:
+        mode = data.draw(st.sampled_from(["delta", "snapshot"]))
     deletes = _deletes(d, data, token, collection, mode, items, wrong)
     if offset is None:
         offset = data.draw(st.sampled_from([0, 0, 0, 0, 0, -1, 1]))
