@@ -18,10 +18,15 @@ from typing import Any
 import apsw
 
 from waypost.reference.consumer import faults, outbox, sync, views, work
-from waypost.reference.consumer.client import Api, ConsumerError
+from waypost.reference.consumer.client import CALL_SECONDS, Api
+from waypost.reference.consumer.errors import BadAnswer, ConsumerError, Unreachable
 from waypost.reference.consumer.store import LocalStore
+from waypost.reference.consumer.text import visible
 
 DEFAULT_DB = "waypost-consumer.sqlite3"
+#: Exit statuses (docs/consumer.md, "Exit statuses"); a crash at an armed fault point exits
+#: with :data:`faults.CRASH_EXIT`.
+EXIT_FAILED, EXIT_USAGE, EXIT_BAD_SERVER, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 1, 2, 3, 4, 130
 Handler = Callable[[argparse.Namespace, LocalStore], Any]
 
 
@@ -42,7 +47,7 @@ def _api(args: argparse.Namespace, store: LocalStore) -> Iterator[Api]:
     profile = store.require_profile()
     if args.server and args.server.rstrip("/") != profile.server_url:
         raise ConsumerError(f"{store.path} belongs to {profile.server_url}, not {args.server}")
-    api = Api(profile.server_url, _token(args))
+    api = Api(profile.server_url, _token(args), timeout=args.timeout)
     try:
         yield api
     finally:
@@ -52,7 +57,8 @@ def _api(args: argparse.Namespace, store: LocalStore) -> Iterator[Api]:
 def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
     """A plain-text table: ``columns`` are (key, heading)."""
     cells = [[heading for _, heading in columns]]
-    cells += [["" if row.get(key) is None else str(row[key]) for key, _ in columns] for row in rows]
+    cells += [["" if row.get(key) is None else visible(str(row[key])) for key, _ in columns]
+              for row in rows]
     widths = [min(max(len(line[i]) for line in cells), 48) for i in range(len(columns))]
     return "\n".join("  ".join(c[:48].ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
                      for line in cells)
@@ -186,12 +192,14 @@ def human(command: str, result: Any) -> str:
         return table(result, ITEM_COLUMNS) if result else "no work items"
     if command == "show":
         message = result.get("message")
-        lines = [f"{k}: {v}" for k, v in result["item"].items()]
+        lines = [f"{k}: {visible(str(v))}" for k, v in result["item"].items()]
         lines += [f"work: {result['work']['state']}" if result.get("work") else "work: none"]
         if message:
-            lines += [f"from: {message['producer_id']}", f"to: {', '.join(message['recipient_ids'])}",
-                      f"kind: {message['kind']}", f"subject: {message['subject']}", "",
-                      message["body_text"]]
+            lines += [f"from: {visible(message['producer_id'])}",
+                      f"to: {visible(', '.join(message['recipient_ids']))}",
+                      f"kind: {visible(message['kind'])}",
+                      f"subject: {visible(message['subject'])}", "",
+                      visible(message["body_text"], lines=True)]
         if result.get("memory_revision"):
             lines += ["", table(result["memory_revision"]["entries"],
                                 (("entry_id", "ENTRY"), ("state", "STATE"), ("path", "PATH"),
@@ -199,8 +207,9 @@ def human(command: str, result: Any) -> str:
         return "\n".join(lines)
     if command == "sync":
         done, state = result["synced"], result["status"]
+        skipped = f", {done['skipped']} of unknown types skipped" if done["skipped"] else ""
         return (f"synced {done['pages']} pages, {done['items']} items ({done['messages']} "
-                f"messages); {done['flushed']} queued writes sent first; work pending: "
+                f"messages{skipped}); {done['flushed']} queued writes sent first; work pending: "
                 f"{state['work']['pending'] + state['work']['in_progress']}; checkpoint at "
                 f"sequence {state['checkpoint_sequence']}")
     if command == "status":
@@ -215,14 +224,14 @@ def human(command: str, result: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Open the local file, run one consumer command, print its result; expected failures are
-    one line on stderr with exit status 1."""
+    one line on stderr, with the exit status of their kind (:data:`EXIT_FAILED` …)."""
     name = f"waypost consumer {args.consumer_command}"
     try:
         faults.arm_from_environment()
         faults.arm(args.fault or ())
     except ValueError as error:
         print(f"{name}: {error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     try:
         store = LocalStore(Path(args.db), create=args.consumer_command == "init")
         try:
@@ -230,16 +239,28 @@ def run(args: argparse.Namespace) -> int:
         finally:
             store.close()
     except ConsumerError as error:
-        print(f"{name}: {error}", file=sys.stderr)
-        return 1
+        print(f"{name}: {visible(str(error))}", file=sys.stderr)
+        return (EXIT_BAD_SERVER if isinstance(error, BadAnswer)
+                else EXIT_UNREACHABLE if isinstance(error, Unreachable) else EXIT_FAILED)
     except apsw.Error as error:
         print(f"{name}: the local database refused the change: {error}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     print(json.dumps(result, indent=2, default=str) if args.json
           else human(args.consumer_command, result))
     return 0
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a number of seconds from 0 (exclusive) to 3600."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"not a number of seconds from 0 to 3600: {text!r}")
+    return value
 
 
 def _common() -> argparse.ArgumentParser:
@@ -255,6 +276,9 @@ def _common() -> argparse.ArgumentParser:
                         help="read the bearer token from FILE (default: $WAYPOST_TOKEN); the "
                              "token is never stored or printed")
     common.add_argument("--json", action="store_true", help="print JSON instead of text")
+    common.add_argument("--timeout", type=seconds, default=CALL_SECONDS, metavar="SECONDS",
+                        help="the longest one call to the server may take, answer included "
+                             f"(default {CALL_SECONDS:g}; a long poll adds its wait)")
     common.add_argument("--fault", action="append", choices=faults.POINTS, metavar="POINT",
                         help="crash tests only: end the process at this fault point with exit "
                              f"status {faults.CRASH_EXIT} (also ${faults.ENVIRONMENT}); one of "

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import anyio
 
-from waypost.consumer_cli import DEFAULT_DB, run_alone
+from waypost.consumer_cli import DEFAULT_DB, run_alone, seconds
 from waypost.reference.agent_mcp import server as mcp_server
 from waypost.reference.agent_mcp import transports
-from waypost.reference.agent_mcp.blobs import Files
-from waypost.reference.agent_mcp.tools import Agent
+from waypost.reference.agent_mcp.blobs import Files, private_files
+from waypost.reference.agent_mcp.tools import Agent, Link
 from waypost.reference.consumer import faults
-from waypost.reference.consumer.client import Api, ConsumerError
+from waypost.reference.consumer.client import CALL_SECONDS, Api, ConsumerError
 from waypost.reference.consumer.store import LocalStore
 
 
@@ -36,17 +36,40 @@ def _token(token_file: str | None) -> str:
     return token
 
 
+def default_files(db: Path) -> Path:
+    """The agent's own folder beside its local file: ``alice.db`` → ``alice-files``."""
+    return db.with_name(f"{db.stem}-files")
+
+
 def _files(args: argparse.Namespace) -> Files:
-    """The folder of ``attach`` and ``read_blob`` (``--files``, else the local file's), less
-    the local file, its journals and the token file."""
+    """The folder of ``attach`` and ``read_blob`` (``--files``, else the agent's own folder
+    beside the local file, created if missing), less the local file, its journals and the
+    token file."""
     db = Path(args.db)
-    root = Path(args.files).expanduser() if args.files is not None else db.resolve().parent
+    if args.files is not None:
+        root = Path(args.files).expanduser()
+    else:
+        root = default_files(db)
+        try:
+            root.mkdir(mode=0o700, exist_ok=True)
+        except OSError as error:
+            raise ConsumerError(f"cannot create the files folder {root}: {error.strerror}") \
+                from None
     if not root.is_dir():
         raise ConsumerError(f"--files: not a folder: {root}")
-    private = [db, *(db.with_name(db.name + end) for end in ("-wal", "-shm", "-journal"))]
-    if args.token_file is not None:
-        private.append(Path(args.token_file))
-    return Files.under(root, private)
+    tokens = [Path(args.token_file)] if args.token_file is not None else []
+    return Files.under(root, private_files(db, tokens))
+
+
+def _agent(args: argparse.Namespace, token: str, store: LocalStore, files: Files) -> Agent:
+    """The agent, with the local file opened at start as its first link; each call that runs
+    while the others are busy opens a link of its own (a connection and an HTTP client)."""
+    db, server_url = Path(args.db), args.server
+
+    def connect() -> Link:
+        return Link(LocalStore(db), Api(server_url, token, timeout=args.timeout))
+
+    return Agent(connect, files, idle=[Link(store, Api(server_url, token, timeout=args.timeout))])
 
 
 def _ready(url: str) -> None:
@@ -70,14 +93,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"waypost mcp: {error}", file=sys.stderr)
         return 2
     try:
-        files = _files(args)
         store.init_profile(args.server, args.label)
+        files = _files(args)
     except ConsumerError as error:
         store.close()
         print(f"waypost mcp: {error}", file=sys.stderr)
         return 2
-    api = Api(args.server, token)
-    server = mcp_server.build(Agent(store, api, files))
+    agent = _agent(args, token, store, files)
+    server = mcp_server.build(agent)
     try:
         if args.http:
             transports.serve_http(server, token, args.host, args.port, _ready)
@@ -86,8 +109,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     finally:
-        api.close()
-        store.close()
+        agent.close()
     return 0
 
 
@@ -101,10 +123,15 @@ def add_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--files", default=None, metavar="DIR",
                          help="the only folder attach reads from and read_blob saves to "
                               "(relative paths are taken inside it; a path that leaves it, "
-                              "symlinks followed, is refused); default: the --db file's "
-                              "folder")
+                              "symlinks followed, is refused, and so are the --db file, its "
+                              "journals and the token file); default: a folder of its own "
+                              "beside the --db file, created if missing (alice.db: "
+                              "alice-files)")
     command.add_argument("--label", default="default",
                          help="the name of this file's local checkpoints (default: default)")
+    command.add_argument("--timeout", type=seconds, default=CALL_SECONDS, metavar="SECONDS",
+                         help="the longest one call to the server may take, answer included "
+                              f"(default {CALL_SECONDS:g}; docs/consumer.md, 'Limits')")
     command.add_argument("--token-file", default=None, metavar="FILE",
                          help="read the agent's bearer token from FILE; without it the "
                               "token itself is taken from $WAYPOST_TOKEN; never stored, "

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -85,10 +88,13 @@ def text(result: Any) -> str:
 
 
 async def ok(client: Client, tool: str, **arguments: Any) -> Any:
-    """Call a tool that must succeed; its JSON answer."""
+    """Call a tool that must succeed; its JSON answer, the same as text and as structured
+    content (which the SDK's client has checked against the tool's output schema)."""
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, f"{tool}: {text(result)}"
-    return json.loads(text(result))
+    answer = json.loads(text(result))
+    assert result.structured_content == answer, tool
+    return answer
 
 
 async def refused(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -125,3 +131,65 @@ async def agent(transport: str, url: str, db: Path, token: str,
     with http_process(url, db, token, errlog) as endpoint:
         async with over_http(endpoint, token) as client:
             yield client
+
+
+class Relay:
+    """A TCP relay on loopback in front of a server (``url``). It passes bytes both ways until
+    :meth:`stall`; from then on it takes every request and passes none on, so no answer ever
+    comes (a deployment hung on the network). ``held`` is set once it holds a request;
+    :meth:`close` drops every connection."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.target = (parts.hostname or "127.0.0.1", parts.port or 80)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.stalled, self.held = threading.Event(), threading.Event()
+        self.sockets: list[socket.socket] = [self.listener]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def stall(self) -> None:
+        self.stalled.set()
+
+    def close(self) -> None:
+        for sock in self.sockets:
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            self.sockets.append(client)
+            upstream = None
+            if not self.stalled.is_set():
+                upstream = socket.create_connection(self.target)
+                self.sockets.append(upstream)
+                threading.Thread(target=self._pump, args=(upstream, client, False),
+                                 daemon=True).start()
+            threading.Thread(target=self._pump, args=(client, upstream, True),
+                             daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket | None, requests: bool) -> None:
+        try:
+            while data := source.recv(1 << 16):
+                if sink is None or self.stalled.is_set():
+                    if requests:
+                        self.held.set()  # taken, never passed on
+                    continue
+                sink.sendall(data)
+        except OSError:
+            return
+
+
+@contextmanager
+def relay(url: str) -> Iterator[Relay]:
+    """A :class:`Relay` in front of ``url`` for the block."""
+    front = Relay(url)
+    try:
+        yield front
+    finally:
+        front.close()

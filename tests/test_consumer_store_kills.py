@@ -46,7 +46,7 @@ def test_migrations_are_applied_once_and_recorded(tmp_path: Path) -> None:
     first = LocalStore(tmp_path / "c.sqlite3", create=True)
     try:
         recorded = first.rows("SELECT version, name FROM local_migrations")
-        assert [row["version"] for row in recorded] == [1]
+        assert [row["version"] for row in recorded] == [1, 2]
         assert first.migrate() == []
     finally:
         first.close()

@@ -33,6 +33,9 @@ from waypost.reference.consumer.store import LocalStore
 ADMIN = "mcp-admin"
 TOOLS = {"inbox", "read_message", "mark_done", "send", "reply", "memory_get", "memory_publish",
          "attach", "read_blob"}
+#: The tools that write nothing anywhere: not the local file (inbox syncs into it), not the
+#: folder (read_blob can save), not the server.
+READ_ONLY = {"read_message", "memory_get"}
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +74,17 @@ def test_tools_are_few_strict_and_small(space: dict[str, str], tmp_path: Path) -
                 for tool in listed.tools:
                     assert closed(tool.input_schema), tool.name
                     assert 0 < len(tool.description or "") <= 120, tool.name
+                    assert tool.output_schema is not None, tool.name
+                    assert tool.output_schema["type"] == "object", tool.name
+                hints = {t.name: t.annotations.read_only_hint for t in listed.tools
+                         if t.annotations is not None}
+                assert {name for name, read_only in hints.items() if read_only} == READ_ONLY
                 size = len(listed.model_dump_json(by_alias=True, exclude_none=True))
-                assert size < 5000, f"tools/list is {size} bytes"
+                assert size < 8192, f"tools/list is {size} bytes"
+                inputs = listed.model_copy(update={"tools": [
+                    t.model_copy(update={"output_schema": None}) for t in listed.tools]})
+                size = len(inputs.model_dump_json(by_alias=True, exclude_none=True))
+                assert size < 5500, f"tools/list without the output schemas is {size} bytes"
                 for name in sorted(TOOLS):  # an unknown argument is refused by every tool
                     error = await refused(c, name, surprise=1)
                     assert error["code"] == "INVALID_REQUEST", name
@@ -138,7 +150,7 @@ def test_two_agents_exchange_a_message_and_a_reply(space: dict[str, str], tmp_pa
             " ORDER BY receipt_version", (item["item_id"],))]
         alice_file.close()
         assert stages == ["received", "processed"]
-        files = b"".join(path.read_bytes() for path in tmp_path.glob("*"))
+        files = b"".join(path.read_bytes() for path in tmp_path.rglob("*") if path.is_file())
         assert space["alice"].encode() not in files
         assert space["bob"].encode() not in files
 
@@ -147,14 +159,15 @@ def test_two_agents_exchange_a_message_and_a_reply(space: dict[str, str], tmp_pa
 
 def test_memory_publish_read_and_a_conflict(space: dict[str, str], tmp_path: Path) -> None:
     url = space["url"]
-    note = tmp_path / "milk.md"
+    (tmp_path / "alice-files").mkdir()  # the default --files of alice.db (bob's: made by mcp)
+    note = tmp_path / "alice-files" / "milk.md"
     note.write_text("# Notes\nremember the milk\n")
 
     async def main() -> None:
         with (tmp_path / "err.log").open("w") as errlog:
             async with (over_stdio(url, tmp_path / "alice.db", space["alice"], errlog) as alice,
                         over_stdio(url, tmp_path / "bob.db", space["bob"], errlog) as bob):
-                blob = await ok(alice, "attach", path=str(note))
+                blob = await ok(alice, "attach", path="milk.md")
                 assert blob["size"] == note.stat().st_size
                 head = (await ok(alice, "memory_get", collection_id="notes"))["head"]
                 entry = {"item_id": "milk", "path": "todo/milk.md", "blob_id": blob["blob_id"]}
@@ -165,8 +178,8 @@ def test_memory_publish_read_and_a_conflict(space: dict[str, str], tmp_path: Pat
                 assert (read["revision"], read["entries"]) == (head + 1, [entry])
                 content = await ok(bob, "read_blob", blob_id=blob["blob_id"])
                 assert content["text"] == note.read_text()
-                saved = await ok(bob, "read_blob", blob_id=blob["blob_id"],
-                                 save_to=str(tmp_path / "copy.md"))
+                saved = await ok(bob, "read_blob", blob_id=blob["blob_id"], save_to="copy.md")
+                assert Path(saved["saved_to"]) == (tmp_path / "bob-files" / "copy.md").resolve()
                 assert Path(saved["saved_to"]).read_text() == note.read_text()
                 # a publish on a stale head is an answer with the head, not an error
                 stale = await ok(alice, "memory_publish", collection_id="notes",
@@ -185,39 +198,48 @@ def test_memory_publish_read_and_a_conflict(space: dict[str, str], tmp_path: Pat
                 (pinned_json,) = (await bob.read_resource(uri)).contents
                 assert json.loads(pinned_json.text) == {  # type: ignore[union-attr]
                     "collection_id": "notes", "revision": head + 1, "entries": [entry]}
-                with pytest.raises(MCPError, match="no pinned revision"):
-                    await bob.read_resource("waypost://memory/notes/999")
+                for revision in ("999", "9" * 30, "²"):  # unknown, past SQLite's, not ASCII
+                    with pytest.raises(MCPError, match="no pinned revision"):
+                        await bob.read_resource(f"waypost://memory/notes/{revision}")
 
     run(main)
 
 
 def test_files_stay_inside_the_agents_folder(space: dict[str, str], tmp_path: Path) -> None:
-    """attach and read_blob save_to reach only the --files folder (default: the --db file's),
-    symlinks followed, and never the process's own files in it."""
+    """attach and read_blob save_to reach only the --files folder: by default a folder of the
+    agent's own beside the --db file (created on start), not the db file's folder, which holds
+    the token files. Symlinks are followed, and the process's own files are refused by any
+    name they have (a symlink to them, a hard link)."""
     home = tmp_path / "agent"
     home.mkdir()
     secret = tmp_path / "secret.txt"
     secret.write_text("a private key")
-    (home / "note.md").write_text("hello")
-    (home / "key.txt").symlink_to(secret)
-    (home / "up").symlink_to(tmp_path)
-    token_file = home / "token"
+    token_file = home / "alice.token"
     token_file.write_text(space["alice"])
-    outside = ["../secret.txt", str(secret), "key.txt", "up/secret.txt", "~/.ssh/id_rsa",
-               "a.db", str(home / "a.db-wal"), "token"]
+    (home / "bob.token").write_text(space["bob"])  # the README's layout: tokens beside the dbs
+    files = home / "a-files"
 
     async def main() -> None:
         with (tmp_path / "err.log").open("w") as errlog:
             async with over_stdio(space["url"], home / "a.db", space["alice"], errlog,
                                   extra=("--token-file", str(token_file))) as c:
+                assert files.is_dir()  # made on start
+                (files / "note.md").write_text("hello")
+                for name, target in (("key.txt", secret), ("up", tmp_path),
+                                     ("db", home / "a.db"), ("wal", home / "a.db-wal"),
+                                     ("journal", home / "a.db-journal"), ("tok", token_file)):
+                    (files / name).symlink_to(target)
                 blob = await ok(c, "attach", path="note.md")  # relative: inside the folder
                 assert blob["size"] == 5
+                outside = ["../bob.token", str(home / "bob.token"), "../a.db", "../alice.token",
+                           "../secret.txt", str(secret), "key.txt", "up/secret.txt",
+                           "~/.ssh/id_rsa", "db", "wal", "tok", "a\x00b"]
                 for path in outside:
                     error = await refused(c, "attach", path=path)
                     assert (error["code"], error["details"]) == (
                         "INVALID_REQUEST", {"field": "path"}), path
-                for path in ("../copy.md", str(tmp_path / "copy.md"), "up/copy.md",
-                             "a.db-journal"):
+                for path in ("../copy.md", str(tmp_path / "copy.md"), "up/copy.md", "journal",
+                             "../a.db-journal", "x\x00y"):
                     error = await refused(c, "read_blob", blob_id=blob["blob_id"],
                                           save_to=path)
                     assert (error["code"], error["details"]) == (
@@ -225,13 +247,45 @@ def test_files_stay_inside_the_agents_folder(space: dict[str, str], tmp_path: Pa
                 assert not (tmp_path / "copy.md").exists()
                 assert not (home / "a.db-journal").exists()
                 saved = await ok(c, "read_blob", blob_id=blob["blob_id"], save_to="copy.md")
-                assert (home / "copy.md").read_text() == "hello"
-                assert Path(saved["saved_to"]) == (home / "copy.md").resolve()
+                assert (files / "copy.md").read_text() == "hello"
+                assert Path(saved["saved_to"]) == (files / "copy.md").resolve()
             async with over_stdio(space["url"], home / "a.db", space["alice"], errlog,
                                   extra=("--files", str(tmp_path))) as c:
                 assert (await ok(c, "attach", path=str(secret)))["size"] == 13
                 error = await refused(c, "attach", path="agent/a.db")
                 assert error["details"] == {"field": "path"}
+
+    run(main)
+
+
+def test_a_symlinked_database_keeps_every_name_of_its_files(space: dict[str, str],
+                                                            tmp_path: Path) -> None:
+    """--db is a symlink to real.db: SQLite names the journals after the target, so real.db-wal
+    is refused as well as link.db-wal; a hard link to the token file is refused too."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "agent").mkdir()
+    link = tmp_path / "agent" / "link.db"
+    link.symlink_to(tmp_path / "real" / "real.db")
+    token_file = tmp_path / "agent" / "alice.token"
+    token_file.write_text(space["alice"])
+    os.link(token_file, tmp_path / "token-copy")
+    (tmp_path / "note.md").write_text("mine")
+
+    async def main() -> None:
+        with (tmp_path / "err.log").open("w") as errlog:
+            async with over_stdio(space["url"], link, space["alice"], errlog,
+                                  extra=("--files", str(tmp_path),
+                                         "--token-file", str(token_file))) as c:
+                assert (await ok(c, "attach", path="note.md"))["size"] == 4
+                assert (tmp_path / "real" / "real.db-wal").exists()  # SQLite's, by the target
+                for path in ("real/real.db", "real/real.db-wal", "real/real.db-shm",
+                             "agent/link.db", "agent/link.db-wal", "agent/alice.token",
+                             "token-copy"):
+                    error = await refused(c, "attach", path=path)
+                    assert (error["code"], error["details"]) == (
+                        "INVALID_REQUEST", {"field": "path"}), path
+                error = await refused(c, "read_blob", blob_id="blb_x", save_to="real/real.db-journal")
+                assert error["details"] == {"field": "save_to"}
 
     run(main)
 
@@ -294,9 +348,11 @@ def test_an_inbox_page_of_twenty_is_small(space: dict[str, str], tmp_path: Path)
         with (tmp_path / "err.log").open("w") as errlog:
             async with over_stdio(url, tmp_path / "bob.db", space["bob"], errlog) as bob:
                 result = await bob.call_tool("inbox", {})
-                page = json.loads(result.content[0].text)  # type: ignore[union-attr]
+                page_text = result.content[0].text  # type: ignore[union-attr]
+                page = json.loads(page_text)
                 assert len(page["items"]) == 20
-                size = len(result.model_dump_json(by_alias=True, exclude_none=True))
+                assert result.structured_content == page  # the same value, for the client
+                size = len(page_text.encode())
                 assert size < 3500, f"a 20-item inbox page is {size} bytes"
                 rest = await ok(bob, "inbox", after=page["next_after"])
                 assert [i["subject"] for i in rest["items"]] == [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import apsw
 import httpx
@@ -32,12 +33,14 @@ def space(server: str) -> dict[str, str]:
     return {"url": server, **{k: str(v) for k, v in tokens.items()}}
 
 
-def _messages_to_bob(space: dict[str, str]) -> list[dict[str, str]]:
-    """bob's feed from the start, over HTTP: the messages the server published to him."""
+def _messages_to_bob(space: dict[str, str]) -> list[dict[str, Any]]:
+    """bob's feed from the start, over HTTP: the messages the server published to him, read
+    in full."""
     with httpx.Client(base_url=space["url"],
                       headers={"Authorization": f"Bearer {space['bob']}"}) as http:
         items = http.get("/v1/feed", params={"limit": 100}).json()["items"]
-    return [i["message"] for i in items if i["type"] == "message"]
+        return [http.get(f"/v1/messages/{i['message']['message_id']}").json()
+                for i in items if i["type"] == "message"]
 
 
 def _attempts(db: Path) -> list[tuple[str, int]]:
@@ -50,14 +53,21 @@ def _attempts(db: Path) -> list[tuple[str, int]]:
 
 
 def _send_killed_then_repeated(space: dict[str, str], tmp_path: Path, point: str) -> None:
-    """The send is in the outbox when the process dies; ``delivered``: the server has it too."""
+    """The send (with an attachment) is in the outbox when the process dies; ``delivered``:
+    the server has it too. The restarted process rebuilds the same request from the outbox:
+    the server replays it (another body under the same request_id would be
+    IDEMPOTENCY_CONFLICT)."""
     db = tmp_path / "alice.db"
     delivered = point == "outbound.after_submit"
-    arguments = {"to": ["bob"], "subject": "Once", "text": "exactly once"}
+    arguments: dict[str, Any] = {"to": ["bob"], "subject": "Once", "text": "exactly once"}
+    (tmp_path / "alice-files").mkdir()
+    (tmp_path / "alice-files" / "once.txt").write_text("attached once")
 
     async def main() -> None:
         with (tmp_path / "err.log").open("w") as errlog:
             async with over_stdio(space["url"], db, space["alice"], errlog, fault=point) as c:
+                blob = await ok(c, "attach", path="once.txt")  # no outbox: no fault point
+                arguments["attachment_ids"] = [blob["blob_id"]]
                 with pytest.raises(MCPError, match="Connection closed"):  # the process is gone
                     await c.call_tool("send", arguments)
             assert _attempts(db) == [("pending", int(delivered))]
@@ -69,6 +79,7 @@ def _send_killed_then_repeated(space: dict[str, str], tmp_path: Path, point: str
                 assert again == sent
         (message,) = _messages_to_bob(space)
         assert (message["message_id"], message["subject"]) == (sent["message_id"], "Once")
+        assert message["attachment_ids"] == arguments["attachment_ids"]
 
     run(main)
     assert _attempts(db) == [("committed", 1 + int(delivered))]

@@ -7,9 +7,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# Values are the server's to judge (it answers INVALID_REQUEST naming the field): the schemas
-# hold types and the few bounds this side relies on, so that the tool list stays short.
-Id = str
+from waypost.reference.agent_mcp.limits import MAX_REVISION, MAX_SEQUENCE
+
+# Most values are the server's to judge (it answers INVALID_REQUEST naming the field): the
+# schemas hold types, the id grammar and the bounds this side relies on (integers that fit its
+# SQLite file and the protocol), so that the tool list stays short. Sizes are checked apart
+# (limits.py), as the protocol answers them: 413 RESOURCE_LIMIT.
+#: An object id (WP-VAL-4).
+Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,96}$")]
+Revision = Annotated[int, Field(ge=0, le=MAX_REVISION)]
 Key = Annotated[str, Field(min_length=1, description="dedup key (default: the arguments)")]
 Kind = Literal["info", "question", "result", "todo_suggestion", "memory_notice",
                "processing_result"]
@@ -24,7 +30,7 @@ class Strict(BaseModel):
 class Inbox(Strict):
     state: Literal["pending", "done", "error", "all"] = "pending"
     limit: int = Field(20, ge=1, le=20)
-    after: int = Field(0, ge=0, description="the last seq seen (next page)")
+    after: int = Field(0, ge=0, le=MAX_SEQUENCE, description="the last seq seen (next page)")
 
 
 class ReadMessage(Strict):
@@ -35,12 +41,16 @@ class MarkDone(Strict):
     item_ids: list[Id] = Field(min_length=1, max_length=20)
 
 
+Attachments = Annotated[list[Id], Field(default_factory=list, description="blob ids from attach")]
+
+
 class Send(Strict):
-    to: list[Id] = Field(default_factory=list, description="actor ids (default: the space's)")
+    to: list[Id] = Field(min_length=1, description="actor ids")
     subject: str
     text: str
     kind: Kind = "info"
     thread_id: Id | None = Field(None, description="default: a new thread")
+    attachment_ids: Attachments
     key: Key | None = None
 
 
@@ -49,12 +59,13 @@ class Reply(Strict):
     text: str
     subject: str | None = Field(None, description="default: Re: <subject>")
     kind: Kind = "result"
+    attachment_ids: Attachments
     key: Key | None = None
 
 
 class MemoryGet(Strict):
     collection_id: Id
-    revision: int | None = Field(None, ge=0, description="default: the head")
+    revision: Revision | None = Field(None, description="default: the head")
     cursor: str | None = None
     limit: int = Field(50, ge=1, le=100)
 
@@ -67,7 +78,7 @@ class Entry(Strict):
 
 class MemoryPublish(Strict):
     collection_id: Id
-    expected_revision: int = Field(ge=0, description="the head it applies to")
+    expected_revision: Revision = Field(description="the head it applies to")
     entries: list[Entry] = Field(default_factory=list)
     delete_ids: list[Id] = Field(default_factory=list)
     mode: Literal["delta", "snapshot"] = "delta"
@@ -111,7 +122,7 @@ def _inline(node: Any, definitions: dict[str, Any]) -> Any:
     return {k: _inline(v, definitions) for k, v in node.items() if k != "$defs"}
 
 
-def schema(model: type[Strict]) -> dict[str, Any]:
+def schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON Schema without titles or references, every object closed
     (``additionalProperties: false``)."""
     raw = model.model_json_schema()

@@ -21,6 +21,13 @@ class ToolFailure(Exception):
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
 
+def _invalid_arguments(error: ValidationError) -> ToolFailure:
+    # an unknown argument first: naming it explains the other complaints too
+    first = min(error.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    field = ".".join(str(part) for part in first["loc"]) or "arguments"
+    return ToolFailure("INVALID_REQUEST", f"{field}: {first['msg']}", {"field": field})
+
+
 def from_exception(error: Exception) -> ToolFailure:
     """The failure an expected exception stands for; anything else is ``INTERNAL`` without
     its text (it could hold anything)."""
@@ -30,13 +37,12 @@ def from_exception(error: Exception) -> ToolFailure:
         return ToolFailure(error.code, error.message, error.details)
     if isinstance(error, Unreachable):
         return ToolFailure("UNAVAILABLE", str(error))
-    if isinstance(error, ConsumerError):
-        return ToolFailure("INVALID_REQUEST", str(error))
+    if type(error) is ConsumerError:  # the consumer refused locally (an unknown item, …)
+        return ToolFailure("INVALID_REQUEST", str(error), {"field": "arguments"})
+    if isinstance(error, ConsumerError):  # the server out of its contract (BadAnswer, …)
+        return ToolFailure("UNAVAILABLE", str(error))
     if isinstance(error, ValidationError):
-        # an unknown argument first: naming it explains the other complaints too
-        first = min(error.errors(), key=lambda e: e["type"] != "extra_forbidden")
-        field = ".".join(str(part) for part in first["loc"]) or "arguments"
-        return ToolFailure("INVALID_REQUEST", f"{field}: {first['msg']}", {"field": field})
+        return _invalid_arguments(error)
     if isinstance(error, apsw.Error):
         return ToolFailure("INTERNAL", f"the local database refused the change: {error}")
     return ToolFailure("INTERNAL", f"unexpected failure ({type(error).__name__})")

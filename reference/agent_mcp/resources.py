@@ -4,6 +4,7 @@ read from the local file. A revision never changes, so neither does its resource
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import mcp_types as types
@@ -16,11 +17,13 @@ TEMPLATE = PREFIX + "{collection_id}/{revision}"
 PAGE = 50
 #: JSON-RPC code of an unknown resource (the MCP specification's).
 RESOURCE_NOT_FOUND = -32002
+#: A revision or an offset as this side reads them: ASCII digits that fit SQLite's integers.
+_NUMBER = re.compile(r"[0-9]{1,16}")
 
 
 def listing(store: LocalStore, cursor: str | None) -> types.ListResourcesResult:
     """A page of pinned revisions, by collection and revision."""
-    if cursor is not None and not cursor.isdigit():
+    if cursor is not None and not _NUMBER.fullmatch(cursor):
         raise MCPError(types.INVALID_PARAMS, "unknown cursor")
     offset = int(cursor or 0)
     rows = store.rows("SELECT collection_id, revision, entries FROM local_memory_versions"
@@ -36,7 +39,7 @@ def listing(store: LocalStore, cursor: str | None) -> types.ListResourcesResult:
 def read(store: LocalStore, uri: str) -> types.ReadResourceResult:
     """One pinned revision's entries (active and tombstones) as JSON."""
     collection_id, _, revision = uri.removeprefix(PREFIX).partition("/")
-    found = uri.startswith(PREFIX) and revision.isdigit() and store.value(
+    found = uri.startswith(PREFIX) and _NUMBER.fullmatch(revision) and store.value(
         "SELECT 1 FROM local_memory_versions WHERE collection_id = ? AND revision = ?",
         (collection_id, int(revision)))
     if not found:

@@ -1,127 +1,244 @@
-"""The consumer's HTTP client: the few Waypost/1 calls it makes, errors as one-line exceptions.
+"""The consumer's HTTP client: the few Waypost/1 calls it makes, bounded in time, size and
+retries, with errors as one-line exceptions (docs/consumer.md, "Limits").
 
 The token is held in memory only (read from the environment or a file by the command line);
-it is never written to the local database or printed."""
+it is never written to the local database or printed. An id goes into a URL only after it
+matched the id grammar, percent-encoded: nothing a server says can make the client request a
+path outside the API base."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
-#: Answers after which a write may be retried with the same request_id and nothing is final.
-RETRYABLE_CODES = ("UNAVAILABLE", "SUBMISSION_PENDING", "UNAUTHENTICATED")
+from waypost.reference.consumer import answers
+from waypost.reference.consumer.errors import (
+    RETRYABLE_CODES,
+    BadAnswer,
+    ConsumerError,
+    ServerError,
+    Unreachable,
+)
+from waypost.reference.consumer.transport import BoundedTransport, deadline
+
+__all__ = ["RETRYABLE_CODES", "Api", "BadAnswer", "ConsumerError", "ServerError", "Unreachable",
+           "chunks", "segment", "server_error"]
+
+#: Seconds to connect, and to wait for any one read.
+CONNECT_SECONDS = 10.0
+READ_SECONDS = 30.0
+#: Seconds a whole call may take, answer included (a long poll adds its wait).
+CALL_SECONDS = 60.0
+#: Bytes of a JSON answer read at most; a larger one is the server's fault.
+MAX_ANSWER_BYTES = 4 << 20
+#: Attempts of a call that meets a temporary failure (no connection, 503, a submission in
+#: flight), and the longest pause between two, whatever ``Retry-After`` asks.
+ATTEMPTS = 3
+MAX_PAUSE_SECONDS = 5.0
+#: The most entries a revision holds (``memory_entries_per_revision``'s largest value).
+MAX_ENTRIES = 10_000
+#: Entries read a page.
+ENTRY_PAGE = 100
 
 
-class ConsumerError(Exception):
-    """An expected failure of a consumer command: shown as one line, never a traceback."""
+def segment(value: str, where: str) -> str:
+    """An id as one URL path segment: it must match the id grammar (WP-VAL-4)."""
+    if not isinstance(value, str) or not answers.ID.fullmatch(value):
+        raise ConsumerError(f"{where}: not an id (1 to 96 of A-Z a-z 0-9 _ -): {value!r}")
+    return quote(value, safe="")
 
 
-class ServerError(ConsumerError):
-    """The server answered with the error envelope (§7): its status, code and message."""
-
-    def __init__(self, status: int, code: str, message: str,
-                 details: dict[str, Any] | None = None) -> None:
-        super().__init__(f"{code} ({status}): {message}")
-        self.status, self.code, self.message = status, code, message
-        self.details = details or {}
-
-    @property
-    def retryable(self) -> bool:
-        """Whether a retry with the same request_id may still succeed (nothing final)."""
-        return self.code in RETRYABLE_CODES or self.status >= 500
-
-
-class Unreachable(ConsumerError):
-    """The server could not be reached, or the connection broke before an answer."""
-
-
-def server_error(response: httpx.Response) -> ServerError:
+def server_error(status: int, raw: bytes) -> ServerError:
     """The error envelope of an answer, or a made-up one if it has none."""
     try:
-        error = response.json()["error"]
-        return ServerError(response.status_code, str(error["code"]), str(error["message"]),
-                           error.get("details") or {})
-    except (ValueError, KeyError, TypeError):
-        return ServerError(response.status_code, "HTTP_ERROR",
-                           f"answer without the error envelope: {response.text[:200]!r}")
+        code, message, details = answers.refusal(json.loads(raw))
+    except (ValueError, RecursionError, BadAnswer):
+        return ServerError(status, "HTTP_ERROR",
+                           f"answer without the error envelope: {raw[:200]!r}")
+    return ServerError(status, code, message, details)
+
+
+def _pause(attempt: int, retry_after: str | None) -> float:
+    """Seconds before the next attempt: ``Retry-After`` (seconds) if given, else a doubling
+    backoff; never more than :data:`MAX_PAUSE_SECONDS`."""
+    try:
+        asked = float(retry_after) if retry_after is not None else None
+    except ValueError:
+        asked = None
+    wanted = asked if asked is not None and asked >= 0 else 0.25 * 2 ** attempt
+    return min(wanted, MAX_PAUSE_SECONDS)
 
 
 class Api:
-    """Waypost/1 over HTTP with one bearer token."""
+    """Waypost/1 over HTTP with one bearer token; ``timeout`` bounds each whole call."""
 
-    def __init__(self, url: str, token: str, *, timeout: float = 60.0,
+    def __init__(self, url: str, token: str, *, timeout: float = CALL_SECONDS,
                  transport: httpx.BaseTransport | None = None) -> None:
         self.url = url.rstrip("/")
-        self.client = httpx.Client(base_url=self.url, timeout=timeout, transport=transport,
-                                   headers={"Authorization": f"Bearer {token}"})
+        self.seconds = timeout
+        self.client = httpx.Client(
+            base_url=self.url, follow_redirects=False,
+            timeout=httpx.Timeout(min(READ_SECONDS, timeout), connect=CONNECT_SECONDS),
+            transport=transport or BoundedTransport(),
+            headers={"Authorization": f"Bearer {token}"})
 
     def close(self) -> None:
         self.client.close()
 
     def call(self, method: str, path: str, *, body: dict[str, Any] | None = None,
-             params: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
-        """One request: its status and JSON body on 2xx, else :class:`ServerError`."""
+             params: dict[str, Any] | None = None, wait: float = 0) -> tuple[int, dict[str, Any]]:
+        """One request (retried on a temporary failure): its status and JSON object on 2xx,
+        else :class:`ServerError`; :class:`Unreachable` without a whole answer in time.
+        ``wait``: seconds the server may hold the call before answering (a long poll)."""
+        for attempt in range(ATTEMPTS):
+            try:
+                status, raw, retry_after = self._once(method, path, body, params, wait)
+            except Unreachable as error:
+                if attempt + 1 == ATTEMPTS or not error.again:
+                    raise
+                time.sleep(_pause(attempt, None))
+                continue
+            if status < 300:
+                return status, self._object(raw)
+            refused = self._refusal(status, raw)
+            if attempt + 1 == ATTEMPTS or not (
+                    status == 503 or refused.code == "SUBMISSION_PENDING"):
+                raise refused
+            time.sleep(_pause(attempt, retry_after))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _once(self, method: str, path: str, body: dict[str, Any] | None,
+              params: dict[str, Any] | None, wait: float) -> tuple[int, bytes, str | None]:
+        """One exchange: status, at most :data:`MAX_ANSWER_BYTES` of body, ``Retry-After``."""
+        seconds = self.seconds + wait
         try:
-            response = self.client.request(method, path, json=body, params=params)
+            timeout = httpx.Timeout(min(READ_SECONDS, self.seconds) + wait,
+                                    connect=CONNECT_SECONDS)
+            with deadline(seconds), self.client.stream(method, path, json=body, params=params,
+                                                       timeout=timeout) as response:
+                raw = _bounded_read(response, MAX_ANSWER_BYTES)
+                return response.status_code, raw, response.headers.get("retry-after")
+        except httpx.TimeoutException:
+            raise Unreachable(f"no whole answer from {self.url} within {seconds:g} s",
+                              again=False) from None
         except httpx.TransportError as error:
             raise Unreachable(f"cannot reach {self.url}: {error or type(error).__name__}") \
                 from None
-        if response.status_code >= 300:
-            raise server_error(response)
+
+    def _refusal(self, status: int, raw: bytes) -> ServerError:
+        if 300 <= status < 400:
+            return ServerError(status, "HTTP_ERROR", "the server redirected the call; the "
+                               "consumer follows no redirect (the token stays with its server)")
+        return server_error(status, raw)
+
+    @staticmethod
+    def _object(raw: bytes) -> dict[str, Any]:
         try:
-            answer: dict[str, Any] = response.json()
-        except ValueError:
-            raise ServerError(response.status_code, "HTTP_ERROR",
-                              "the answer is not JSON") from None
-        return response.status_code, answer
+            answer = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise BadAnswer("an answer is not JSON") from None
+        return answers.obj(answer, "answer")
 
     def put_content(self, path: str, chunks: Iterable[bytes]) -> None:
         """Stream raw bytes (an upload's content); :class:`ServerError` unless 2xx."""
         try:
-            response = self.client.put(path, content=chunks,
-                                       headers={"Content-Type": "application/octet-stream"})
+            with deadline(max(self.seconds, 600)), self.client.stream(
+                    "PUT", path, content=chunks,
+                    headers={"Content-Type": "application/octet-stream"}) as response:
+                raw = _bounded_read(response, MAX_ANSWER_BYTES)
+        except httpx.TimeoutException:
+            raise Unreachable(f"the upload to {self.url} did not finish in time") from None
         except httpx.TransportError as error:
             raise Unreachable(f"cannot reach {self.url}: {error or type(error).__name__}") \
                 from None
         if response.status_code >= 300:
-            raise server_error(response)
+            raise self._refusal(response.status_code, raw)
 
     @contextmanager
     def download(self, path: str) -> Iterator[httpx.Response]:
-        """A streamed GET of raw bytes (a blob's content); :class:`ServerError` unless 2xx."""
+        """A streamed GET of raw bytes (a blob's content), within the call's deadline (at
+        least ten minutes); :class:`ServerError` unless 2xx. The reader bounds what it
+        reads (:func:`chunks`)."""
         try:
-            with self.client.stream("GET", path) as response:
+            with deadline(max(self.seconds, 600)), self.client.stream("GET", path) as response:
                 if response.status_code >= 300:
-                    response.read()
-                    raise server_error(response)
+                    raise self._refusal(response.status_code,
+                                        _bounded_read(response, MAX_ANSWER_BYTES))
                 yield response
+        except httpx.TimeoutException:
+            raise Unreachable(f"the download from {self.url} did not finish in time") from None
         except httpx.TransportError as error:
             raise Unreachable(f"cannot reach {self.url}: {error or type(error).__name__}") \
                 from None
 
-    def get(self, path: str, **params: Any) -> dict[str, Any]:
-        return self.call("GET", path, params={k: v for k, v in params.items() if v is not None})[1]
+    def get(self, path: str, held: float = 0, **params: Any) -> dict[str, Any]:
+        """A GET's JSON object; ``held``: seconds the server may hold it (a long poll)."""
+        return self.call("GET", path, params={k: v for k, v in params.items() if v is not None},
+                         wait=held)[1]
 
-    def feed(self, cursor: str | None, limit: int, wait: int = 0) -> dict[str, Any]:
-        return self.get("/v1/feed", cursor=cursor, limit=limit, wait=wait or None)
+    def feed(self, cursor: str | None, limit: int, after: int, wait: int = 0) -> dict[str, Any]:
+        """A feed page after ``cursor`` (checked: see :func:`answers.feed_page`)."""
+        page = self.get("/v1/feed", held=wait, cursor=cursor, limit=limit, wait=wait or None)
+        return answers.feed_page(page, limit, after, cursor)
 
     def message(self, message_id: str) -> dict[str, Any]:
-        return self.get(f"/v1/messages/{message_id}")
+        """The message ``message_id`` (checked to be that message)."""
+        answer = self.get(f"/v1/messages/{segment(message_id, 'message_id')}")
+        return answers.message(answer, message_id)
 
     def collection(self, collection_id: str) -> dict[str, Any]:
-        return self.get(f"/v1/collections/{collection_id}")
+        answer = self.get(f"/v1/collections/{segment(collection_id, 'collection_id')}")
+        return answers.collection(answer, collection_id)
+
+    def blob(self, blob_id: str) -> dict[str, Any]:
+        return answers.blob(self.get(f"/v1/blobs/{segment(blob_id, 'blob_id')}"), blob_id)
 
     def revision_entries(self, collection_id: str, revision: int) -> list[dict[str, Any]]:
-        """Every entry of a fixed revision, tombstones included, in item_id order."""
+        """Every entry of a fixed revision, tombstones included, in item_id order; at most
+        :data:`MAX_ENTRIES`, each page checked (:func:`answers.item_page`)."""
+        base = (f"/v1/collections/{segment(collection_id, 'collection_id')}"
+                f"/revisions/{int(revision)}/items")
         entries: list[dict[str, Any]] = []
         cursor: str | None = None
         while True:
-            page = self.get(f"/v1/collections/{collection_id}/revisions/{revision}/items",
-                            cursor=cursor, limit=100, include_tombstones="true")
+            page = answers.item_page(
+                self.get(base, cursor=cursor, limit=ENTRY_PAGE, include_tombstones="true"),
+                ENTRY_PAGE, entries[-1]["item_id"] if entries else None, cursor)
             entries += page["items"]
-            cursor = page.get("next_cursor")
-            if not page.get("has_more") or not cursor:
+            if len(entries) > MAX_ENTRIES:
+                raise BadAnswer(f"revision {revision} of {collection_id}: more than "
+                                f"{MAX_ENTRIES} entries")
+            if not page["has_more"]:
                 return entries
+            cursor = page["next_cursor"]
+
+
+def _bounded_read(response: httpx.Response, most: int) -> bytes:
+    """The body, refused past ``most`` bytes (by its declared length or as it comes)."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > most:
+        raise BadAnswer(f"an answer of {int(declared)} bytes, more than the {most} read")
+    parts, size = [], 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > most:
+            raise BadAnswer(f"an answer of more than {most} bytes")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def chunks(response: httpx.Response, most: int) -> Iterator[bytes]:
+    """A download's chunks, never more than ``most`` bytes in all (more is
+    :class:`BadAnswer`: a blob's content longer than its declared size)."""
+    size = 0
+    for chunk in response.iter_bytes(1 << 20):
+        size += len(chunk)
+        if size > most:
+            raise BadAnswer(f"more than the {most} bytes declared")
+        yield chunk

@@ -1,18 +1,24 @@
 """The outbox (``local_outbound``): every write the consumer owes the server — sends, replies,
 ACKs, memory publishes — is written here with its request_id and normalised arguments before it
 is submitted, and submitted again with the very same request_id until the server gives a final
-answer. A write therefore happens once, however often the consumer crashes on the way."""
+answer. A write therefore happens once, however often the consumer crashes on the way.
+
+Threads of one process may flush at the same time, each with its own connection: a write is
+submitted by one thread at a time, and a flush passes over the writes another thread is
+submitting rather than wait for them (a submission that hangs on the network holds up only its
+own caller)."""
 
 from __future__ import annotations
 
 import json
 import secrets
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from waypost.reference.consumer import faults
+from waypost.reference.consumer import answers, faults
 from waypost.reference.consumer.client import Api, ServerError
 from waypost.reference.consumer.store import LocalStore, Row, now_ms
 
@@ -58,6 +64,7 @@ class Send:
     thread_id: str | None = None
     in_reply_to: str | None = None
     reply_to_item_id: str | None = None
+    attachments: tuple[str, ...] = ()
 
 
 def enqueue_send(store: LocalStore, send: Send, request_id: str | None = None) -> int:
@@ -70,6 +77,9 @@ def enqueue_send(store: LocalStore, send: Send, request_id: str | None = None) -
         for position, actor in enumerate(dict.fromkeys(send.recipients)):
             store.execute("INSERT INTO local_outbound_recipients (outbound_id, position, actor_id)"
                           " VALUES (?, ?, ?)", (outbound_id, position, actor))
+        for position, blob_id in enumerate(send.attachments):
+            store.execute("INSERT INTO local_outbound_attachments (outbound_id, position, blob_id)"
+                          " VALUES (?, ?, ?)", (outbound_id, position, blob_id))
     return outbound_id
 
 
@@ -125,6 +135,9 @@ def request_body(store: LocalStore, row: Row) -> dict[str, Any]:
         if row["in_reply_to"] is not None:
             body["in_reply_to"] = row["in_reply_to"]
         body.update(kind=row["kind"], subject=row["subject"], body={"text": row["body_text"]})
+        attachments = attachment_ids(store, outbound_id)
+        if attachments:
+            body["attachment_ids"] = attachments
     else:
         body.update(expected_revision=row["expected_revision"], mode=row["publish_mode"])
         body["items"] = [{"item_id": r["entry_id"], "path": r["path"], "blob_id": r["blob_id"]}
@@ -136,6 +149,12 @@ def request_body(store: LocalStore, row: Row) -> dict[str, Any]:
         if deletes:
             body["delete_ids"] = deletes
     return body
+
+
+def attachment_ids(store: LocalStore, outbound_id: int) -> list[str]:
+    """The blob ids a queued send attaches, in their order."""
+    return _column(store, "SELECT blob_id FROM local_outbound_attachments"
+                          " WHERE outbound_id = ? ORDER BY position", outbound_id)
 
 
 def pending(store: LocalStore) -> list[Row]:
@@ -157,7 +176,8 @@ def record(store: LocalStore, outbound_id: int, state: str, status: int,
 
 def submit(store: LocalStore, api: Api, row: Row) -> None:
     """Submit one queued write and record its final answer. A temporary failure (no answer,
-    503, a token problem, a submission in flight) raises and leaves it queued."""
+    503, a token problem, a submission in flight) or an answer that breaks the contract
+    (:class:`~waypost.reference.consumer.errors.BadAnswer`) raises and leaves it queued."""
     point = "ack" if row["operation"] == "receipt.ack" else "outbound"
     body = request_body(store, row)
     method, path = ROUTES[row["operation"]]
@@ -177,13 +197,57 @@ def submit(store: LocalStore, api: Api, row: Row) -> None:
                           "details": error.details}}, error)
         return
     faults.hit(f"{point}.after_submit")
+    # An answer that breaks the contract is recorded as nothing: the write stays queued.
+    if row["operation"] == "receipt.ack":
+        answers.acked(answer, body["items"])
+    else:
+        answers.WRITE_ANSWERS[row["operation"]](answer)
     record(store, row["outbound_id"], "committed", status, answer)
 
 
+#: The writes threads of this process are submitting: (database file, outbound id).
+_submitting: set[tuple[str, int]] = set()
+_submitted = threading.Condition()
+
+
+def _claim(write: tuple[str, int], wait: bool) -> bool:
+    """Take the write for this thread; ``wait``: until the thread submitting it is done."""
+    with _submitted:
+        while write in _submitting:
+            if not wait:
+                return False
+            _submitted.wait()
+        _submitting.add(write)
+        return True
+
+
+def _release(write: tuple[str, int]) -> None:
+    with _submitted:
+        _submitting.discard(write)
+        _submitted.notify_all()
+
+
+def submit_queued(store: LocalStore, api: Api, outbound_id: int, *, wait: bool = True) -> bool:
+    """Submit one queued write unless it has its final answer already. Another thread of the
+    process submitting it: ``wait`` for that thread, else pass (False)."""
+    write = (str(store.path), outbound_id)
+    if not _claim(write, wait):
+        return False
+    try:
+        row = store.row("SELECT * FROM local_outbound WHERE outbound_id = ? AND state = 'pending'",
+                        (outbound_id,))
+        if row is not None:
+            submit(store, api, row)
+    finally:
+        _release(write)
+    return True
+
+
 def flush(store: LocalStore, api: Api) -> int:
-    """Submit every queued write, oldest first; how many got a final answer. Stops at the first
-    temporary failure (raised), so writes keep their order."""
+    """Submit every queued write, oldest first, but those another thread is submitting; how
+    many were queued. Stops at the first temporary failure (raised), so writes keep their
+    order."""
     rows = pending(store)
     for row in rows:
-        submit(store, api, row)
+        submit_queued(store, api, row["outbound_id"], wait=False)
     return len(rows)

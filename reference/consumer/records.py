@@ -19,9 +19,11 @@ WORK_TYPES = ("message", "memory_revision")
 class Page:
     """One feed page and what was read for its items (bodies, fixed revisions)."""
 
-    items: list[dict[str, Any]]
+    items: list[dict[str, Any]]  # of the types this consumer knows
     next_cursor: str
     has_more: bool
+    last_sequence: int = 0  # of every item of the page, unknown types included (0: empty)
+    skipped: int = 0  # items of a type this consumer does not know
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)
     revisions: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -126,7 +128,7 @@ def insert_items(store: LocalStore, page: Page, epoch: int) -> None:
 
 def save_checkpoint(store: LocalStore, profile: Profile, page: Page) -> None:
     """The local checkpoint of the current view epoch moves to the page's end."""
-    last = max(int(item["sequence"]) for item in page.items)
+    last = page.last_sequence
     store.execute(
         "INSERT INTO local_checkpoints (consumer_key, view_epoch, cursor, last_sequence, pages,"
         " saved_at) VALUES (?1, ?2, ?3, ?4, 1, ?5) ON CONFLICT (consumer_key, view_epoch) DO"
@@ -137,7 +139,7 @@ def save_checkpoint(store: LocalStore, profile: Profile, page: Page) -> None:
 def store_page(store: LocalStore, profile: Profile, page: Page) -> int | None:
     """Items, work records, checkpoint and the queued ``received`` ACK (with the checkpoint) in
     one transaction; the outbound id of that ACK, or None for an empty page."""
-    if not page.items:
+    if not page.last_sequence:
         return None
     with store.transaction():
         insert_items(store, page, profile.view_epoch)

@@ -10,12 +10,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from waypost.reference.consumer import faults, outbox, records
-from waypost.reference.consumer.client import Api, ServerError
+from waypost.reference.consumer.answers import ITEM_TYPES
+from waypost.reference.consumer.client import Api, BadAnswer, ServerError
 from waypost.reference.consumer.records import Page
 from waypost.reference.consumer.store import LocalStore
 
 #: At most this many items a page (an ACK takes at most 20 items).
 MAX_LIMIT = 20
+#: Pages read in a row while the server says ``has_more``, at most; empty ones among them.
+MAX_PAGES = 10_000
+MAX_EMPTY_PAGES = 3
 
 
 @dataclass
@@ -26,22 +30,28 @@ class SyncResult:
     items: int = 0
     messages: int = 0
     flushed: int = 0
+    skipped: int = 0
 
 
 def fetch_page(store: LocalStore, api: Api, limit: int, wait: int) -> Page:
     """The next page after the local checkpoint, with every message body and fixed memory
-    revision it mentions. A stale cursor (the view or the grants changed) starts a new view
-    epoch read from the server's checkpoint for the new view."""
+    revision it mentions, each answer checked (``answers``) before anything is stored. A
+    stale cursor (the view or the grants changed) starts a new view epoch read from the
+    server's checkpoint for the new view."""
     profile = store.require_profile()
     checkpoint = store.checkpoint(profile)
+    after = int(checkpoint["last_sequence"]) if checkpoint else 0
     try:
-        answer = api.feed(checkpoint["cursor"] if checkpoint else None, limit, wait)
+        answer = api.feed(checkpoint["cursor"] if checkpoint else None, limit, after, wait)
     except ServerError as error:
         if error.code != "CURSOR_STALE":
             raise
         store.next_view_epoch()
-        answer = api.feed(None, limit, wait)
-    page = Page(answer["items"], answer["next_cursor"], bool(answer["has_more"]))
+        answer = api.feed(None, limit, 0, wait)
+    known = [item for item in answer["items"] if item["type"] in ITEM_TYPES]
+    page = Page(known, answer["next_cursor"], answer["has_more"],
+                last_sequence=max((int(i["sequence"]) for i in answer["items"]), default=0),
+                skipped=len(answer["items"]) - len(known))
     for item in page.items:
         if item["type"] == "message":
             message_id = item["message"]["message_id"]
@@ -67,15 +77,26 @@ def sync(store: LocalStore, api: Api, *, limit: int = MAX_LIMIT, wait: int = 0,
          watch: bool = False, progress: Callable[[SyncResult], None] | None = None
          ) -> SyncResult:
     """Flush the outbox, then read pages until the feed has no more (``watch``: forever,
-    long-polling ``wait`` seconds for each empty page)."""
+    long-polling ``wait`` seconds for each empty page). A run of more than :data:`MAX_PAGES`
+    pages with ``has_more``, or of more than :data:`MAX_EMPTY_PAGES` empty ones, is the
+    server's fault (:class:`BadAnswer`): the feed would never end."""
     result = SyncResult(flushed=outbox.flush(store, api))
+    pages = empty = 0
     while True:
         page = sync_page(store, api, limit, wait if watch else 0)
-        if page.items:
+        if page.items or page.skipped:
             result.pages += 1
             result.items += len(page.items)
             result.messages += len(page.messages)
+            result.skipped += page.skipped
         if progress is not None:
             progress(result)
         if not page.has_more and not watch:
             return result
+        if page.has_more:
+            pages, empty = pages + 1, 0 if page.last_sequence else empty + 1
+        else:
+            pages = empty = 0
+        if pages > MAX_PAGES or empty > MAX_EMPTY_PAGES:
+            raise BadAnswer(f"the feed said has_more for {pages} pages in a row, "
+                            f"{empty} of them empty: it would never end")
