@@ -12,6 +12,7 @@ sent on the wire.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -168,6 +169,17 @@ def _always_failing(lying: Lying, scope: Scope, body: bytes) -> Answer | None:
         return _answer(503, {"error": {"code": "UNAVAILABLE", "message": "later",
                                        "details": {}}}, [(b"retry-after", b"86400")])
     return 500, [(b"content-type", b"text/plain")], b"Internal Server Error"
+
+
+def _compressed(lying: Lying, scope: Scope, body: bytes) -> Answer | None:
+    """Feed pages gzip-compressed though the client accepted no encoding: 64 MiB of padding
+    in 64 KiB on the wire."""
+    if not _is(scope, "GET", "/v1/feed"):
+        return None
+    lying.served += 1
+    page = b'{"items": [], "next_cursor": "c", "has_more": false, "pad": "' + b"a" * (64 << 20)
+    return (200, [(b"content-type", b"application/json"), (b"content-encoding", b"gzip")],
+            gzip.compress(page + b'"}', compresslevel=9))
 
 
 def _redirect(lying: Lying, scope: Scope, body: bytes) -> Answer | None:
@@ -338,7 +350,7 @@ STREAMS: dict[str, Stream] = {
 BEFORE: dict[str, Callable[[Lying, Scope, bytes], Answer | None]] = {
     "stuck_cursor": _repeat_page, "new_cursors": _repeat_page,
     "always_500": _always_failing, "always_503": _always_failing, "redirect": _redirect,
-    "looping_entries": _loop_back,
+    "looping_entries": _loop_back, "compressed": _compressed,
 }
 AFTER: dict[str, Callable[[Lying, Scope, Any, Answer], Answer]] = {
     "stuck_cursor": _remember, "new_cursors": _remember,

@@ -33,15 +33,17 @@ BOUND = 30
 MAX_RSS_BYTES = 200 << 20
 #: What must never reach a terminal: C0 but tab and newline, DEL, C1, bidi controls.
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-#: The consumer's command line, writing its own peak RSS (KiB) to $PEAK_FILE as it ends.
+#: The consumer's command line, writing its own peak RSS (KiB) to $PEAK_FILE as it ends: the
+#: VmHWM of its memory map (``ru_maxrss`` would count the parent's memory at the fork).
 MEASURED = """
-import os, resource, sys
+import os, re, sys
+from pathlib import Path
 from waypost.consumer_cli import main
 try:
     code = main(sys.argv[1:])
 finally:
-    with open(os.environ["PEAK_FILE"], "w") as out:
-        out.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+    peak = re.search(r"VmHWM:\\s*(\\d+)", Path("/proc/self/status").read_text())
+    Path(os.environ["PEAK_FILE"]).write_text(peak.group(1))
 sys.exit(code)
 """
 #: Exit statuses (docs/consumer.md).
@@ -145,6 +147,7 @@ BAD_ANSWERS = {
     "duplicate_ids": "twice", "oversized_page": "more than the", "other_message": "another",
     "dotdot_id": "not an id", "nul_id": "not an id", "query_id": "not an id",
     "item_id_path": "not an id", "huge_page": "bytes", "looping_entries": "not after",
+    "compressed": "content-encoding",
 }
 
 

@@ -86,7 +86,9 @@ class Api:
             base_url=self.url, follow_redirects=False,
             timeout=httpx.Timeout(min(READ_SECONDS, timeout), connect=CONNECT_SECONDS),
             transport=transport or BoundedTransport(),
-            headers={"Authorization": f"Bearer {token}"})
+            # Compressed answers are not asked for, and refused: a few compressed bytes could
+            # decode to far more than any bound counts.
+            headers={"Authorization": f"Bearer {token}", "Accept-Encoding": "identity"})
 
     def close(self) -> None:
         self.client.close()
@@ -170,6 +172,7 @@ class Api:
                 if response.status_code >= 300:
                     raise self._refusal(response.status_code,
                                         _bounded_read(response, MAX_ANSWER_BYTES))
+                _plain(response)
                 yield response
         except httpx.TimeoutException:
             raise Unreachable(f"the download from {self.url} did not finish in time") from None
@@ -219,8 +222,15 @@ class Api:
             cursor = page["next_cursor"]
 
 
+def _plain(response: httpx.Response) -> None:
+    """Refuse an encoded (compressed) answer: the consumer asks for none."""
+    if response.headers.get("content-encoding", "identity").strip().lower() != "identity":
+        raise BadAnswer("an answer with a content-encoding, though none was accepted")
+
+
 def _bounded_read(response: httpx.Response, most: int) -> bytes:
     """The body, refused past ``most`` bytes (by its declared length or as it comes)."""
+    _plain(response)
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > most:
         raise BadAnswer(f"an answer of {int(declared)} bytes, more than the {most} read")
@@ -236,6 +246,7 @@ def _bounded_read(response: httpx.Response, most: int) -> bytes:
 def chunks(response: httpx.Response, most: int) -> Iterator[bytes]:
     """A download's chunks, never more than ``most`` bytes in all (more is
     :class:`BadAnswer`: a blob's content longer than its declared size)."""
+    _plain(response)
     size = 0
     for chunk in response.iter_bytes(1 << 20):
         size += len(chunk)
