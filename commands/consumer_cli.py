@@ -263,6 +263,12 @@ def seconds(text: str) -> float:
     return value
 
 
+EPILOG = (f"Exit status: 0 done; {EXIT_FAILED} refused (the server's error code is in the "
+          f"line); {EXIT_USAGE} wrong usage; {EXIT_BAD_SERVER} the server broke the contract "
+          f"(nothing of its answer was stored); {EXIT_UNREACHABLE} the server could not be "
+          "reached or gave no whole answer in time (docs/consumer.md).")
+
+
 def _common() -> argparse.ArgumentParser:
     """Options every consumer command takes."""
     common = argparse.ArgumentParser(add_help=False)
@@ -289,7 +295,7 @@ def _common() -> argparse.ArgumentParser:
 def _command(commands: Any, name: str, handler: Handler, help_text: str,
              description: str) -> argparse.ArgumentParser:
     command: argparse.ArgumentParser = commands.add_parser(
-        name, help=help_text, description=description, parents=[_common()])
+        name, help=help_text, description=description, parents=[_common()], epilog=EPILOG)
     command.set_defaults(run=run, handler=handler)
     return command
 
