@@ -19,11 +19,20 @@ from waypost.conformance.fuzz_cli import add_command as add_fuzz
 from waypost.conformance.hostile import add_command as add_hostile
 from waypost.conformance.load_cli import add_command as add_load
 from waypost.conformance.requirements import text_table as requirement_table
-from waypost.conformance.targets import check_target, open_target
-from waypost.properties.catalogue import select
+from waypost.conformance.targets import Target, check_target, open_target
+from waypost.properties.bounds import (
+    SECONDS,
+    BoundedTransport,
+    Bounds,
+    OutOfBounds,
+    bounded_client,
+    network_transport,
+)
+from waypost.properties.catalogue import Property, select
 from waypost.properties.fixtures import Fixtures
 from waypost.properties.fixtures import load as load_fixtures
 from waypost.properties.proxy import FaultProxy
+from waypost.properties.untrusted import visible
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -68,6 +77,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     kit.add_argument("--trace", type=Path, default=None,
                      help="write the commands of every example, one JSON list per line "
                           "(a seed reruns the same ones)")
+    add_timeout(kit)
     kit.add_argument("--fixtures", type=Path, default=None,
                      help="pre-provisioned spaces, actors, consumers, collections and tokens "
                           "(JSON or TOML; docs/porting.md) for a URL target whose admin API "
@@ -83,6 +93,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     add_target(replay)
     replay.add_argument("--fixtures", type=Path, default=None,
                         help="the fixtures file of the failing run (its set provisioned afresh)")
+    add_timeout(replay)
     replay.set_defaults(run=_replay)
     matrix = kit_commands.add_parser(
         "crash-matrix", help="every fault point × every write with a real crash and restart",
@@ -113,6 +124,39 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     add_fuzz(kit_commands)
 
 
+def add_timeout(parser: argparse.ArgumentParser) -> None:
+    """``--timeout``: the deadline of each of the kit's calls (properties/bounds.py)."""
+    parser.add_argument("--timeout", type=float, default=SECONDS, metavar="SECONDS",
+                        help="the deadline of each call to the target: connecting, sending and "
+                             "the whole answer (a long poll adds its wait); an answer that "
+                             f"misses it fails the call's property (default: {SECONDS:g})")
+
+
+def kit_client(url: str, args: argparse.Namespace) -> tuple[httpx.Client, FaultProxy, Bounds]:
+    """The run's client to ``url``: the fault proxy over a transport that reads every answer
+    within the kit's bounds (``--timeout``, the answer cap, walks that move on)."""
+    if not args.timeout > 0:
+        raise ValueError("--timeout takes a positive number of seconds")
+    bounds = Bounds(seconds=args.timeout)
+    proxy = FaultProxy(BoundedTransport(network_transport(url), bounds))
+    client = httpx.Client(base_url=url, timeout=bounds.timeout(), transport=proxy,
+                          trust_env=False)  # its proxy is the transport's (bounded)
+    return client, proxy, bounds
+
+
+def out_of_bounds_at_once(client: httpx.Client) -> str | None:
+    """A target whose describe already breaks the kit's bounds cannot be checked at all: the
+    verdict says so (None: go on; an unreachable target is check_target's to say)."""
+    try:
+        client.get("/v1/describe")
+    except OutOfBounds as breach:
+        return (f"the target's describe broke the kit's bounds: {breach} [WP-HTTP-9]; no "
+                "property could be checked")
+    except httpx.TransportError:
+        return None
+    return None
+
+
 def _crash_matrix(args: argparse.Namespace) -> int:
     import json
 
@@ -136,8 +180,8 @@ def _crash_matrix(args: argparse.Namespace) -> int:
             check_hooks(args.target, token)
             matrix = crash_matrix(operations, actions=actions, url=args.target.rstrip("/"),
                                   admin_token=token or "")
-    except (ValueError, RuntimeError) as exc:
-        print(f"waypost conformance crash-matrix: {exc}", file=sys.stderr)
+    except (ValueError, RuntimeError, httpx.TransportError) as exc:
+        print(visible(f"waypost conformance crash-matrix: {exc}"), file=sys.stderr)
         return 2
     print(matrix.table())
     if args.json is not None:
@@ -153,7 +197,7 @@ def check_hooks(url: str, admin_token: str | None) -> None:
                          "with --test-hooks")
     if not admin_token:
         raise ValueError("a URL target needs --admin-token (or WAYPOST_ADMIN_TOKEN)")
-    with httpx.Client(base_url=url, timeout=30) as client:
+    with bounded_client(url, Bounds(seconds=30)) as client:
         check_target(client, admin_token)
         described = client.get("/v1/describe")
     capabilities = described.json().get("capabilities", {}) if described.status_code == 200 \
@@ -170,31 +214,47 @@ def _conformance(args: argparse.Namespace) -> int:
         print(f"waypost conformance: {exc}", file=sys.stderr)
         return 2
     expected = runner.expected_for(args.expected_failures, args.target)
-    profile = runner.PROFILES[args.profile]
     try:
         fixtures = fixture_file(args)
-        proxy = FaultProxy(httpx.HTTPTransport())
-        with open_target(args.target, admin_token(args), fixtures is not None) as target, \
-                httpx.Client(base_url=target.url, timeout=60, transport=proxy) as client:
-            check_target(client, target.admin_token)
-            where = target.url if target.name == "url" else f"{target.name} at {target.url}"
-            print(f"waypost conformance: target {where}, profile {args.profile}",
-                  file=sys.stderr)
-            name = target.name if target.name != "url" else target.url
-            fuzz = None  # the fuzz phase provisions spaces of its own: not through fixtures
-            if args.profile in FUZZ_PROFILES and not args.only and fixtures is None:
-                def fuzz() -> FuzzReport:
-                    return fuzz_phase(name, client, target.admin_token, args)
-            result = runner.run(name, client,
-                                target.admin_token, profile=args.profile, seed=args.seed,
-                                selected=selected if args.only else None, expected=expected,
-                                replay_dir=args.replay_dir,
-                                progress=runner.Progress(sys.stderr, profile.examples),
-                                proxy=proxy, trace=args.trace is not None,
-                                fixtures=fixtures, fuzz=fuzz)
-    except (ValueError, RuntimeError) as exc:
-        print(f"waypost conformance: {exc}", file=sys.stderr)
+        with open_target(args.target, admin_token(args), fixtures is not None) as target:
+            client, proxy, bounds = kit_client(target.url, args)
+            with client:
+                result = _run(args, target, client, proxy, bounds, fixtures, expected, selected)
+    except (ValueError, RuntimeError, httpx.TransportError) as exc:
+        print(visible(f"waypost conformance: {exc}"), file=sys.stderr)
         return 2
+    if isinstance(result, str):  # no run: the verdict of a target out of the kit's bounds
+        print(visible(f"waypost conformance: {result}"))
+        print("FAILED")
+        return 1
+    return _reports(args, result)
+
+
+def _run(args: argparse.Namespace, target: Target, client: httpx.Client, proxy: FaultProxy,
+         bounds: Bounds, fixtures: Fixtures | None, expected: dict[str, str],
+         selected: list[Property]) -> runner.Report | str:
+    """The run against the opened target (or the verdict of a target out of bounds)."""
+    profile = runner.PROFILES[args.profile]
+    verdict = out_of_bounds_at_once(client)
+    if verdict is not None:
+        return verdict
+    check_target(client, target.admin_token)
+    where = target.url if target.name == "url" else f"{target.name} at {target.url}"
+    print(f"waypost conformance: target {where}, profile {args.profile}", file=sys.stderr)
+    name = target.name if target.name != "url" else target.url
+    fuzz = None  # the fuzz phase provisions spaces of its own: not through fixtures
+    if args.profile in FUZZ_PROFILES and not args.only and fixtures is None:
+        def fuzz() -> FuzzReport:
+            return fuzz_phase(name, client, target.admin_token, args)
+    return runner.run(name, client, target.admin_token, profile=args.profile, seed=args.seed,
+                      selected=selected if args.only else None, expected=expected,
+                      replay_dir=args.replay_dir,
+                      progress=runner.Progress(sys.stderr, profile.examples), proxy=proxy,
+                      trace=args.trace is not None, fixtures=fixtures, fuzz=fuzz, bounds=bounds)
+
+
+def _reports(args: argparse.Namespace, result: runner.Report) -> int:
+    """Print the run's tables and verdict, write the reports asked for; the exit status."""
     print(file=sys.stderr)
     print(reports.table(result, requirements_hint=not args.requirements))
     if args.requirements:
@@ -210,8 +270,8 @@ def _conformance(args: argparse.Namespace) -> int:
         reports.write_trace(result, args.trace)
     for outcome in result.outcomes:
         if outcome.replay:
-            print(f"rerun {outcome.prop.pid}: waypost conformance replay {outcome.replay} "
-                  f"--target {args.target}")
+            print(visible(f"rerun {outcome.prop.pid}: waypost conformance replay "
+                          f"{outcome.replay} --target {args.target}"))
     if result.failed:
         print(f"FAILED (seed {result.seed}: rerun the whole run with --seed {result.seed})")
     return 1 if result.failed else 0
@@ -231,12 +291,12 @@ def _replay(args: argparse.Namespace) -> int:
         return replay_finding(args)
     try:
         fixtures = fixture_file(args)
-        proxy = FaultProxy(httpx.HTTPTransport())
-        with open_target(args.target, admin_token(args), fixtures is not None) as target, \
-                httpx.Client(base_url=target.url, timeout=60, transport=proxy) as client:
-            violation = runner.replay_file(args.file, client, target.admin_token, proxy=proxy,
-                                           fixtures=fixtures)
-    except (ValueError, RuntimeError, OSError) as exc:
-        print(f"waypost conformance replay: {exc}", file=sys.stderr)
+        with open_target(args.target, admin_token(args), fixtures is not None) as target:
+            client, proxy, _ = kit_client(target.url, args)
+            with client:
+                violation = runner.replay_file(args.file, client, target.admin_token,
+                                               proxy=proxy, fixtures=fixtures)
+    except (ValueError, RuntimeError, OSError, httpx.TransportError) as exc:
+        print(visible(f"waypost conformance replay: {exc}"), file=sys.stderr)
         return 2
     return 1 if violation is not None else 0

@@ -12,13 +12,15 @@ the variable and the exit status come from the contract's data file, which the c
 too (``properties/contract_constants.py``).
 
 The kit never imports the consumer: it starts it, reads its local file read-only, and asks the
-server over HTTP."""
+server over HTTP, within the kit's bounds (``properties/bounds.py``): an answer past them, a
+feed that does not move on or an id that is no id is a failed check of the property the server
+breaks (the cell cannot go on, and says so), never a hang or a crash of the run."""
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -30,11 +32,12 @@ from typing import Any
 
 import httpx
 
+from waypost.conformance.consumer_space import Space, Untrusted
+from waypost.properties.bounds import Bounds, bounded_client
 from waypost.properties.consumer_checks import (
     OUTBOUND_ONCE,
     PID,
     LocalView,
-    ServerView,
     nothing_lost,
     outbound_once,
     receipts_not_ahead,
@@ -45,6 +48,8 @@ from waypost.properties.contract_constants import (
     CONSUMER_POINTS,
     CRASH_EXIT,
 )
+from waypost.properties.owners import table as owners
+from waypost.properties.untrusted import visible
 from waypost.properties.violations import Ledger, PropertyViolation
 
 #: Every fault point of the reference consumer, from the contract's data file (docs/consumer.md).
@@ -53,7 +58,11 @@ FLOWS = ("sync", "done", "outbound")
 CHECK = "consumer matrix"  # its name in requirement coverage (properties/requirements.py)
 #: ``waypost consumer`` without loading the rest of the CLI (the kit starts it many times).
 DEFAULT_COMMAND = (sys.executable, "-m", "waypost.consumer_cli")
-SCOPES = ["message.send", "message.read", "receipt.write", "event.subscribe"]
+
+
+def consumer_seconds(bounds: Bounds) -> float:
+    """How long one consumer command may run: a few of the kit's calls, at least 30 s."""
+    return max(30.0, 5 * bounds.seconds)
 
 
 @dataclass
@@ -66,6 +75,7 @@ class Cell:
     checks: int = 0
     requirements: dict[str, int] = field(default_factory=dict)  # id → checks naming it
     failed: dict[str, int] = field(default_factory=dict)  # id → of them, failed
+    server: list[dict[str, Any]] = field(default_factory=list)  # {ids, message} it broke
 
 
 @dataclass
@@ -91,7 +101,8 @@ class ConsumerMatrix:
                 lines.append(flow.ljust(10) + "".join(
                     (c.outcome if c.ok else f"FAIL {c.outcome}").ljust(width) for c in row))
         failures = [f"  {c.flow} × {c.point}: {c.note}" for c in self.cells if not c.ok]
-        return "\n".join(lines + (["failures:", *failures] if failures else []))
+        return "\n".join(visible(line) for line in
+                         lines + (["failures:", *failures] if failures else []))
 
     def verdict(self) -> str:
         failed = sum(not cell.ok for cell in self.cells)
@@ -99,87 +110,13 @@ class ConsumerMatrix:
                 + (f"{failed} failed" if failed else f"{len(self.cells)} green"))
 
 
-class Space:
-    """A fresh space on the target: alice (default actor) and bob with inbox consumers, and
-    ``watch`` reading the space log from position 0 (it never acknowledges)."""
-
-    def __init__(self, url: str, admin_token: str) -> None:
-        self.url, self.id = url, f"p17-{secrets.token_hex(5)}"
-        self.tokens: dict[str, str] = {}
-        with httpx.Client(base_url=url, timeout=60,
-                          headers={"Authorization": f"Bearer {admin_token}"}) as admin:
-            self._admin(admin, "/admin/v1/spaces", {
-                "space_id": self.id, "display_name": self.id,
-                "source_uri": f"waypost://kit/{self.id}",
-                "default_actor": {"actor_id": "alice", "kind": "agent", "display_name": "a"}})
-            for actor, view, scopes in (("alice", "inbox", SCOPES), ("bob", "inbox", SCOPES),
-                                        ("watch", "space_log", ["message.read", "space.observe"])):
-                base = f"/admin/v1/spaces/{self.id}"
-                if actor != "alice":
-                    self._admin(admin, f"{base}/actors", {"actor_id": actor, "kind": "service",
-                                                          "display_name": actor})
-                self._admin(admin, f"{base}/consumers", {"consumer_id": f"{actor}-c",
-                                                         "actor_id": actor, "view": view})
-                self.tokens[actor] = self._admin(admin, f"{base}/tokens", {
-                    "actor_id": actor, "consumer_id": f"{actor}-c", "scopes": scopes,
-                    "recipients": {"mode": "any"}, "collections": [],
-                    "blob_references": []})["token"]
-
-    @staticmethod
-    def _admin(client: httpx.Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        answer = client.post(path, json={"request_id": secrets.token_hex(8), **body})
-        if answer.status_code not in (200, 201):
-            raise RuntimeError(f"provisioning POST {path} answered {answer.status_code}: "
-                               f"{answer.text[:300]}")
-        data: dict[str, Any] = answer.json()
-        return data
-
-    def call(self, actor: str, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        with httpx.Client(base_url=self.url, timeout=60) as client:
-            answer = client.request(method, path, **kwargs,
-                                    headers={"Authorization": f"Bearer {self.tokens[actor]}"})
-        if answer.status_code >= 300:
-            raise RuntimeError(f"{method} {path} answered {answer.status_code}: "
-                               f"{answer.text[:300]}")
-        data: dict[str, Any] = answer.json()
-        return data
-
-    def send(self, sender: str, to: str, subject: str) -> None:
-        self.call(sender, "POST", "/v1/messages", json={
-            "request_id": secrets.token_hex(8), "recipient_ids": [to], "thread": {"new": True},
-            "kind": "info", "subject": subject, "body": {"text": f"body of {subject}"}})
-
-    def observe(self) -> ServerView:
-        """Every message (with its body) and receipt advance, through ``watch``."""
-        view, cursor = ServerView(), None
-        while True:
-            page = self.call("watch", "GET", "/v1/feed",
-                             params={"limit": 100, **({"cursor": cursor} if cursor else {})})
-            for item in page["items"]:
-                if item["type"] == "message":
-                    view.messages.append({**item, **self.call(
-                        "watch", "GET", f"/v1/messages/{item['message']['message_id']}")})
-                elif item["type"] == "receipt":
-                    view.receipts.append(item["receipt"])
-            cursor = page["next_cursor"]
-            if not page["has_more"]:
-                return view
-
-    def lookups(self, actor: str, local: LocalView) -> dict[str, dict[str, Any]]:
-        found = {}
-        for row in local.outbound:
-            with httpx.Client(base_url=self.url, timeout=60) as client:
-                answer = client.get(f"/v1/submissions/{row['operation']}/{row['request_id']}",
-                                    headers={"Authorization": f"Bearer {self.tokens[actor]}"})
-            found[row["request_id"]] = answer.json() if answer.status_code == 200 else {}
-        return found
-
-
 class Consumer:
     """One consumer process command line on one local file, as an actor of a space."""
 
-    def __init__(self, command: Sequence[str], db: Path, space: Space, actor: str) -> None:
+    def __init__(self, command: Sequence[str], db: Path, space: Space, actor: str,
+                 seconds: float = 300.0) -> None:
         self.command, self.db, self.space, self.actor = list(command), db, space, actor
+        self.seconds = seconds  # one command's time to end
         self.runs: list[str] = []
 
     def run(self, *arguments: str, fault: str | None = None) -> int:
@@ -189,8 +126,14 @@ class Consumer:
         env.pop(CONSUMER_FAULT_ENVIRONMENT, None)
         if fault:
             env[CONSUMER_FAULT_ENVIRONMENT] = fault
-        done = subprocess.run([*self.command, *arguments, "--db", str(self.db)], env=env,
-                              capture_output=True, text=True, timeout=300)
+        try:
+            done = subprocess.run([*self.command, *arguments, "--db", str(self.db)], env=env,
+                                  capture_output=True, text=True, errors="replace",
+                                  timeout=self.seconds)
+        except subprocess.TimeoutExpired:  # run() has killed it
+            self.runs.append(f"{' '.join(arguments)}: did not end within {self.seconds:g} s")
+            raise RuntimeError(f"consumer {' '.join(arguments)} did not end within "
+                               f"{self.seconds:g} s") from None
         self.runs.append(f"{' '.join(arguments)} → {done.returncode}: "
                          f"{(done.stderr or '').strip()[-300:]}")
         return done.returncode
@@ -280,22 +223,41 @@ FLOW_RUNNERS = {"sync": _flow_sync, "done": _flow_done, "outbound": _flow_outbou
 
 
 def run_cell(url: str, admin_token: str, flow: str, point: str, command: Sequence[str],
-             work: Path) -> Cell:
-    """One cell: a fresh space and local file, the armed run, the restart, the checks."""
-    cell, ledger = Cell(flow, point), Ledger(enforced=set())
-    consumer = Consumer(command, work / f"{flow}-{point}.sqlite3", Space(url, admin_token), "bob")
+             work: Path, bounds: Bounds | None = None) -> Cell:
+    """One cell: a fresh space and local file, the armed run, the restart, the checks. A
+    server answer the cell cannot go on from ends the cell as an error and is kept in
+    ``cell.server`` (:func:`for_run` fails it in the run's ledger)."""
+    cell, ledger, bounds = Cell(flow, point), Ledger(enforced=set()), bounds or Bounds()
+    consumer: Consumer | None = None
     try:
+        consumer = Consumer(command, work / f"{flow}-{point}.sqlite3",
+                            Space(url, admin_token, bounds), "bob", consumer_seconds(bounds))
         FLOW_RUNNERS[flow](cell, ledger, consumer)
-    except RuntimeError as error:
+    except Untrusted as lie:  # the run's ledger fails it (:func:`for_run`)
+        cell.server.append({"ids": list(lie.ids), "message": f"P17 matrix: {lie}"})
+        cell.outcome, cell.note = "error", f"the server's answers: {lie}"
+    except (RuntimeError, httpx.HTTPError) as error:
         cell.outcome, cell.note = "error", str(error)
-    cell.checks = ledger.checks[PID]
+    except (sqlite3.Error, LookupError, TypeError, ValueError) as error:
+        cell.outcome, cell.note = "error", f"{type(error).__name__}: {error}"[:500]
+    finally:
+        if consumer is not None:
+            consumer.space.close()
+    _count(cell, ledger, consumer)
+    return cell
+
+
+def _count(cell: Cell, ledger: Ledger, consumer: Consumer | None) -> None:
+    """The cell's checks and failures from its ledger; its verdict (a cell that could not go
+    on counts as one failed check)."""
+    cell.checks = ledger.checks[PID] + (cell.outcome == "error")
     cell.requirements = {rid: sum(by.values()) for rid, by in ledger.by_requirement.items()}
     cell.failed = {rid: sum(by.values()) for rid, by in ledger.failed_requirements.items()}
     violation = ledger.recorded.get(PID)
     if violation is not None:
-        cell.note = f"{violation.message} (runs: {' | '.join(consumer.runs)})"
+        runs = " | ".join(consumer.runs) if consumer is not None else ""
+        cell.note = f"{violation.message} (runs: {runs})"
     cell.ok = violation is None and cell.outcome != "error"
-    return cell
 
 
 #: Told after each cell: cells done, cells in all, the cell.
@@ -304,60 +266,92 @@ OnCell = Callable[[int, int, "Cell"], None]
 
 def consumer_matrix(url: str, admin_token: str, *, command: Sequence[str] = DEFAULT_COMMAND,
                     flows: Sequence[str] = FLOWS, points: Sequence[str] = POINTS,
-                    on_cell: OnCell | None = None) -> ConsumerMatrix:
+                    on_cell: OnCell | None = None, bounds: Bounds | None = None
+                    ) -> ConsumerMatrix:
     """Every fault point × flow against the server at ``url`` (its admin token provisions a
-    fresh space per cell)."""
+    fresh space per cell), every answer read within ``bounds``."""
     matrix = ConsumerMatrix()
     total = len(flows) * len(points)
     with tempfile.TemporaryDirectory(prefix="waypost-p17-") as work:
         for flow in flows:
             for point in points:
-                matrix.cells.append(run_cell(url, admin_token, flow, point, command, Path(work)))
+                matrix.cells.append(run_cell(url, admin_token, flow, point, command, Path(work),
+                                             bounds))
                 if on_cell is not None:
                     on_cell(len(matrix.cells), total, matrix.cells[-1])
     return matrix
 
 
-def reachable(url: str) -> bool:
+def reachable(url: str, bounds: Bounds | None = None) -> bool:
     """Whether a consumer process could reach the target (an in-process client cannot)."""
     try:
-        return httpx.get(f"{url}/v1/describe", timeout=10).status_code == 200
-    except httpx.TransportError:
+        with bounded_client(url, bounds or Bounds(seconds=10)) as client:
+            return client.get("/v1/describe").status_code == 200
+    except httpx.TransportError:  # also an answer past the kit's bounds
         return False
 
 
 def for_run(client: httpx.Client, admin_token: str, ledger: Ledger, wanted: set[str] | None,
             replay_dir: Path, run_id: str, *, command: Sequence[str] = DEFAULT_COMMAND,
-            flows: Sequence[str] = FLOWS, on_cell: OnCell | None = None
+            flows: Sequence[str] = FLOWS, on_cell: OnCell | None = None,
+            bounds: Bounds | None = None
             ) -> dict[str, tuple[PropertyViolation, PropertyViolation, Path]]:
     """P17 in a kit run: the matrix against the run's target, its checks counted in the run's
-    ledger; a failing matrix is the run's P17 failure, its cells written to
-    ``<replay_dir>/<run_id>-P17.json``. Nothing runs (P17 not run) when P17 is not
-    selected or the target is not reachable over the network."""
+    ledger; a failing matrix is the run's P17 failure, and a server answer a cell could not go
+    on from fails the server's own property (P06 for a feed that does not end, …); the cells
+    are written to ``<replay_dir>/<run_id>-P17.json``. Nothing runs (P17 not run) when P17 is
+    not selected or the target is not reachable over the network."""
     url = str(client.base_url).rstrip("/")
-    if (wanted is not None and PID not in wanted) or not reachable(url):
+    if (wanted is not None and PID not in wanted) or not reachable(url, bounds):
         return {}
-    matrix = consumer_matrix(url, admin_token, command=command, flows=flows, on_cell=on_cell)
-    ledger.checks[PID] += matrix.checks
-    ledger.by_check[CHECK] += matrix.checks
-    for cell in matrix.cells:  # each check named its ids (WP-CONS-…) in the cell's ledger
-        for rid, count in cell.requirements.items():
-            ledger.by_requirement.setdefault(rid, Counter())[CHECK] += count
-        for rid, count in cell.failed.items():
-            ledger.failed_requirements.setdefault(rid, Counter())[PID] += count
-    failed = [cell for cell in matrix.cells if not cell.ok]
-    if not failed:
-        return {}
-    ledger.failed[PID] += sum(sum(cell.failed.values()) for cell in failed) or len(failed)
-    ledger.failed_checks.setdefault(CHECK, PID)
-    violation = PropertyViolation(PID, f"{failed[0].flow} × {failed[0].point}: {failed[0].note}",
-                                  {"failed_cells": [c.__dict__ for c in failed]})
-    if ledger.enforced is not None and PID not in ledger.enforced:
-        ledger.recorded.setdefault(PID, violation)
+    matrix = consumer_matrix(url, admin_token, command=command, flows=flows, on_cell=on_cell,
+                             bounds=bounds)
+    found = _server_failures(matrix, ledger)
+    mine = _matrix_failure(matrix, ledger)
+    if mine is not None:
+        found[PID] = mine
+    if not found:
         return {}
     replay_dir.mkdir(parents=True, exist_ok=True)
     path = replay_dir / f"{run_id}-{PID}.json"
     path.write_text(json.dumps({"format": "waypost-consumer-matrix/1", "property": PID,
                                 "table": matrix.table(),
                                 "cells": [c.__dict__ for c in matrix.cells]}, indent=2) + "\n")
-    return {PID: (violation, violation, path)}
+    return {pid: (violation, violation, path) for pid, violation in found.items()}
+
+
+def _server_failures(matrix: ConsumerMatrix, ledger: Ledger) -> dict[str, PropertyViolation]:
+    """Each server answer a cell could not go on from, as a failed check of the run: the
+    violations of enforced properties, by property (the others are recorded)."""
+    found: dict[str, PropertyViolation] = {}
+    with ledger.checking(CHECK):
+        for lie in (lie for cell in matrix.cells for lie in cell.server):
+            try:
+                ledger.check(tuple(lie["ids"]), False, lie["message"])
+            except PropertyViolation as violation:
+                found.setdefault(violation.pid, violation)
+    return found
+
+
+def _matrix_failure(matrix: ConsumerMatrix, ledger: Ledger) -> PropertyViolation | None:
+    """The matrix's checks into the run's ledger; P17's violation if a cell failed and P17
+    is enforced (else it is recorded)."""
+    ledger.checks[PID] += matrix.checks
+    ledger.by_check[CHECK] += matrix.checks
+    for cell in matrix.cells:  # each check named its ids (WP-CONS-…) in the cell's ledger
+        for rid, count in cell.requirements.items():
+            ledger.by_requirement.setdefault(rid, Counter())[CHECK] += count
+        for rid, count in cell.failed.items():
+            ledger.failed_requirements.setdefault(rid, Counter())[owners().get(rid) or PID] \
+                += count
+    failed = [cell for cell in matrix.cells if not cell.ok]
+    if not failed:
+        return None
+    ledger.failed[PID] += sum(sum(cell.failed.values()) for cell in failed) or len(failed)
+    ledger.failed_checks.setdefault(CHECK, PID)
+    violation = PropertyViolation(PID, f"{failed[0].flow} × {failed[0].point}: {failed[0].note}",
+                                  {"failed_cells": [c.__dict__ for c in failed]})
+    if ledger.enforced is not None and PID not in ledger.enforced:
+        ledger.recorded.setdefault(PID, violation)
+        return None
+    return violation

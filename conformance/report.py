@@ -1,8 +1,13 @@
-"""Reports of a kit run: the terminal table, JSON, JUnit XML."""
+"""Reports of a kit run: the terminal table, JSON, JUnit XML.
+
+Notes and messages quote the target's answers, which are untrusted: every text a report shows
+goes through :func:`~waypost.properties.untrusted.visible`, so a control character in an error
+code or a subject is shown as an escape, never emitted (JSON escapes them itself)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -11,6 +16,7 @@ from waypost.conformance import hostile
 from waypost.conformance import requirements as coverage
 from waypost.conformance.fuzz_cli import junit_case
 from waypost.conformance.runner import Report
+from waypost.properties.untrusted import visible
 
 MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
          "not covered": "not covered", "skipped": "skipped (--only)", "not run": "not run"}
@@ -27,7 +33,7 @@ def table(report: Report, requirements_hint: bool = True) -> str:
             note = f"{note} — replay: {outcome.replay}"
         name = f"{outcome.prop.pid} {outcome.prop.name}"
         lines.append(f"{'':3}{name:<38} {MARKS[outcome.result]:<16} {outcome.checks:>7} "
-                     f"{outcome.failed:>6}  {note[:400]}")
+                     f"{outcome.failed:>6}  {visible(note[:400])}")
     if report.fuzz is not None:
         fuzz = report.fuzz
         note = (f"{fuzz.requests} requests, {len(fuzz.findings)} findings"
@@ -36,7 +42,7 @@ def table(report: Report, requirements_hint: bool = True) -> str:
                 + (f"; expected: {fuzz.expected_reason}" if fuzz.expected_reason else ""))
         lines.append(f"{'':3}{'FUZZ Contract fuzzing (Schemathesis)':<38} "
                      f"{MARKS[fuzz.result]:<16} {sum(fuzz.by_check.values()):>7} "
-                     f"{len(fuzz.findings):>6}  {note[:400]}")
+                     f"{len(fuzz.findings):>6}  {visible(note[:400])}")
     rate = report.steps / report.seconds if report.seconds else 0.0
     lines.append("-" * 98)
     lines.append(f"target {report.target}, profile {report.profile}, seed {report.seed}: "
@@ -46,11 +52,22 @@ def table(report: Report, requirements_hint: bool = True) -> str:
     if report.limits:
         lines += ["", limits_table(report)]
     if report.hostile:
-        lines += ["", hostile.table(report.hostile)]
+        lines += ["", hostile.table(visible_rows(report.hostile))]
     if report.requirements:
         hint = " (--requirements prints the table)" if requirements_hint else ""
         lines += ["", coverage.summary(report.requirements) + hint]
-    return "\n".join(lines)
+    return shown("\n".join(lines))
+
+
+def shown(text: str) -> str:
+    """``text`` line by line through :func:`visible`: whatever a note let through, no control
+    character reaches the terminal."""
+    return "\n".join(visible(line) for line in text.split("\n"))
+
+
+def visible_rows(rows: list[hostile.HostileRow]) -> list[hostile.HostileRow]:
+    """The hostile phase's rows with their messages made visible (one line each)."""
+    return [replace(row, message=visible(row.message)) for row in rows]
 
 
 def limits_table(report: Report) -> str:
@@ -63,7 +80,7 @@ def limits_table(report: Report) -> str:
         note = f"{row.note} — replay: {row.replay}" if row.replay else row.note
         lines.append(f"{'':3}{row.name:<29} {value:>10}  {row.at_limit or '—':<11} "
                      f"{row.over_limit or '—':<11} {row.result:<14} "
-                     f"{','.join(row.properties) or '—':<9} {note[:300]}")
+                     f"{','.join(row.properties) or '—':<9} {visible(note[:300])}")
     return "\n".join(lines)
 
 
@@ -102,11 +119,11 @@ def write_markdown(report: Report, path: Path) -> None:
     """The requirement table as Markdown, under the run's target, profile and seed."""
     properties = ["| Property | Result | Checks run | Failed | Note |", "|---|---|---|---|---|"]
     properties += [f"| {o.prop.pid} {o.prop.name} | {o.result} | {o.checks} | {o.failed} | "
-                   f"{(o.message or o.expected_reason).replace('|', '/')[:200]} |"
+                   f"{visible(o.message or o.expected_reason).replace('|', '/')[:200]} |"
                    for o in report.outcomes]
-    path.write_text(coverage.markdown(
+    path.write_text(shown(coverage.markdown(
         report.requirements, f"Waypost conformance: {report.target}, profile {report.profile}, "
-                             f"seed {report.seed}", "\n".join(properties)))
+                             f"seed {report.seed}", "\n".join(properties))))
 
 
 def write_junit(report: Report, path: Path) -> None:
@@ -137,7 +154,7 @@ def write_junit(report: Report, path: Path) -> None:
             failure.text = json.dumps(row.as_json(), indent=2)
         elif row.result != "pass":
             ET.SubElement(case, "skipped", message=f"{row.result}: {row.note}")
-    hostile.junit_cases(suite, report.hostile)
+    hostile.junit_cases(suite, visible_rows(report.hostile))
     if report.fuzz is not None:
         suite.append(junit_case(report.fuzz))
     fuzzed = report.fuzz is not None
@@ -147,7 +164,18 @@ def write_junit(report: Report, path: Path) -> None:
                               + sum(row.result == "fail" for row in report.limits)
                               + sum(row.result == "fail" for row in report.hostile)
                               + bool(report.fuzz and report.fuzz.result == "fail")))
+    _visible_tree(suite)
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _visible_tree(element: ET.Element) -> None:
+    """Every attribute and text of the tree through :func:`visible` (texts line by line):
+    XML 1.0 cannot even hold most control characters."""
+    for node in element.iter():
+        for key, value in node.attrib.items():
+            node.set(key, visible(value))
+        if node.text:
+            node.text = shown(node.text)
 
 
 def write_trace(report: Report, path: Path) -> None:

@@ -25,6 +25,7 @@ from waypost.conformance import requirements as coverage
 from waypost.conformance.fixtures import NEEDS, fixture_rules, not_run
 from waypost.conformance.reproducible import seed_only_draws
 from waypost.conformance.targets import check_target
+from waypost.properties.bounds import Bounds
 from waypost.properties.catalogue import CATALOGUE, Property
 from waypost.properties.fixtures import Fixtures, FixturesExhausted
 from waypost.properties.http import Session
@@ -32,6 +33,7 @@ from waypost.properties.limits import LimitOutcome, limit_phase
 from waypost.properties.machine import KitRun, machine_for
 from waypost.properties.proxy import FaultProxy
 from waypost.properties.rules import rules_for, step_budget
+from waypost.properties.untrusted import excerpt, visible
 from waypost.properties.violations import Ledger, PropertyViolation
 from waypost.properties.world import World
 
@@ -163,11 +165,12 @@ def write_replay(directory: Path, report: Report, violation: PropertyViolation |
     directory.mkdir(parents=True, exist_ok=True)
     pid = violation.pid if violation else "ERROR"
     path = directory / f"{report.run_id}-{name}{pid}.json"
-    path.write_text(json.dumps({
+    evidence = violation.evidence if violation else {}
+    path.write_text(json.dumps({  # bounded: a server's answers are excerpts, never whole
         "format": "waypost-replay/1",
         "property": pid,
-        "message": violation.message if violation else repr(error),
-        "evidence": violation.evidence if violation else {},
+        "message": excerpt(violation.message if violation else repr(error)),
+        "evidence": {key: excerpt(value) for key, value in evidence.items()},
         "target": report.target, "profile": report.profile, "seed": report.seed,
         "commands": violation.commands if violation else (world.commands if world else []),
         "exchanges": violation.exchanges if violation else (
@@ -200,7 +203,7 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
         progress: Progress | None = None, shrink_seconds: float | None = None,
         proxy: FaultProxy | None = None, trace: bool = False,
         fixtures: Fixtures | None = None,
-        fuzz: Callable[[], FuzzReport] | None = None) -> Report:
+        fuzz: Callable[[], FuzzReport] | None = None, bounds: Bounds | None = None) -> Report:
     """Run the command model; every property ends as pass, fail, xfail, xpass, skipped, not
     covered or not run. ``proxy`` (the transport of ``client``) injects network faults where
     the target has no fault points; ``trace`` keeps each example's commands in the report;
@@ -209,7 +212,8 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     ``admin_token``) the run sends no admin request: each example and limit check takes a
     fresh set, the rules of the control plane, the hooks and P17 do not run, nothing is
     shrunk (conformance/fixtures.py). A target that cannot be reached, or refuses the admin
-    token, raises ``TargetError`` before anything runs."""
+    token, raises ``TargetError`` before anything runs. ``bounds`` are those of ``client``'s
+    transport, for the clients P17 makes (properties/bounds.py)."""
     check_target(client, admin_token)
     chosen = PROFILES[profile]
     seed = random.randrange(2**32) if seed is None else seed
@@ -217,9 +221,10 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     expected = expected or {}
     wanted = None if selected is None else {p.pid for p in selected}
     rules = rules_for(wanted) if fixtures is None else fixture_rules(rules_for(wanted))
-    kit = KitRun(Session(client, admin_token, proxy=proxy, fixtures=fixtures), report.run_id,
-                 Ledger(enforced=(wanted or {p.pid for p in CATALOGUE}) - set(expected)),
-                 rules, wanted, trace=[] if trace else None, on_example=progress)
+    ledger = Ledger(enforced=(wanted or {p.pid for p in CATALOGUE}) - set(expected))
+    kit = KitRun(Session(client, admin_token, proxy=proxy, fixtures=fixtures, ledger=ledger),
+                 report.run_id, ledger, rules, wanted, trace=[] if trace else None,
+                 on_example=progress)
     report.rules = [rule.name for rule in kit.rules]
     started = time.monotonic()
     failures = _limits(kit, replay_dir, report)
@@ -229,9 +234,11 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     with shrinking_budget(budget):
         explored = _explore(kit, chosen, seed, replay_dir, report, shrink=budget > 0)
     if fixtures is None:
-        explored.update(consumer_matrix.for_run(  # P17: the reference consumer
+        matrix = consumer_matrix.for_run(  # P17: the reference consumer
             client, admin_token, kit.ledger, wanted, replay_dir, report.run_id,
-            on_cell=progress.cell if progress is not None else None))
+            on_cell=progress.cell if progress is not None else None, bounds=bounds)
+        for pid, cells in matrix.items():
+            explored.setdefault(pid, cells)  # the exploration's own replay first
     for pid, found in explored.items():
         failures.setdefault(pid, found)
     hostile_row = _hostile(client, admin_token, report, wanted, expected, fixtures is not None)
@@ -389,17 +396,18 @@ def replay_file(path: Path, client: httpx.Client, admin_token: str,
     ``TargetError``."""
     recorded = json.loads(path.read_text())
     check_target(client, admin_token)
-    world = World(Session(client, admin_token, proxy=proxy, fixtures=fixtures),
-                  f"rp{secrets.token_hex(3)}-", Ledger())
+    ledger = Ledger()
+    world = World(Session(client, admin_token, proxy=proxy, fixtures=fixtures, ledger=ledger),
+                  f"rp{secrets.token_hex(3)}-", ledger)
     try:
         for step in recorded["commands"]:
             world.run(step["command"], step["args"])
     except PropertyViolation as violation:
-        out.write(f"still failing: {violation}\n")
+        out.write(visible(f"still failing: {violation}") + "\n")
         return violation
     except Exception as error:  # a crash of the kit or a refused provisioning still fails
-        out.write(f"still failing: {error!r}\n")
+        out.write(visible(f"still failing: {error!r}") + "\n")
         return PropertyViolation("ERROR", repr(error))
-    out.write(f"passes now: {len(recorded['commands'])} commands, no violation "
-              f"(recorded: {recorded['property']}: {recorded['message']})\n")
+    out.write(visible(f"passes now: {len(recorded['commands'])} commands, no violation "
+                      f"(recorded: {recorded['property']}: {recorded['message']})") + "\n")
     return None

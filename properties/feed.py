@@ -100,6 +100,10 @@ def check_page(world: World, reader: Token, position: int, limit: int, answer: A
                        anomalies=[a.as_json() for a in anomalies], position=position,
                        limit=limit):
         return None
+    if not world.check("WP-FEED-2", len(want) == len(shown),
+                       "the page holds other items than the visible ones after its position",
+                       shown=len(shown), visible=len(want)):
+        return None
     for item, got in zip(want, shown, strict=True):
         compare_item(world, item, got)
     world.check("WP-FEED-5", page["has_more"] == (len(expected) > len(shown)),

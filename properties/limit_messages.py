@@ -54,6 +54,10 @@ def attachments(world: World, value: int) -> None:
     first = len(world.model.uploads)
     for n in range(value + 1):
         blobs.prepare(world, sender.handle, f"attachment {n}".encode().hex(), None)
+        if len(world.model.uploads) <= first + n:  # the server refused the blob
+            world.check("WP-LIM-1", False, "the blobs an attachments limit check needs "
+                        "could not be prepared", prepared=n, needed=value + 1)
+            return
         blobs.put(world, sender.handle, first + n, True)
         blobs.seal(world, sender.handle, first + n)
     ids = [upload.blob_id for upload in world.model.uploads[first:]]

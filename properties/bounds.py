@@ -1,0 +1,270 @@
+"""The kit's bounds on every answer it reads (docs/spec.md, "The kit's own limits").
+
+The kit is pointed at other people's deployments, so every answer is untrusted input. Its
+clients send through :class:`BoundedTransport`, which reads each answer whole before anyone
+parses it, and stops reading, with :class:`OutOfBounds`, at the first of:
+
+- more bytes than the cap (:data:`ANSWER_BYTES` for JSON; a request may name its own cap,
+  e.g. a blob's declared size, with the :data:`CAP` extension), or a content coding the kit
+  did not ask for (it asks for none: a compressed answer could expand past any cap);
+- the deadline of the call: one total time for connecting, sending, the headers and the
+  body (plus the ``wait`` of a long poll), enforced on every socket read and write by a
+  wrapped network backend, so a trickle of one byte per second cannot outlast it;
+- a walk through pages that does not move on (``properties/paging.py``).
+
+``OutOfBounds`` is a transport error: code that treats a dropped connection as a finding
+treats it so too; the kit's session turns it into a failed check of the property the call
+exercises (``properties/http.py``).
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections.abc import Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+import httpcore
+import httpx
+
+from waypost.properties.paging import WALK_PAGES, Walks
+from waypost.properties.untrusted import visible
+
+#: Bytes of a JSON answer: a page of 100 items, a message of 64 KiB of text or a revision's
+#: manifest of 10,000 small entries is far below; ``request_bytes`` is 1 MiB.
+ANSWER_BYTES = 4 << 20
+#: Seconds of one call, from connecting to the last byte of the answer.
+SECONDS = 60.0
+#: The most a long poll's ``wait`` adds to its call's deadline.
+LONGEST_WAIT = 60.0
+#: Request extension: the cap of this request's answer in bytes (read at most that + 1 chunk).
+CAP = "waypost.answer_bytes"
+
+_DEADLINE: ContextVar[float | None] = ContextVar("waypost_deadline", default=None)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How much of an answer the kit reads, and for how long."""
+
+    answer_bytes: int = ANSWER_BYTES
+    seconds: float = SECONDS
+    walk_pages: int = WALK_PAGES
+
+    def timeout(self) -> httpx.Timeout:
+        """Per connect and per read, never longer than the whole call."""
+        return httpx.Timeout(self.seconds, connect=min(self.seconds, 10.0))
+
+
+class OutOfBounds(httpx.TransportError):
+    """An answer past one of the kit's bounds: ``bound`` is ``answer_bytes``, ``deadline``,
+    ``content_encoding`` or ``walk``; the kit read no further."""
+
+    def __init__(self, bound: str, request: httpx.Request, detail: str) -> None:
+        self.bound, self.detail = bound, detail
+        self.method, self.path = request.method, request.url.path
+        super().__init__(visible(f"{request.method} {request.url.path}: {detail}"),
+                         request=request)
+
+
+def _remaining(timeout: float | None, error: type[Exception]) -> float | None:
+    """The socket timeout left for one read or write of the current call."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise error("the call's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read and write ends by the current call's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self.inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self.inner.read(max_bytes, _remaining(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.inner.write(buffer, _remaining(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self.inner.start_tls(
+            ssl_context, server_hostname, _remaining(timeout, httpcore.ConnectTimeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self.inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's network backend, its connections wrapped in :class:`_DeadlineStream`."""
+
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self.inner = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self.inner.connect_tcp(
+            host, port, _remaining(timeout, httpcore.ConnectTimeout), local_address,
+            socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[Any] | None = None
+                            ) -> httpcore.NetworkStream:
+        return _DeadlineStream(self.inner.connect_unix_socket(
+            path, _remaining(timeout, httpcore.ConnectTimeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self.inner.sleep(seconds)
+
+
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``NO_PROXY``, …)."""
+    target = httpx.URL(url)
+    if not target.host or urllib.request.proxy_bypass(target.host):
+        return None
+    return urllib.request.getproxies().get(target.scheme)
+
+
+def network_transport(url: str | None = None) -> httpx.HTTPTransport:
+    """httpx's transport (through the environment's proxy for ``url``, if any) with every
+    socket operation bound by the call's deadline. httpx takes no network backend, so the one
+    of its connection pool is wrapped in place; should a later httpx hide it, the deadline
+    still holds between the chunks of a body (docs/spec.md says so)."""
+    transport = httpx.HTTPTransport(proxy=environment_proxy(url) if url else None)
+    pool = getattr(transport, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if isinstance(backend, httpcore.NetworkBackend):
+        setattr(pool, "_network_backend", _DeadlineBackend(backend))  # noqa: B010
+    return transport
+
+
+def _wait(request: httpx.Request) -> float:
+    """The ``wait`` a long poll asks the server for, as the kit sent it (0 if none)."""
+    try:
+        wait = float(request.url.params.get("wait", 0))
+    except ValueError:
+        return 0.0
+    return min(max(wait, 0.0), LONGEST_WAIT) if wait == wait else 0.0  # NaN: none
+
+
+class BoundedTransport(httpx.BaseTransport):
+    """Forwards to ``inner`` and returns each answer read whole within the kit's bounds."""
+
+    def __init__(self, inner: httpx.BaseTransport, bounds: Bounds | None = None) -> None:
+        self.inner, self.bounds = inner, bounds or Bounds()
+        self.walks = Walks(self.bounds.walk_pages)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.headers["Accept-Encoding"] = "identity"
+        wait = _wait(request)
+        seconds = self.bounds.seconds + wait
+        if wait:  # a long poll's server is silent for its wait: each read may take as long
+            timeouts = dict(request.extensions.get("timeout") or {})
+            timeouts["read"] = seconds if timeouts.get("read") is not None else None
+            request.extensions["timeout"] = timeouts
+        token = _DEADLINE.set(time.monotonic() + seconds)
+        try:
+            answer = self._answer(request, seconds)
+        finally:
+            _DEADLINE.reset(token)
+        if isinstance(answer, OutOfBounds):  # raised here, where no frame holds the body read
+            raise answer
+        status, headers, body, extensions = answer
+        loop = self.walks.follow(request, status, body)
+        if loop is not None:
+            raise OutOfBounds("walk", request, loop)
+        return httpx.Response(status, headers=headers, stream=httpx.ByteStream(body),
+                              extensions=extensions, request=request)
+
+    def _answer(self, request: httpx.Request, seconds: float
+                ) -> tuple[int, httpx.Headers, bytes, dict[str, Any]] | OutOfBounds:
+        """The answer read whole, or the bound it broke."""
+        deadline = time.monotonic() + seconds
+        try:
+            response = self.inner.handle_request(request)
+            try:
+                body = self._body(request, response, deadline)
+            finally:
+                response.close()
+        except (httpx.ReadTimeout, httpx.WriteTimeout):
+            return OutOfBounds("deadline", request, _late(seconds))
+        except OutOfBounds as shown:  # the headers already showed it
+            return shown
+        if isinstance(body, str):
+            return OutOfBounds(body, request, _late(seconds) if body == "deadline" else
+                               _large(self._cap(request, response), CAP in request.extensions))
+        return response.status_code, response.headers, body, dict(response.extensions)
+
+    def _cap(self, request: httpx.Request, response: httpx.Response) -> int:
+        """The answer's cap in bytes: a request's own cap (:data:`CAP`) holds for a
+        successful answer; an error envelope may always take the JSON cap."""
+        asked = request.extensions.get(CAP)
+        if asked is None:
+            return self.bounds.answer_bytes
+        return int(asked) if response.is_success else max(int(asked), self.bounds.answer_bytes)
+
+    def _body(self, request: httpx.Request, response: httpx.Response,
+              deadline: float) -> bytes | str:
+        """The body, or the name of the bound reading it broke (``answer_bytes`` past the
+        cap, ``deadline`` past the call's deadline)."""
+        cap = self._cap(request, response)
+        _check_headers(request, response, cap)
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_raw():
+            size += len(chunk)
+            if size > cap:
+                return "answer_bytes"
+            if time.monotonic() > deadline:  # a trickle, however it came through
+                return "deadline"
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _large(cap: int, asked: bool) -> str:
+    if asked:
+        return f"more than the {cap} bytes declared for it (the kit reads no further)"
+    return f"an answer of more than {cap} bytes (the kit's cap)"
+
+
+def _late(seconds: float) -> str:
+    return f"no complete answer within {seconds:g} s (the kit's deadline per call)"
+
+
+def _check_headers(request: httpx.Request, response: httpx.Response, cap: int) -> None:
+    """An answer the headers already show is out of bounds: a declared length over the cap,
+    or a content coding (the kit asked for ``identity``)."""
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) > cap:
+        raise OutOfBounds("answer_bytes", request,
+                          f"an answer of {length} bytes, over the kit's cap of {cap}")
+    coding = response.headers.get("content-encoding", "identity").strip().lower()
+    if coding not in ("", "identity"):
+        raise OutOfBounds("content_encoding", request,
+                          f"an answer in the content coding {visible(coding)[:40]!r}: the kit "
+                          "asks for identity")
+
+
+def bounded_client(base_url: str, bounds: Bounds | None = None,
+                   transport: httpx.BaseTransport | None = None, **options: Any) -> httpx.Client:
+    """An httpx client to ``base_url`` whose every answer is read within ``bounds``;
+    ``transport`` (default: the network, through the environment's proxy) is what the
+    bounded transport forwards to. httpx's own proxy transports from the environment would
+    bypass the bounds: the client does not make them (``trust_env`` false)."""
+    bounds = bounds or Bounds()
+    inner = transport if transport is not None else network_transport(base_url)
+    return httpx.Client(base_url=base_url, timeout=bounds.timeout(), trust_env=False,
+                        transport=BoundedTransport(inner, bounds), **options)
