@@ -16,6 +16,7 @@ import httpx
 
 from waypost.conformance.arguments import add_target, admin_token
 from waypost.conformance.targets import check_target
+from waypost.properties.bounds import bounded_client
 from waypost.properties.fixtures import FORMAT, dump
 from waypost.properties.http import Session
 from waypost.properties.rules import Rule
@@ -94,7 +95,7 @@ def _fixtures(args: argparse.Namespace) -> int:
               "WAYPOST_ADMIN_TOKEN) and --sets of at least 1", file=sys.stderr)
         return 2
     try:
-        with httpx.Client(base_url=args.target.rstrip("/"), timeout=60) as client:
+        with bounded_client(args.target.rstrip("/")) as client:
             data = provision(client, token, args.sets, f"fx{secrets.token_hex(3)}")
     except (RuntimeError, httpx.HTTPError) as exc:
         print(f"waypost conformance fixtures: {exc}", file=sys.stderr)

@@ -14,6 +14,7 @@ import httpx
 from waypost.conformance import fuzz, fuzz_rules, runner
 from waypost.conformance.arguments import add_target, admin_token
 from waypost.conformance.targets import check_target, open_target
+from waypost.properties.bounds import bounded_client
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -74,7 +75,7 @@ def _fuzz(args: argparse.Namespace) -> int:
     reason = expected_reason(args.expected_failures, args.target)
     try:
         with open_target(args.target, admin_token(args)) as target, \
-                httpx.Client(base_url=target.url, timeout=60) as client:
+                bounded_client(target.url) as client:
             check_target(client, target.admin_token)
             name = target.name if target.name != "url" else target.url
             print(f"waypost conformance fuzz: target {name}, profile {args.profile}",
@@ -122,7 +123,7 @@ def replay_finding(args: argparse.Namespace) -> int:
     """``waypost conformance replay`` of a fuzz finding."""
     try:
         with open_target(args.target, admin_token(args)) as target, \
-                httpx.Client(base_url=target.url, timeout=60) as client:
+                bounded_client(target.url) as client:
             check_target(client, target.admin_token)
             problem = fuzz.replay_fuzz(args.file, client, target.admin_token)
     except (ValueError, RuntimeError, OSError) as exc:

@@ -21,7 +21,9 @@ import httpx
 from waypost.conformance.arguments import add_target, admin_token, subset
 from waypost.conformance.targets import check_target, open_target
 from waypost.properties import contract_checks, hostile_http, hostile_values
+from waypost.properties.bounds import bounded_client
 from waypost.properties.hostile import Finding, HostileCheck, provision, still_answering
+from waypost.properties.untrusted import visible
 
 CHECKS: tuple[HostileCheck, ...] = (hostile_values.CHECKS + hostile_http.CHECKS
                                     + contract_checks.CHECKS)
@@ -116,7 +118,7 @@ def table(rows: list[HostileRow]) -> str:
         if row.result == "not applicable":
             note = row.message
         lines.append(f"{'':3}{row.check.name:<22} {row.result:<15} {row.inputs:>6}  "
-                     f"{note[:400]}")
+                     f"{visible(note[:400])}")
     return "\n".join(lines)
 
 
@@ -165,7 +167,7 @@ def _hostile(args: argparse.Namespace) -> int:
     try:
         only = subset(args.only, NAMES, "checks")
         with open_target(args.target, admin_token(args), test_hooks=False) as target, \
-                httpx.Client(base_url=target.url, timeout=60) as client:
+                bounded_client(target.url) as client:
             check_target(client, target.admin_token)
             print(f"waypost conformance hostile: target {target.url}", file=sys.stderr)
 
@@ -175,7 +177,7 @@ def _hostile(args: argparse.Namespace) -> int:
             rows = run_checks(client, target.admin_token, f"hostile{int(time.time())}",
                               only, progress)
     except (ValueError, RuntimeError) as exc:
-        print(f"waypost conformance hostile: {exc}", file=sys.stderr)
+        print(f"waypost conformance hostile: {visible(str(exc))}", file=sys.stderr)
         return 2
     print(table(rows))
     result, note = summary(rows)
@@ -189,5 +191,6 @@ def _hostile(args: argparse.Namespace) -> int:
         suite.set("tests", str(len(rows)))
         suite.set("failures", str(sum(row.result == "fail" for row in rows)))
         ET.ElementTree(suite).write(args.junit, encoding="utf-8", xml_declaration=True)
-    print(f"hostile input: {result.upper() if result == 'fail' else result} — {note[:300]}")
+    print(f"hostile input: {result.upper() if result == 'fail' else result} — "
+          f"{visible(note[:300])}")
     return 1 if result == "fail" else 0

@@ -14,6 +14,7 @@ import httpx
 from waypost.conformance import load
 from waypost.conformance.arguments import add_target, admin_token
 from waypost.conformance.targets import check_target, open_target
+from waypost.properties.bounds import bounded_client
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -91,7 +92,7 @@ def _load(args: argparse.Namespace) -> int:
         return 2
     try:
         with open_target(args.target, admin_token(args)) as target:
-            with httpx.Client(base_url=target.url, timeout=60) as probe:
+            with bounded_client(target.url) as probe:
                 check_target(probe, target.admin_token)
             print(f"waypost conformance load: target {target.url}, {args.clients} clients, "
                   f"{args.seconds:g} s", file=sys.stderr)
