@@ -55,7 +55,7 @@ def attachments(world: World, value: int) -> None:
     for n in range(value + 1):
         blobs.prepare(world, sender.handle, f"attachment {n}".encode().hex(), None)
         if len(world.model.uploads) <= first + n:  # the server refused the blob
-            world.check("WP-LIM-1", False, "the blobs an attachments limit check needs "
+            world.check(("WP-MSG-8", "WP-LIM-1"), False, "the blobs an attachments limit check needs "
                         "could not be prepared", prepared=n, needed=value + 1)
             return
         blobs.put(world, sender.handle, first + n, True)

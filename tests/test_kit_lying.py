@@ -241,3 +241,16 @@ def _reader(client: httpx.Client) -> dict[str, str]:
             "subject": f"s{n}", "body": {"text": "t"}})
         assert sent.status_code == 201, sent.text
     return header
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["always_503", "redirect", "item_id_path"])
+def test_a_server_that_fails_everything_gets_a_verdict_not_a_crash(mode: str,
+                                                                   tmp_path: Path) -> None:
+    """A data plane that answers 503 or a redirect to everything, or feed items whose ids are
+    paths: the properties the run exercises fail; the kit's own ERROR row never shows."""
+    run = run_kit(mode, "P05,P06,P16", tmp_path)
+    assert_sound(run)
+    assert run.code == 1, run.err
+    assert "ERROR" not in run.out, run.out
+    assert " FAIL " in run.out or "FAIL" in row(run.out, "P06") + row(run.out, "P05"), run.out
