@@ -279,8 +279,8 @@ def _common() -> argparse.ArgumentParser:
                         help="the server's base URL: fixed by init (default there: "
                              "$WAYPOST_URL); later commands check it matches")
     common.add_argument("--token-file", default=None, metavar="FILE",
-                        help="read the bearer token from FILE (default: $WAYPOST_TOKEN); the "
-                             "token is never stored or printed")
+                        help="read the bearer token from FILE; without it the token itself "
+                             "is taken from $WAYPOST_TOKEN; never stored or printed")
     common.add_argument("--json", action="store_true", help="print JSON instead of text")
     common.add_argument("--timeout", type=seconds, default=CALL_SECONDS, metavar="SECONDS",
                         help="the longest one call to the server may take, answer included "
