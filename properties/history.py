@@ -24,6 +24,22 @@ class Anomaly:
         return {"kind": self.kind, "item_ids": list(self.item_ids), "detail": self.detail}
 
 
+def _out_of_order(expected: Sequence[str], observed: Sequence[str], counts: Counter[str],
+                  wanted: set[str]) -> list[Anomaly]:
+    """The first place the delivered order differs from the committed one, if any."""
+    common = [item for item in dict.fromkeys(observed) if item in wanted]
+    in_model_order = [item for item in expected if item in counts]
+    if common == in_model_order:
+        return []
+    # a server may repeat one id for several items: the lists may differ in length too
+    first = next((i for i, (a, b) in enumerate(zip(common, in_model_order, strict=False))
+                  if a != b), min(len(common), len(in_model_order)))
+    got = common[first] if first < len(common) else "nothing"
+    want = in_model_order[first] if first < len(in_model_order) else "nothing"
+    return [Anomaly("out_of_order", (got, want),
+                    f"position {first}: delivered {got}, committed first {want}")]
+
+
 def analyse(expected: Sequence[str], observed: Sequence[str],
             sequences: Sequence[int] = ()) -> list[Anomaly]:
     """Every way ``observed`` differs from ``expected`` (empty when they are equal)."""
@@ -39,16 +55,7 @@ def analyse(expected: Sequence[str], observed: Sequence[str],
     unexpected = tuple(item for item in dict.fromkeys(observed) if item not in wanted)
     if unexpected:
         anomalies.append(Anomaly("unexpected", unexpected, "delivered but not visible"))
-    common = [item for item in dict.fromkeys(observed) if item in wanted]
-    in_model_order = [item for item in expected if item in counts]
-    if common != in_model_order:
-        # a server may repeat one id for several items: the lists may differ in length too
-        first = next((i for i, (a, b) in enumerate(zip(common, in_model_order, strict=False))
-                      if a != b), min(len(common), len(in_model_order)))
-        got = common[first] if first < len(common) else "nothing"
-        want = in_model_order[first] if first < len(in_model_order) else "nothing"
-        anomalies.append(Anomaly("out_of_order", (got, want),
-                                 f"position {first}: delivered {got}, committed first {want}"))
+    anomalies += _out_of_order(expected, observed, counts, wanted)
     backwards = [i for i in range(1, len(sequences)) if sequences[i] <= sequences[i - 1]]
     if backwards:
         i = backwards[0]
