@@ -7,15 +7,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from waypost.reference.agent_mcp.limits import MAX_REVISION, MAX_SEQUENCE
+from waypost.reference.consumer.answers import ID, MAX_INTEGER, MAX_SEQUENCE
 
 # Most values are the server's to judge (it answers INVALID_REQUEST naming the field): the
 # schemas hold types, the id grammar and the bounds this side relies on (integers that fit its
 # SQLite file and the protocol), so that the tool list stays short. Sizes are checked apart
 # (limits.py), as the protocol answers them: 413 RESOURCE_LIMIT.
 #: An object id (WP-VAL-4).
-Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,96}$")]
-Revision = Annotated[int, Field(ge=0, le=MAX_REVISION)]
+Id = Annotated[str, Field(pattern=f"^{ID.pattern}$")]
+Revision = Annotated[int, Field(ge=0, le=MAX_INTEGER)]
 Key = Annotated[str, Field(min_length=1, description="dedup key (default: the arguments)")]
 Kind = Literal["info", "question", "result", "todo_suggestion", "memory_notice",
                "processing_result"]

@@ -13,9 +13,6 @@ BODY_TEXT_BYTES = 64 * 1024
 RECIPIENTS = 64
 ATTACHMENTS = 16
 INLINE_ITEMS_PER_PUBLISH = 1000
-#: The largest revision (WP-VAL-7) and sequence (WP-VAL-9).
-MAX_REVISION = 2**53 - 1
-MAX_SEQUENCE = 2**63 - 1
 
 
 def _over(field: str, limit: str, maximum: int, size: int, unit: str) -> ToolFailure:
