@@ -1,4 +1,5 @@
-"""The command lines of ``waypost bench send|feed|blobs`` (:mod:`waypost.bench_load`)."""
+"""The command lines of ``waypost bench send|feed|blobs`` (:mod:`waypost.bench_load`) and
+``slow-clients`` (:mod:`waypost.bench_slow`)."""
 
 from __future__ import annotations
 
@@ -54,13 +55,31 @@ def _blobs(args: argparse.Namespace) -> int:
     return _print(bench_blobs(args.downloaders, args.blob_mib, args.pause), args.json)
 
 
+def _slow_clients(args: argparse.Namespace) -> int:
+    from waypost.bench_slow import bench_slow_clients
+
+    if args.slots < 1 or args.every <= 0:
+        print("waypost bench slow-clients: --slots must be at least 1 and --every above 0",
+              file=sys.stderr)
+        return 2
+    levels = sorted({*args.levels})
+    print(f"{len(levels) + 1} servers, each until its normal request is answered (about 20 s "
+          "each once the slots are full)…", file=sys.stderr)
+    result = bench_slow_clients(args.slots, levels, args.every)
+    for row in [result["baseline"], *result["levels"]]:
+        print(f"{row['slow_clients']:>3} slow clients: a normal request answered after "
+              f"{row['normal_request_seconds']} s ({row['refused_503']} times 503 first); "
+              f"slow clients answered {row['slow_client_answers'] or '-'}", file=sys.stderr)
+    return _print(result, args.json)
+
+
 def _finish(command: argparse.ArgumentParser, run: Any) -> None:
     command.add_argument("--json", type=Path, default=None, help="also write the JSON here")
     command.set_defaults(run=run)
 
 
 def add_load_benches(benches: Any) -> None:
-    """Register ``send``, ``feed`` and ``blobs`` under ``waypost bench``."""
+    """Register ``send``, ``feed``, ``blobs`` and ``slow-clients`` under ``waypost bench``."""
     send = benches.add_parser(
         "send", help="message.send per second at several client counts, beside describe/s and "
                      "the disk's raw fsync'd transaction rate",
@@ -101,3 +120,17 @@ def add_load_benches(benches: Any) -> None:
     blobs.add_argument("--pause", type=float, default=0.02,
                        help="seconds a slow client pauses per 256 KiB (default: 0.02)")
     _finish(blobs, _blobs)
+    slow = benches.add_parser(
+        "slow-clients", help="how many slow clients it takes to delay a normal request, and "
+                             "by how much",
+        description="For each --levels count, start a server with --max-connections --slots "
+                    "and that many clients sending a request body a byte every --every "
+                    "seconds; then time a normal GET /v1/describe that retries every 0.25 s "
+                    "while refused with 503. Prints each delay beside the baseline (no slow "
+                    "client, same run) and how the slow clients ended (408 once cut off).")
+    slow.add_argument("--slots", type=int, default=8, help="--max-connections (default: 8)")
+    slow.add_argument("--levels", type=_counts, default=[4, 8, 16],
+                      help="comma-separated counts of slow clients (default: 4,8,16)")
+    slow.add_argument("--every", type=float, default=2.0,
+                      help="seconds between a slow client's bytes (default: 2)")
+    _finish(slow, _slow_clients)

@@ -40,19 +40,25 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings(Path(args.data_dir), admin_token, test_hooks=args.test_hooks,
                         synchronous=args.synchronous.upper(),
                         exit_on_crash=args.crash_mode == "exit",
-                        body_seconds=args.body_timeout, dashboard=args.dashboard,
+                        dashboard=args.dashboard,
                         sweep_seconds=args.sweep_seconds,
                         sessions=SessionPolicy(args.dashboard_idle * 1000,
                                                args.dashboard_lifetime * 1000), **storage)
     if not _storage_reachable(settings, "serve"):
         return 1
     app = build_app(settings)
+    limits = ConnectionLimits(
+        header_seconds=args.header_timeout, body_seconds=args.body_timeout,
+        body_grace_seconds=args.body_grace, body_min_rate=args.body_min_rate,
+        request_seconds=args.request_timeout, send_seconds=args.send_timeout,
+        keep_alive_seconds=args.keep_alive_timeout, max_connections=args.max_connections)
+    forwarded = args.forwarded_allow_ips.strip()
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
                 access_log=not args.no_access_log, timeout_keep_alive=args.keep_alive_timeout,
                 ws="none",  # no WebSocket route: an upgrade request is answered as plain HTTP
-                http=limited_protocol(ConnectionLimits(args.header_timeout, args.body_timeout,
-                                                       args.keep_alive_timeout,
-                                                       args.max_connections)))
+                # X-Forwarded-For and -Proto count only from the proxies the operator names
+                proxy_headers=bool(forwarded), forwarded_allow_ips=forwarded or None,
+                http=limited_protocol(limits))
     return 0
 
 
@@ -403,17 +409,37 @@ def parser() -> argparse.ArgumentParser:
 
 def _limit_arguments(serve: argparse.ArgumentParser) -> None:
     """Connection limits (docs/spec.md "Connection limits"): past them a client is cut off."""
-    serve.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
-                       help="a request head must be complete this long after its connection "
-                            "or its first byte, else the connection closes (default: 10)")
-    serve.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
-                       help="the longest a request body may stall between chunks before the "
-                            "request is cut off (default: 30)")
-    serve.add_argument("--keep-alive-timeout", type=float, default=5.0, metavar="SECONDS",
-                       help="an idle keep-alive connection closes after this (default: 5)")
-    serve.add_argument("--max-connections", type=int, default=1000,
-                       help="past this many open connections, a new one is answered 503 "
-                            "and closed (default: 1000)")
+    limits = serve.add_argument_group(
+        "connection limits", "a request read too slowly is answered 408 and its connection "
+        "closed; the arithmetic of the defaults is in docs/spec.md, \"Connection limits\"")
+    limits.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="a request head must be complete this long after its connection "
+                             "or its first byte (default: 10)")
+    limits.add_argument("--body-grace", type=float, default=5.0, metavar="SECONDS",
+                        help="a request body may be slow this long after its head; then every "
+                             "window of this length must bring --body-min-rate (default: 5)")
+    limits.add_argument("--body-min-rate", type=int, default=500, metavar="BYTES_PER_SECOND",
+                        help="the slowest a request body may come after its grace, 0 for no "
+                             "minimum (default: 500)")
+    limits.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="the longest a request body may stall between chunks "
+                             "(default: 30)")
+    limits.add_argument("--request-timeout", type=float, default=300.0, metavar="SECONDS",
+                        help="a request's head and body must be complete this long after its "
+                             "first byte (default: 300)")
+    limits.add_argument("--send-timeout", type=float, default=15.0, metavar="SECONDS",
+                        help="an answer the client takes nothing of for this long is "
+                             "abandoned and its connection closed (default: 15)")
+    limits.add_argument("--keep-alive-timeout", type=float, default=5.0, metavar="SECONDS",
+                        help="an idle keep-alive connection closes after this (default: 5)")
+    limits.add_argument("--max-connections", type=int, default=1000,
+                        help="past this many open connections, a new one is answered 503 "
+                             "and closed (default: 1000)")
+    serve.add_argument("--forwarded-allow-ips", default="", metavar="ADDRESSES",
+                       help="comma-separated addresses of proxies whose X-Forwarded-For and "
+                            "X-Forwarded-Proto are trusted, '*' for any; by default none, so "
+                            "the peer's own address is what the logs and the dashboard's "
+                            "sign-in limit use")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

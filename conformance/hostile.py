@@ -20,13 +20,13 @@ import httpx
 
 from waypost.conformance.arguments import add_target, admin_token, subset
 from waypost.conformance.targets import check_target, open_target
-from waypost.properties import contract_checks, hostile_http, hostile_values
+from waypost.properties import contract_checks, hostile_http, hostile_text, hostile_values
 from waypost.properties.bounds import bounded_client
 from waypost.properties.hostile import Finding, HostileCheck, provision, still_answering
 from waypost.properties.untrusted import visible
 
-CHECKS: tuple[HostileCheck, ...] = (hostile_values.CHECKS + hostile_http.CHECKS
-                                    + contract_checks.CHECKS)
+CHECKS: tuple[HostileCheck, ...] = (hostile_values.CHECKS + hostile_text.CHECKS
+                                    + hostile_http.CHECKS + contract_checks.CHECKS)
 NAMES = tuple(check.name for check in CHECKS)
 
 

@@ -24,7 +24,6 @@ from waypost.reference.domain.faults import Abandoned, Faults
 from waypost.reference.domain.limits import D1_LIMITS, Limits
 from waypost.reference.domain.sessions import SessionPolicy
 from waypost.reference.http.app import create_app
-from waypost.reference.http.limits import ConnectionLimits
 from waypost.reference.service.auth import token_digest
 from waypost.reference.service.blobs import sweep
 from waypost.reference.service.context import Context
@@ -51,7 +50,6 @@ class Settings:
     gateway_url: str | None = None
     gateway_secret: str | None = field(default=None, repr=False)
     exit_on_crash: bool = False  # a ``crash`` fault ends the process (``--crash-mode exit``)
-    body_seconds: float = ConnectionLimits.body_seconds  # the most a body may stall per chunk
     dashboard: bool = False  # serve the operator dashboard under /dashboard/
     #: dashboard sessions end this long after their last use, and this long after sign-in
     sessions: SessionPolicy = field(default_factory=SessionPolicy)
@@ -154,4 +152,4 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
 
 def build_app(settings: Settings) -> Starlette:
     """The embedded reference as an ASGI app (usable under any ASGI server)."""
-    return create_app(lambda: serving(settings), settings.body_seconds, settings.dashboard)
+    return create_app(lambda: serving(settings), settings.dashboard)

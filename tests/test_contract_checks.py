@@ -30,7 +30,7 @@ from waypost.properties.requirements import CHECKS as REGISTERED
 from waypost.reference.domain import parsing, values
 from waypost.reference.domain.errors import InvalidRequest
 from waypost.reference.server import Settings, build_app
-from waypost.reference.service import auth, control
+from waypost.reference.service import auth
 from waypost.reference.storage import authority, tokens
 from waypost.reference.storage import feed as feed_sql
 from waypost.reference.storage import memory as memory_sql
@@ -203,7 +203,7 @@ def names_in_characters(mp: pytest.MonkeyPatch) -> None:
         if not found or len(found) > high:
             raise InvalidRequest(f"{field} must be 1-{high} characters", field=field)
         return str(found)
-    mp.setattr(control, "_text", text)
+    mp.setattr(values, "line", text)
 
 
 def empty_member_lists(mp: pytest.MonkeyPatch) -> None:

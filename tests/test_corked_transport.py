@@ -1,4 +1,4 @@
-"""The server hands each answer to the socket in one write (reference/http/limits.py,
+"""The server hands each answer to the socket in one write (reference/http/corked.py,
 ``CorkedTransport``): what is written in one step of the event loop goes out in one system call
 at its end, and closing sends what is pending first. A real socket pair and asyncio's own
 socket transport; the socket counts its ``send`` calls."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from waypost.reference.http.limits import CorkedTransport
+from waypost.reference.http.corked import CorkedTransport
 
 
 class CountingSocket(socket.socket):

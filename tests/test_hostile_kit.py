@@ -90,6 +90,12 @@ VARIANTS: dict[str, tuple[Patch | Callable[[dict[str, Any]], ASGI | None], str]]
     "the bearer scheme is case-sensitive": (scheme_is_case_sensitive, "auth_scheme"),
     "hook routes answer 401 without a token": (hooks_detectable, "hooks_invisible"),
     "a malformed revision in a path is 404": (malformed_revision_not_found, "numbers"),
+    "controls kept in a subject and options": (
+        lambda mp: mp.setattr(values, "one_line", lambda text, field: text), "message_text"),
+    "controls kept in names, scopes and filenames": (
+        lambda mp: mp.setattr(values, "one_line", lambda text, field: text), "names_text"),
+    "controls kept in a body text": (
+        lambda mp: mp.setattr(values, "body_text", lambda text, field: text), "message_text"),
     "JSON accepted under any content type": (
         lambda mp: mp.setattr(endpoints, "check_json_type", lambda content_type: None),
         "json_content_types"),

@@ -24,10 +24,12 @@ class _Server(uvicorn.Server):
 
 
 @contextmanager
-def serving_app(app: Any) -> Iterator[str]:
-    """``app`` served by uvicorn on a free loopback port until the block ends; its base URL."""
+def serving_app(app: Any, **config: Any) -> Iterator[str]:
+    """``app`` served by uvicorn on a free loopback port until the block ends; its base URL.
+    ``config`` goes to ``uvicorn.Config`` (e.g. ``http=`` a protocol class)."""
     port = free_port()
-    server = _Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
+    server = _Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                    **{"log_level": "critical", **config}))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     assert server.up.wait(timeout=30), "the server did not start"

@@ -268,6 +268,8 @@ ERROR_CASES: list[tuple[str, list[str], errors.WaypostError]] = [
      values.over_limit("subject", "subject_bytes", 256)),
     ("temporary storage or dependency failure; safe to retry", [],
      errors.Unavailable("storage is temporarily unavailable; retry")),
+    ("the request came too slowly and was not read to its end; safe to retry", [],
+     errors.RequestTimeout("the request was not received in time; the connection closes")),
     ("an unexpected failure; nothing about it is shown", [], errors.internal_error()),
 ]
 

@@ -37,7 +37,7 @@ READ_SECONDS = 30.0
 CALL_SECONDS = 60.0
 #: Bytes of a JSON answer read at most; a larger one is the server's fault.
 MAX_ANSWER_BYTES = 4 << 20
-#: Attempts of a call that meets a temporary failure (no connection, 503, a submission in
+#: Attempts of a call that meets a temporary failure (no connection, 503, 408, a submission in
 #: flight), and the longest pause between two, whatever ``Retry-After`` asks.
 ATTEMPTS = 3
 MAX_PAUSE_SECONDS = 5.0
@@ -110,7 +110,7 @@ class Api:
                 return status, self._object(raw)
             refused = self._refusal(status, raw)
             if attempt + 1 == ATTEMPTS or not (
-                    status == 503 or refused.code == "SUBMISSION_PENDING"):
+                    status in (408, 503) or refused.code == "SUBMISSION_PENDING"):
                 raise refused
             time.sleep(_pause(attempt, retry_after))
         raise AssertionError("unreachable")  # pragma: no cover

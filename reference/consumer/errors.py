@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 #: Answers after which a write may be retried with the same request_id and nothing is final.
-RETRYABLE_CODES = ("UNAVAILABLE", "SUBMISSION_PENDING", "UNAUTHENTICATED")
+RETRYABLE_CODES = ("UNAVAILABLE", "SUBMISSION_PENDING", "UNAUTHENTICATED", "REQUEST_TIMEOUT")
 
 
 class ConsumerError(Exception):

@@ -96,6 +96,12 @@ class Unavailable(WaypostError):
     code = "UNAVAILABLE"
 
 
+class RequestTimeout(WaypostError):
+    """A request the server stopped reading because it came too slowly (§12)."""
+
+    code = "REQUEST_TIMEOUT"
+
+
 ERROR_CLASSES: tuple[type[WaypostError], ...] = (
     InvalidRequest,
     Unauthenticated,
@@ -112,6 +118,7 @@ ERROR_CLASSES: tuple[type[WaypostError], ...] = (
     ReferenceInvalid,
     ResourceLimit,
     Unavailable,
+    RequestTimeout,
 )
 
 BY_CODE: dict[str, type[WaypostError]] = {cls.code: cls for cls in ERROR_CLASSES}

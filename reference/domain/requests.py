@@ -87,18 +87,19 @@ def parse_send(raw: Any, limits: Limits) -> SendMessage:
     subject = values.subject(body["subject"])
     normalised.update(kind=kind, subject=subject)
     content = parsing.fields(body["body"], "body", ["text"], ["options", "source_uri"])
-    text = _bounded_text(content["text"], "body.text", limits.body_text_bytes, allow_empty=True,
-                         limit="body_text_bytes")
+    text = values.body_text(_bounded_text(content["text"], "body.text", limits.body_text_bytes,
+                                          allow_empty=True, limit="body_text_bytes"),
+                            "body.text")
     normalised_body: dict[str, Any] = {"text": text}
     options: tuple[str, ...] = ()
     if "options" in content:
         options = tuple(parsing.items(
             content["options"], "body.options",
-            lambda v, f: _bounded_text(v, f, MAX_OPTION_BYTES), high=MAX_OPTIONS))
+            lambda v, f: values.line(v, f, MAX_OPTION_BYTES), high=MAX_OPTIONS))
         normalised_body["options"] = list(options)
     source_uri = None
     if "source_uri" in content:
-        source_uri = _bounded_text(content["source_uri"], "body.source_uri", MAX_SOURCE_URI_BYTES)
+        source_uri = values.line(content["source_uri"], "body.source_uri", MAX_SOURCE_URI_BYTES)
         normalised_body["source_uri"] = source_uri
     normalised["body"] = normalised_body
     attachments: tuple[str, ...] = ()

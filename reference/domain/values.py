@@ -45,6 +45,8 @@ CONTENT_TYPE_PATTERN = f"{_TOKEN}/{_TOKEN}(?: *; *{_TOKEN}=(?:{_TOKEN}|{_QUOTED}
 _OBJECT_ID = re.compile(OBJECT_ID_PATTERN)
 _CONTENT_TYPE = re.compile(CONTENT_TYPE_PATTERN)
 _PATH_FORBIDDEN = re.compile("[\\\\\x00-\x1f]")
+_LINE_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f]")
+_BODY_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
 _SEQUENCE = re.compile(r"0|[1-9][0-9]{0,18}")
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})")
@@ -59,6 +61,29 @@ def string(value: Any, field: str) -> str:
     if not isinstance(value, str):
         raise _bad(field, f"{field} must be a string")
     return value
+
+
+def one_line(text: str, field: str) -> str:
+    """``text`` if it holds no C0 or C1 control and no DEL (protocol.md WP-VAL-24)."""
+    if _LINE_FORBIDDEN.search(text):
+        raise _bad(field, f"{field} must be one line of text, without control characters")
+    return text
+
+
+def line(value: Any, field: str, high: int) -> str:
+    """One line of text of 1 to ``high`` UTF-8 bytes (WP-VAL-24), e.g. a display name."""
+    text = string(value, field)
+    if not text or len(text.encode()) > high:
+        raise _bad(field, f"{field} must be 1-{high} bytes")
+    return one_line(text, field)
+
+
+def body_text(text: str, field: str) -> str:
+    """``text`` if it holds no C0 control but tab, LF and CR (protocol.md WP-VAL-25)."""
+    if _BODY_FORBIDDEN.search(text):
+        raise _bad(field, f"{field} must not hold control characters other than tab, LF "
+                          "and CR")
+    return text
 
 
 def object_id(value: Any, field: str) -> ObjectId:
@@ -119,13 +144,13 @@ def over_limit(field: str, limit: str, high: int) -> ResourceLimit:
 
 
 def subject(value: Any, field: str = "subject") -> str:
-    """A subject: non-empty UTF-8, at most 256 bytes (more is RESOURCE_LIMIT)."""
+    """A subject: non-empty UTF-8, at most 256 bytes (more is RESOURCE_LIMIT), one line."""
     text = string(value, field)
     if not text:
         raise _bad(field, f"{field} must not be empty")
     if len(text.encode()) > MAX_SUBJECT_BYTES:
         raise over_limit(field, "subject_bytes", MAX_SUBJECT_BYTES)
-    return text
+    return one_line(text, field)
 
 
 def metadata(value: Any, field: str = "metadata") -> dict[str, Any]:

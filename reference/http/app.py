@@ -31,7 +31,6 @@ from waypost.reference.http.endpoints import (
     query_params,
     read_json,
 )
-from waypost.reference.http.limits import BodyTimeout, ConnectionLimits
 from waypost.reference.service import (
     acks,
     blobs,
@@ -253,11 +252,11 @@ async def _dashboard_root(request: Request) -> Response:
     return RedirectResponse("/dashboard/", 303)
 
 
-def create_app(ctx_factory: Any, body_seconds: float = ConnectionLimits.body_seconds,
-               dashboard: bool = False) -> Starlette:
+def create_app(ctx_factory: Any, dashboard: bool = False) -> Starlette:
     """The ASGI app. ``ctx_factory`` is an async context manager yielding the :class:`Context`,
-    entered at startup and left at shutdown; a request body that stalls ``body_seconds`` between
-    chunks is cut off. ``dashboard`` serves the operator dashboard under ``/dashboard/``."""
+    entered at startup and left at shutdown. ``dashboard`` serves the operator dashboard under
+    ``/dashboard/``. How connections are read and cut off is the server's
+    (:mod:`waypost.reference.http.limits`)."""
     routes: list[BaseRoute] = list(ROUTES)
     if dashboard:
         routes += [Route("/dashboard", _dashboard_root, methods=["GET"]),
@@ -282,6 +281,5 @@ def create_app(ctx_factory: Any, body_seconds: float = ConnectionLimits.body_sec
         finally:
             await stack.aclose()
 
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[
-        Middleware(CloseOnAbandon), Middleware(BodyTimeout, seconds=body_seconds)],
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(CloseOnAbandon)],
                      exception_handlers={HTTPException: _http_error})

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from waypost.reference.domain import faults
@@ -95,6 +95,8 @@ async def _answer(work: Callable[[], Awaitable[Outcome]]) -> Response:
         return error_response(error)
     except StorageUnavailable:
         return error_response(Unavailable("storage is temporarily unavailable; retry"))
+    except ClientDisconnect:
+        raise  # nobody to answer: the server logs one line (reference/http/limits.py)
     except Exception:
         log.exception("internal error")
         return error_response(internal_error())

@@ -26,6 +26,10 @@ SHA256 = "^[0-9a-f]{64}$"
 # backslash or C0 control character.
 _SEGMENT = r"(?:[^/\\\x00-\x1f.][^/\\\x00-\x1f]*|\.[^/\\\x00-\x1f.][^/\\\x00-\x1f]*|\.\.[^/\\\x00-\x1f]+)"
 PATH = f"^{_SEGMENT}(?:/{_SEGMENT})*$"
+#: One line of text: no C0 or C1 control, no DEL (protocol.md WP-VAL-24).
+LINE = r"^[^\x00-\x1f\x7f-\x9f]*$"
+#: A message's body text: no C0 control but tab, LF and CR (protocol.md WP-VAL-25).
+BODY_TEXT = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f]*$"
 TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$"
 TIMESTAMP_INPUT = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?"
                    r"(Z|[+-][0-9]{2}:[0-9]{2})$")
@@ -144,13 +148,13 @@ def _values() -> dict[str, Schema]:
 
 def _messages() -> dict[str, Schema]:
     thread = {"oneOf": [obj({"new": const(True)}), obj({"thread_id": ID})]}
-    body_in = obj({"text": text(0, LIMITS.body_text_bytes)}, {
-        "options": array(text(1, requests.MAX_OPTION_BYTES), high=requests.MAX_OPTIONS),
-        "source_uri": text(1, requests.MAX_SOURCE_URI_BYTES)})
+    body_in = obj({"text": text(0, LIMITS.body_text_bytes, BODY_TEXT)}, {
+        "options": array(text(1, requests.MAX_OPTION_BYTES, LINE), high=requests.MAX_OPTIONS),
+        "source_uri": text(1, requests.MAX_SOURCE_URI_BYTES, LINE)})
     return {
         "MessageSendRequest": obj({
             "request_id": ref("RequestId"), "thread": thread, "kind": KIND,
-            "subject": text(1, values.MAX_SUBJECT_BYTES), "body": body_in,
+            "subject": text(1, values.MAX_SUBJECT_BYTES, LINE), "body": body_in,
         }, {
             "recipient_ids": array(ID, 1, LIMITS.recipients),
             "in_reply_to": ID,
@@ -234,7 +238,7 @@ def _blobs() -> dict[str, Schema]:
                 "pattern": f"^{values.CONTENT_TYPE_PATTERN}$",
                 "description": "A media type (type/subtype, optional ; name=value parameters) "
                                "of 1-255 ASCII bytes; anything else is 400 INVALID_REQUEST."},
-        }, {"filename": text(1, values.BLOB_TEXT_BYTES)}),
+        }, {"filename": text(1, values.BLOB_TEXT_BYTES, LINE)}),
         "UploadPrepared": obj({
             "upload_id": ID, "blob_id": ID,
             "upload_url": {"type": "string",
@@ -297,7 +301,7 @@ def _memory() -> dict[str, Schema]:
 
 
 def _control() -> dict[str, Schema]:
-    name, uri = text(1, control.MAX_NAME_BYTES), text(1, control.MAX_URI_BYTES)
+    name, uri = text(1, control.MAX_NAME_BYTES, LINE), text(1, control.MAX_URI_BYTES, LINE)
     rid = ref("RequestId")
     actor = {"actor_id": ID, "kind": enum(control.ACTOR_KINDS), "display_name": name}
     filter_ = obj({}, {dim: array(enum(control.ITEM_TYPES) if dim == "item_types" else ID,

@@ -12,7 +12,6 @@ from waypost.reference.domain.canonical import digest
 from waypost.reference.domain.errors import (
     ContentMismatch,
     Forbidden,
-    InvalidRequest,
     NotReady,
     ReferenceInvalid,
     UploadExpired,
@@ -35,13 +34,6 @@ def _need_write(principal: Principal) -> None:
         raise Forbidden("the token lacks the blob.write scope", field="scope")
 
 
-def _text(value: Any, field: str, high: int) -> str:
-    text = values.string(value, field)
-    if not text or len(text.encode()) > high:
-        raise InvalidRequest(f"{field} must be 1-{high} bytes", field=field)
-    return text
-
-
 async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     """Fix the blob id, the object reference and the expected facts of an upload slot."""
     body = parsing.fields(raw, "", ["request_id", "size", "sha256", "content_type"],
@@ -57,7 +49,7 @@ async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
                                   "content_type": content_type}
     filename = None
     if "filename" in body:
-        filename = _text(body["filename"], "filename", values.BLOB_TEXT_BYTES)
+        filename = values.line(body["filename"], "filename", values.BLOB_TEXT_BYTES)
         normalised["filename"] = filename
     _need_write(principal)
     fingerprint = digest(normalised)

@@ -28,13 +28,6 @@ MAX_NAME_BYTES = 256
 MAX_URI_BYTES = 2048
 
 
-def _text(value: Any, field: str, high: int) -> str:
-    text = values.string(value, field)
-    if not text or len(text.encode()) > high:
-        raise InvalidRequest(f"{field} must be 1-{high} bytes", field=field)
-    return text
-
-
 def _failure(verdict: str) -> WaypostError:
     code, _, field = verdict.partition(":")
     if code == "NOT_FOUND":
@@ -93,13 +86,13 @@ async def create_space(ctx: Context, raw: Any) -> Outcome:
                                     "default_actor"])
     request_id = values.request_id(body["request_id"])
     space_id = values.object_id(body["space_id"], "space_id")
-    display_name = _text(body["display_name"], "display_name", MAX_NAME_BYTES)
-    source_uri = _text(body["source_uri"], "source_uri", MAX_URI_BYTES)
+    display_name = values.line(body["display_name"], "display_name", MAX_NAME_BYTES)
+    source_uri = values.line(body["source_uri"], "source_uri", MAX_URI_BYTES)
     actor = parsing.fields(body["default_actor"], "default_actor",
                            ["actor_id", "kind", "display_name"])
     actor_id = values.object_id(actor["actor_id"], "default_actor.actor_id")
     kind = parsing.one_of(actor["kind"], "default_actor.kind", ACTOR_KINDS)
-    actor_name = _text(actor["display_name"], "default_actor.display_name", MAX_NAME_BYTES)
+    actor_name = values.line(actor["display_name"], "default_actor.display_name", MAX_NAME_BYTES)
     normalised = {"space_id": space_id, "display_name": display_name, "source_uri": source_uri,
                   "default_actor": {"actor_id": actor_id, "kind": kind,
                                     "display_name": actor_name}}
@@ -114,7 +107,7 @@ async def create_actor(ctx: Context, space_id: str, raw: Any) -> Outcome:
     space = values.object_id(space_id, "space_id")
     actor_id = values.object_id(body["actor_id"], "actor_id")
     kind = parsing.one_of(body["kind"], "kind", ACTOR_KINDS)
-    name = _text(body["display_name"], "display_name", MAX_NAME_BYTES)
+    name = values.line(body["display_name"], "display_name", MAX_NAME_BYTES)
     key = _key("actor.create", request_id, {"space_id": space, "actor_id": actor_id,
                                             "kind": kind, "display_name": name})
     return await _settle(ctx, sql.create_actor(key, ctx.clock.now_ms(), space, actor_id, kind,
@@ -170,7 +163,7 @@ async def create_collection(ctx: Context, space_id: str, raw: Any) -> Outcome:
     space = values.object_id(space_id, "space_id")
     collection_id = values.object_id(body["collection_id"], "collection_id")
     source = values.object_id(body["source_actor_id"], "source_actor_id")
-    scope = _text(body["scope"], "scope", MAX_URI_BYTES)
+    scope = values.line(body["scope"], "scope", MAX_URI_BYTES)
     key = _key("collection.create", request_id, {"space_id": space,
                                                  "collection_id": collection_id,
                                                  "source_actor_id": source, "scope": scope})
