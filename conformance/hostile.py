@@ -20,13 +20,20 @@ import httpx
 
 from waypost.conformance.arguments import add_target, admin_token, subset
 from waypost.conformance.targets import check_target, open_target
-from waypost.properties import contract_checks, hostile_http, hostile_text, hostile_values
+from waypost.properties import (
+    contract_checks,
+    hostile_http,
+    hostile_text,
+    hostile_values,
+    hostile_wire,
+)
 from waypost.properties.bounds import bounded_client
 from waypost.properties.hostile import Finding, HostileCheck, provision, still_answering
 from waypost.properties.untrusted import visible
 
 CHECKS: tuple[HostileCheck, ...] = (hostile_values.CHECKS + hostile_text.CHECKS
-                                    + hostile_http.CHECKS + contract_checks.CHECKS)
+                                    + hostile_http.CHECKS + hostile_wire.CHECKS
+                                    + contract_checks.CHECKS)
 NAMES = tuple(check.name for check in CHECKS)
 
 
@@ -75,6 +82,9 @@ def _run_one(check: HostileCheck, client: httpx.Client, admin_token: str,
         return HostileRow(check, "not applicable", 0, "the target runs with test hooks "
                           "(capabilities.test_hooks): run 'waypost conformance hostile', "
                           "which starts sqlite and d1 without them, or a URL without them")
+    if check.needs == "a raw connection" and not hostile_wire.reachable(probe):
+        return HostileRow(check, "not applicable", 0, "the target's URL takes no raw "
+                          "connection (the kit runs through an in-process transport)")
     if check.needs == "test hooks" and not probe.test_hooks:
         return HostileRow(check, "not applicable", 0, "the target runs without test hooks "
                           "(capabilities.test_hooks): a full 'waypost conformance --target "

@@ -208,7 +208,8 @@ Run = Callable[[Probe], int]  # raises Finding; returns how many inputs it sent
 @dataclass(frozen=True)
 class HostileCheck:
     """One hostile-input check: its name, what it sends, the requirement ids it exercises,
-    and ``needs`` (``"no test hooks"``: it only applies to a target without them)."""
+    and ``needs`` (``"no test hooks"``: it only applies to a target without them; ``"a raw
+    connection"``: to a URL a socket reaches)."""
 
     name: str
     description: str

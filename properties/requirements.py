@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from waypost.properties import hostile_http, hostile_text, hostile_values
+from waypost.properties import hostile_http, hostile_text, hostile_values, hostile_wire
 from waypost.properties.unchecked import NOT_CHECKED as NOT_CHECKED
 
 
@@ -85,5 +85,6 @@ for _name in _CRASH_OPERATIONS:
     register(f"crash matrix {_name}", _CRASH, where="crash matrix")
 for _name, _ids in _VECTORS.items():
     register(f"vectors {_name}", _ids, where="test suite")
-for _hostile in (*hostile_values.CHECKS, *hostile_text.CHECKS, *hostile_http.CHECKS):
+for _hostile in (*hostile_values.CHECKS, *hostile_text.CHECKS, *hostile_http.CHECKS,
+                 *hostile_wire.CHECKS):
     register(f"hostile {_hostile.name}", _hostile.requirements)

@@ -21,11 +21,6 @@ NOT_CHECKED: dict[str, str] = {
     "WP-LOAD-6": "the limits are each deployment's own (a SHOULD with no published value), "
                  "and cutting a slow client off takes a connection held open past them: "
                  "tests/test_connection_limits.py checks the reference's over raw sockets",
-    "WP-LOAD-7": "it takes a request that declares a body and does not send it, which the "
-                 "kit's HTTP client cannot make: tests/test_connection_limits.py checks the "
-                 "reference over raw sockets",
-    "WP-LOAD-8": "the kit's HTTP client refuses to send ambiguous framing: "
-                 "tests/test_connection_limits.py checks the reference over raw sockets",
     "WP-LOAD-9": "the send timeout is each deployment's own (a SHOULD with no published "
                  "value): tests/test_connection_limits.py checks the reference's",
 }

@@ -111,8 +111,9 @@ def test_the_reference_passes_every_hostile_check(kit_app: KitApp, kit_admin: st
                                                   tmp_path: Path) -> None:
     with kit_app(tmp_path / "data") as client:
         rows = hostile.run_checks(kit_client(client), kit_admin, "ok")
-    hooked = {check.name for check in hostile.CHECKS if check.needs == "test hooks"}
-    assert hooked  # served without hooks: the checks that need them do not apply
+    hooked = {check.name for check in hostile.CHECKS
+              if check.needs in ("test hooks", "a raw connection")}
+    assert hooked  # served in-process without hooks: the checks that need them do not apply
     assert [(row.check.name, row.result) for row in rows] == [
         (name, "not applicable" if name in hooked else "pass") for name in hostile.NAMES]
     assert all(row.inputs > 5 for row in rows if row.result == "pass")
@@ -182,3 +183,40 @@ def test_the_command_runs_alone_with_its_reports(tmp_path: Path) -> None:
     assert "hostile json_bodies" in junit
     assert "hostile input: pass" in done.stdout
     assert "hostile content_type: pass" in done.stderr  # progress, one line per check
+
+
+@pytest.mark.parametrize("protocol", ["waypost serve's", "plain uvicorn's"])
+def test_the_raw_connection_checks_see_how_a_server_frames(tmp_path: Path, kit_admin: str,
+                                                           protocol: str) -> None:
+    """Over a real socket: the reference's protocol passes the wire checks; uvicorn's own h11
+    protocol drains a body nobody uses and answers what is pipelined behind ambiguous framing,
+    and each check says so."""
+    import httpx
+
+    from tests.threaded_server import serving_app
+    from waypost.reference.http.limits import ConnectionLimits, limited_protocol
+
+    config = {"http": limited_protocol(ConnectionLimits())} if protocol == "waypost serve's" \
+        else {"timeout_keep_alive": 1}
+    settings = Settings(tmp_path / "data", kit_admin, synchronous="NORMAL", sweep_seconds=0)
+    with serving_app(build_app(settings), **config) as url, \
+            httpx.Client(base_url=url, timeout=30) as client:
+        rows = hostile.run_checks(client, kit_admin, "wire",
+                                  only=("early_answers", "ambiguous_framing"))
+    results = {row.check.name: (row.result, row.message) for row in rows}
+    if protocol == "waypost serve's":
+        assert results == {"early_answers": ("pass", ""), "ambiguous_framing": ("pass", "")}
+    else:
+        assert results["early_answers"][0] == "fail"
+        assert "WP-LOAD-7" in results["early_answers"][1]
+        assert results["ambiguous_framing"][0] == "fail"
+        assert "WP-LOAD-8" in results["ambiguous_framing"][1]
+
+
+def test_the_raw_connection_checks_do_not_apply_in_process(kit_app: KitApp, kit_admin: str,
+                                                           tmp_path: Path) -> None:
+    with kit_app(tmp_path / "data") as client:
+        rows = hostile.run_checks(kit_client(client), kit_admin, "inproc",
+                                  only=("early_answers", "ambiguous_framing"))
+    assert [row.result for row in rows] == ["not applicable"] * 2
+    assert "in-process" in rows[0].message
