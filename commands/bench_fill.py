@@ -35,8 +35,8 @@ _INSERTS = {
     "thread_members": """INSERT INTO thread_members (space_id, thread_id, actor_id, added_at)
         VALUES (?, ?, ?, ?)""",
     "messages": """INSERT INTO messages (space_id, message_id, submission_id, producer_id,
-        thread_id, in_reply_to, kind, subject, body_ref, body_sha256, body_size, metadata_json,
-        committed_at, body) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, NULL, ?, ?, NULL, ?, ?)""",
+        thread_id, in_reply_to, kind, subject, body_sha256, body_size, metadata_json,
+        committed_at, body) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, NULL, ?, ?)""",
     "message_recipients": """INSERT INTO message_recipients (space_id, message_id, actor_id)
         VALUES (?, ?, ?)""",
     "feed_items": """INSERT INTO feed_items (item_id, space_id, item_type, producer_id,

@@ -1,5 +1,5 @@
-"""Numbered SQL migrations shipped as package files (``0001_core.sql`` → version 1, name
-``core``), for the server's schema and the reference consumer's local file alike."""
+"""Numbered SQL migrations shipped as package files (``0001_schema.sql`` → version 1, name
+``schema``), for the server's schema and the reference consumer's local file alike."""
 
 from __future__ import annotations
 

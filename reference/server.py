@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 
@@ -153,3 +154,10 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
 def build_app(settings: Settings) -> Starlette:
     """The embedded reference as an ASGI app (usable under any ASGI server)."""
     return create_app(lambda: serving(settings), settings.dashboard)
+
+
+def served_context(app: Any) -> Context:
+    """The :class:`Context` an app of :func:`build_app` serves from, once it has started (a
+    typed way in for tests and tools that hold the app, e.g. a ``TestClient``'s ``app``)."""
+    ctx: Context = app.state.context
+    return ctx

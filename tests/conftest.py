@@ -19,7 +19,7 @@ from starlette.testclient import TestClient
 
 from waypost.reference.domain.grants import Grants
 from waypost.reference.domain.principal import ConsumerView, Principal
-from waypost.reference.server import Settings, build_app
+from waypost.reference.server import Settings, build_app, served_context
 
 # Profiles: dev (fast, the default), ci (CI sets HYPOTHESIS_PROFILE=ci), thorough (long runs).
 # Failures print the reproduction blob and seed.
@@ -332,7 +332,7 @@ def repeat_page_edges() -> Patch:
         from waypost.reference.service import feed
 
         def repeat(page: dict[str, Any]) -> None:
-            ctx = client.app.state.context  # type: ignore[attr-defined]
+            ctx = served_context(client.app)
             *_, before_last = page["items"][:-1] or page["items"]
             decoded = feed.cursor.decode(ctx.cursor_key, page["next_cursor"])
             moved = feed.cursor.FeedCursor(**{**decoded.__dict__,

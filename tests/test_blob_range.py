@@ -20,7 +20,7 @@ from tests.test_openapi import CONTENT, conforms
 from waypost.adapters.blobs.files import FileBlobStore
 from waypost.adapters.blobs.r2 import R2BlobStore, _window
 from waypost.reference.domain import ranges
-from waypost.reference.server import Settings, build_app
+from waypost.reference.server import Settings, build_app, served_context
 from waypost.reference.storage.blob_store import one_chunk
 
 DATA = bytes(range(256)) * 4  # 1 KiB, every byte value
@@ -36,7 +36,7 @@ def get(api: Api, who: str | None, blob_id: str, **headers: str | bytes) -> Any:
 
 
 def store_of(api: Api, chunk_bytes: int) -> FileBlobStore:
-    store = api.client.app.state.context.blobs  # type: ignore[attr-defined]
+    store = served_context(api.client.app).blobs
     assert isinstance(store, FileBlobStore)
     store.chunk_bytes = chunk_bytes
     return store
@@ -262,7 +262,7 @@ def test_on_r2_the_gateway_reads_only_the_range(d1_settings: Settings) -> None:
         whole = get(api, "s1/alice", large, range="bytes=0-9", if_range=etag(b"other"))
         assert (whole.status_code, whole.content) == (200, content)
 
-        store = client.app.state.context.blobs  # type: ignore[attr-defined]
+        store = served_context(client.app).blobs
         assert isinstance(store, R2BlobStore)
         portal = client.portal
         assert portal is not None

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import Api, content_of, must_fail, prepare, put, rid, seal, sealed_blob
+from waypost.reference.server import served_context
 from waypost.reference.service.blobs import sweep
 from waypost.reference.service.context import Context
 
@@ -120,7 +121,7 @@ def test_expired_uploads_cannot_be_stored_or_sealed(hooked: Api) -> None:
 
 def test_cleanup_and_sealing_race_through_the_upload_state(hooked: Api) -> None:
     api = hooked
-    ctx: Context = api.client.app.state.context  # type: ignore[attr-defined]
+    ctx: Context = served_context(api.client.app)
     data = b"raced"
     sealed = sealed_blob(api, "s1/alice", data)
     abandoned = prepare(api, "s1/alice", data)
@@ -193,7 +194,7 @@ def test_a_cleanup_crashed_after_its_claim_is_finished_by_the_next_sweep(hooked:
     from waypost.reference.domain.faults import Abandoned
 
     api = hooked
-    ctx: Context = api.client.app.state.context  # type: ignore[attr-defined]
+    ctx: Context = served_context(api.client.app)
     data = b"left behind"
     slot = prepare(api, "s1/alice", data)
     assert put(api, "s1/alice", slot["upload_id"], data).status_code == 200

@@ -33,7 +33,7 @@ from tests.conftest import (
 )
 from waypost.adapters.d1.driver import ColumnShapes, D1Budget, D1Driver, D1Error
 from waypost.reference.domain.limits import D1_LIMITS
-from waypost.reference.server import Settings, build_app
+from waypost.reference.server import Settings, build_app, served_context
 from waypost.reference.service.blobs import sweep
 from waypost.reference.storage import memory as memory_sql
 from waypost.reference.storage import submissions as submission_sql
@@ -58,7 +58,7 @@ def d1(d1_settings: Settings) -> Iterator[Api]:
 
 
 def driver(api: Api) -> D1Driver:
-    found = api.client.app.state.context.driver  # type: ignore[attr-defined]
+    found = served_context(api.client.app).driver
     assert isinstance(found, D1Driver)
     return found
 
@@ -325,7 +325,7 @@ def test_expired_uploads_are_swept_on_d1(d1_settings: Settings) -> None:
         slots = [prepare(api, "s1/alice", b"left %d" % n) for n in range(2)]
         assert put(api, "s1/alice", slots[0]["upload_id"], b"left 0").status_code == 200
         api.admin("POST", "/_test/clock", {"advance_ms": 3600 * 1000 + 1})
-        ctx = client.app.state.context  # type: ignore[attr-defined]
+        ctx = served_context(client.app)
         assert client.portal is not None
         cleaned = client.portal.call(sweep, ctx)
         assert sorted(cleaned) == sorted(s["upload_id"] for s in slots)

@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from tests.conftest import ADMIN_TOKEN, Api, item, publish, sealed_blob, with_notes
 from tests.dashboard_client import Dash
 from waypost.adapters.sqlite.driver import SqliteDriver
-from waypost.reference.server import DATABASE, Settings, build_app
+from waypost.reference.server import DATABASE, Settings, build_app, served_context
 from waypost.reference.service import inspector, listings
 from waypost.reference.storage import inspector as inspector_sql
 from waypost.reference.storage import listings as listings_sql
@@ -247,7 +247,7 @@ def test_lag_is_counted_up_to_a_cap_and_shown_as_more(both: tuple[Api, Dash],
     assert (bob and bob.group(1), alice and alice.group(1)) == ("2+", "0")
     assert "counted up to 2." in consumers
     progress = dash.client.portal.call(  # type: ignore[attr-defined]
-        inspector.progress, api.client.app.state.context, "s1")  # type: ignore[attr-defined]
+        inspector.progress, served_context(api.client.app), "s1")
     behind = {row.consumer_id: row.behind for row in progress.checkpoints}
     assert behind["bob-inbox"] == 3  # counting stopped one past the cap
     space = dash.page("/dashboard/spaces/s1").text
@@ -306,7 +306,7 @@ def test_browsing_the_inspector_writes_nothing(both: tuple[Api, Dash], data_dir:
 def test_filtered_feed_pages_and_token_lists_read_through_their_index(
         both: tuple[Api, Dash], statement: Statement, index: str) -> None:
     api, _ = both
-    driver = api.client.app.state.context.driver  # type: ignore[attr-defined]
+    driver = served_context(api.client.app).driver
     assert isinstance(driver, SqliteDriver)
     plan = driver.explain(statement)
     assert plan[0].startswith(f"SEARCH f USING INDEX {index} ") or \

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import Api, must_fail, rid
+from waypost.reference.server import served_context
 from waypost.reference.service.context import FeedSignal
 
 
@@ -196,7 +197,7 @@ class _ReportingSignal(FeedSignal):
 
 def test_wait_returns_as_soon_as_an_item_is_committed(api: Api) -> None:
     signal = _ReportingSignal()
-    api.client.app.state.context.signal = signal  # type: ignore[attr-defined]
+    served_context(api.client.app).signal = signal
     answers: list[dict[str, Any]] = []
     waiting = threading.Thread(target=lambda: answers.append(api.feed("s1/bob", wait=30)))
     waiting.start()

@@ -21,7 +21,7 @@ from waypost.reference.domain.canonical import digest
 from waypost.reference.domain.errors import StorageUnavailable
 from waypost.reference.domain.faults import Abandoned
 from waypost.reference.domain.requests import parse_send
-from waypost.reference.server import Settings, build_app
+from waypost.reference.server import Settings, build_app, served_context
 from waypost.reference.service.auth import authenticate
 from waypost.reference.service.context import Context
 from waypost.reference.storage import control
@@ -153,7 +153,7 @@ def test_a_crash_between_group_commit_and_the_answers_leaves_every_key_resolvabl
     with TestClient(build_app(Settings(data_dir, ADMIN_TOKEN, test_hooks=True))) as client:
         api = Api(client)
         api.space("s1")
-        ctx: Context = client.app.state.context  # type: ignore[attr-defined]
+        ctx: Context = served_context(client.app)
         assert isinstance(ctx.driver, SqliteDriver)
         principal = client.portal.call(authenticate, ctx, f"Bearer {api.tokens['s1/alice']}")
         plans = [submission_sql.reserve_plan(

@@ -24,6 +24,7 @@ from tests.inprocess import kit_client
 from waypost.conformance import runner
 from waypost.properties.catalogue import select
 from waypost.reference.domain.errors import Forbidden, NotFound
+from waypost.reference.server import served_context
 from waypost.reference.service import acks, auth, feed, memory, messages, submissions
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.storage import memory as memory_sql
@@ -54,7 +55,7 @@ def no_idempotency(mp: pytest.MonkeyPatch, client: TestClient) -> None:
 def receipts_may_regress(mp: pytest.MonkeyPatch, client: TestClient) -> None:
     from waypost.reference.storage import acks as plan
 
-    ctx: Context = client.app.state.context  # type: ignore[attr-defined]
+    ctx: Context = served_context(client.app)
     ctx.driver.call_writer(  # type: ignore[attr-defined]
         lambda connection: connection.execute("DROP TRIGGER receipts_forward_only"))
     mp.setattr(plan, "ADVANCED", "(requested_stage <> prior_stage)")

@@ -20,6 +20,7 @@ from waypost.properties.http import Session
 from waypost.properties.limits import LimitOutcome, limit_phase
 from waypost.properties.violations import Ledger
 from waypost.reference.domain.limits import D1_LIMITS, Limits
+from waypost.reference.server import served_context
 
 KitApp = Callable[..., AbstractContextManager[TestClient]]  # the conftest fixture kit_app
 
@@ -75,7 +76,7 @@ def test_the_values_come_from_describe(tmp_path: Path, kit_app: KitApp,
                       memory_entries_per_revision=D1_LIMITS.memory_entries_per_revision // 500,
                       request_bytes=10_000)
     with kit_app(tmp_path / "data") as client:
-        client.app.state.context.limits = smaller  # type: ignore[attr-defined]
+        served_context(client.app).limits = smaller
         rows = phase(client, kit_admin, tmp_path)
     for name, value in smaller.published().items():
         if name not in ("upload_expiry_seconds", "widgets_per_space", "manifest_input_bytes"):

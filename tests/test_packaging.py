@@ -43,9 +43,9 @@ def test_the_wheel_ships_only_the_package(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names}
     assert tops == {"waypost", wheel.name.split("-py3")[0] + ".dist-info"}
-    assert "waypost/reference/storage/migrations/0001_core.sql" in names
+    assert "waypost/reference/storage/migrations/0001_schema.sql" in names
     assert "waypost/adapters/d1/gateway/package-lock.json" in names
-    assert "waypost/reference/storage/migrations/0005_admin_sessions.sql" in names
+    assert "waypost/reference/consumer/migrations/0002_outbound_attachments.sql" in names
     assert "waypost/reference/http/dashboard/templates/base.html" in names
     assert "waypost/reference/http/dashboard/static/dashboard.css" in names
     assert "waypost/properties/requirements.json" in names  # the requirement table's texts

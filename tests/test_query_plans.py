@@ -6,6 +6,7 @@ import pytest
 
 from tests.conftest import PRINCIPAL, Api
 from waypost.adapters.sqlite.driver import SqliteDriver
+from waypost.reference.server import served_context
 from waypost.reference.storage import feed, submissions
 from waypost.reference.storage.plan import Statement, stmt
 
@@ -27,7 +28,7 @@ STATEMENTS: dict[str, Statement] = {
 @pytest.mark.parametrize("name", sorted(STATEMENTS))
 def test_no_full_table_scan(api: Api, name: str) -> None:
     api.must_send("s1/alice", recipient_ids=["bob"])
-    driver = api.client.app.state.context.driver  # type: ignore[attr-defined]
+    driver = served_context(api.client.app).driver
     assert isinstance(driver, SqliteDriver)
     details = driver.explain(STATEMENTS[name])
     scans = [line for line in details if line.startswith("SCAN") and "json_each" not in line

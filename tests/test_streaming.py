@@ -17,11 +17,12 @@ import pytest
 
 from tests.conftest import Api, item, must_fail, publish, sealed_blob
 from waypost.adapters.blobs.files import FileBlobStore
+from waypost.reference.server import served_context
 from waypost.reference.service.context import Context
 
 
 def _context(api: Api) -> Context:
-    ctx: Context = api.client.app.state.context  # type: ignore[attr-defined]
+    ctx: Context = served_context(api.client.app)
     return ctx
 
 

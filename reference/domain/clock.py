@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 import time
-from typing import Protocol
 
 #: The most one test-hook advance of the clock may move it, in milliseconds.
 MAX_ADVANCE_MS = 10**12
-
-
-class Clock(Protocol):
-    """Anything that tells the current time in UTC milliseconds."""
-
-    def now_ms(self) -> int: ...
 
 
 class SystemClock:

@@ -81,9 +81,3 @@ def one_of(value: Any, field: str, choices: Iterable[str]) -> str:
         raise InvalidRequest(f"{field} must be one of {', '.join(options)}", field=field)
     return value
 
-
-def boolean(value: Any, field: str) -> bool:
-    """A JSON boolean."""
-    if not isinstance(value, bool):
-        raise InvalidRequest(f"{field} must be true or false", field=field)
-    return value

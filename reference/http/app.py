@@ -43,9 +43,6 @@ from waypost.reference.service import (
 )
 from waypost.reference.service.context import Context, Outcome
 
-P = "path_params"
-
-
 FEED_QUERY = ("cursor", "limit", "wait")
 ITEMS_QUERY = ("cursor", "limit", "include_tombstones")
 

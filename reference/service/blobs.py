@@ -24,7 +24,7 @@ from waypost.reference.storage import references
 from waypost.reference.storage import submissions as submission_sql
 from waypost.reference.storage import uploads as sql
 from waypost.reference.storage.blob_store import FactsMismatch, ObjectFacts
-from waypost.reference.storage.plan import Row, verdict_from
+from waypost.reference.storage.plan import verdict_from
 
 PREPARE, COMMIT = "blob.prepare", "blob.commit"
 
@@ -94,12 +94,6 @@ async def check_referenceable(ctx: Context, principal: Principal, blob_ids: Sequ
     if not blob_ids:
         return
     (rows,) = await ctx.driver.read([references.referenceable_statement(principal, blob_ids)])
-    check_referenceable_rows(rows, blob_ids, field, rule)
-
-
-def check_referenceable_rows(rows: Sequence[Row], blob_ids: Sequence[str], field: str,
-                             rule: str) -> None:
-    """:func:`check_referenceable` on the rows of its statement, read already."""
     allowed = references.referenceable_ids(rows)
     for blob_id in blob_ids:
         if blob_id not in allowed:

@@ -98,7 +98,7 @@ async def message(ctx: Context, space_id: str, message_id: str) -> MessageView:
     receipts: dict[str, list[sql.ReceiptStep]] = {}
     for step in map(sql.step_from, steps[:MAX_RECEIPT_STEPS]):
         receipts.setdefault(step.receipt_id, []).append(step)
-    raw = await verified_body(ctx, row)
+    raw = verified_body(row)
     metadata = None if row.metadata_json is None else _pretty(row.metadata_json)
     return MessageView(row, _pretty(raw.decode()), metadata, texts(recipients),
                        [sql.AttachmentRow(*a) for a in attachments], receipts,

@@ -70,8 +70,7 @@ class MessageRow:
     in_reply_to: str | None
     kind: str
     subject: str
-    body_ref: str | None  # a body written before migration 0004; else the body is in the row
-    body: str | None
+    body: str
     body_size: int
     body_sha256: bytes
     metadata_json: str | None

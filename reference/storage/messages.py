@@ -8,8 +8,9 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
+from waypost.reference.domain.errors import WaypostError, credential_refused, from_code
 from waypost.reference.domain.principal import Principal
 from waypost.reference.storage.authority import authority_cases, authority_params
 from waypost.reference.storage.counter import sequence_exhausted
@@ -41,8 +42,8 @@ from waypost.reference.storage.submissions import (
 
 @dataclass(frozen=True)
 class MessageSend:
-    """Everything one send publishes: the key with its fingerprint, the ids (fresh, or those a
-    reservation made before migration 0004 fixed), the recipients and the body."""
+    """Everything one send publishes: the key with its fingerprint, fresh ids, the recipients
+    and the body."""
 
     request_id: str
     fingerprint: bytes
@@ -59,8 +60,6 @@ class MessageSend:
     body: str
     attachment_ids: Sequence[str]
     metadata: dict[str, Any] | None
-    #: the ids are a reservation's (made before migration 0004), whose submission row exists
-    resumed: bool = False
 
 
 #: The key is another attempt's, or already final: nothing is written, the outcome reads it.
@@ -70,9 +69,9 @@ KEY_TAKEN = "KEY_TAKEN"
 def send_message(principal: Principal, now: int, message: MessageSend) -> CommitPlan:
     """``message.send`` as one plan: claim the key, check authority, recipients, thread, reply
     and attachments, then publish the submission's stable result, the message with its body, its
-    recipients and its feed item at once. A key reserved before migration 0004 (a pending
-    ``submission_id`` given back here) is finished with its reserved ids; any other holder of the
-    key refuses with :data:`KEY_TAKEN` and the outcome reads that holder back."""
+    recipients and its feed item at once. A key another attempt holds (a send is one plan, so
+    its holder is final) refuses with :data:`KEY_TAKEN` and the outcome reads that holder
+    back."""
     plan_id = new_plan_id()
     encoded = message.body.encode()
     p: dict[str, SqlValue] = {
@@ -88,14 +87,14 @@ def send_message(principal: Principal, now: int, message: MessageSend) -> Commit
         "attachments": json_list(message.attachment_ids),
         "metadata": None if message.metadata is None else json.dumps(message.metadata),
     }
-    writes, outcome = _send_sql(message.resumed, message.new_thread,
+    writes, outcome = _send_sql(message.new_thread,
                                 message.recipient_ids is not None, message.in_reply_to is not None,
                                 bool(message.attachment_ids))
     return plan("send_message", plan_id, [stmt(sql, p) for sql in writes], stmt(outcome, p))
 
 
 @functools.lru_cache(maxsize=64)
-def _send_sql(resumed: bool, new_thread: bool, listed: bool, reply: bool,
+def _send_sql(new_thread: bool, listed: bool, reply: bool,
               attachments: bool) -> tuple[tuple[str, ...], str]:
     """The SQL texts of a send plan of this shape, built once: its guard and writes (those that
     would write nothing, no new thread or no attachment, are left out), and its outcome read."""
@@ -107,11 +106,6 @@ def _send_sql(resumed: bool, new_thread: bool, listed: bool, reply: bool,
             'committed', :now, :message_id, :thread_id, :feed_item_id, 201, :now
         WHERE {GUARD_OK}
         ON CONFLICT (space_id, producer_id, operation, request_id) DO NOTHING"""
-    if resumed:  # the reservation's row exists: it becomes the stable result
-        key = f"""UPDATE submissions SET state = 'committed', result_status = 201,
-                committed_at = :now
-            WHERE submission_id = :submission_id AND state IN ('reserved', 'prepared')
-            AND {GUARD_OK}"""
     thread = (f"""INSERT INTO threads (space_id, thread_id, created_at)
             SELECT :space_id, :thread_id, :now WHERE {GUARD_OK}""",
               f"""INSERT INTO thread_members (space_id, thread_id, actor_id, added_at)
@@ -126,10 +120,10 @@ def _send_sql(resumed: bool, new_thread: bool, listed: bool, reply: bool,
             key,
             *(thread if new_thread else ()),
             f"""INSERT INTO messages (space_id, message_id, submission_id, producer_id,
-                    thread_id, in_reply_to, kind, subject, body_ref, body_sha256, body_size,
+                    thread_id, in_reply_to, kind, subject, body_sha256, body_size,
                     metadata_json, committed_at, body)
                 SELECT :space_id, :message_id, :submission_id, :producer_id, :thread_id,
-                    :in_reply_to, :kind, :subject, NULL, :body_sha256, :body_size, :metadata,
+                    :in_reply_to, :kind, :subject, :body_sha256, :body_size, :metadata,
                     :now, :body
                 WHERE {GUARD_OK}""",
             f"""INSERT INTO message_recipients (space_id, message_id, actor_id)
@@ -145,8 +139,12 @@ def _send_sql(resumed: bool, new_thread: bool, listed: bool, reply: bool,
                     (SELECT sequence FROM feed_items WHERE item_id = :feed_item_id)
                 FROM ({recipients}) WHERE {GUARD_OK}""",
         ))
-    writes = (guard_sql(_send_cases(recipients, new_thread, reply, attachments)), *guarded)
-    return writes, outcome_sql(f"g.verdict AS verdict, {FOUND_COLUMNS}",
+    rules = send_rules(recipients, new_thread, reply, attachments)
+    writes = (guard_sql([(rule.condition, rule.verdict) for rule in rules]), *guarded)
+    told = "\n".join(f"        WHEN '{rule.verdict}' THEN {rule.details}" for rule in rules
+                     if rule.details is not None)
+    return writes, outcome_sql(f"g.verdict AS verdict, CASE g.verdict\n{told}\n    END AS details,"
+                               f" {FOUND_COLUMNS}",
                                f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id")
 
 
@@ -157,63 +155,126 @@ RECIPIENTS = ("SELECT value AS actor_id FROM json_each(COALESCE(:recipients, (SE
               " json_array(default_actor_id) FROM spaces WHERE space_id = :space_id)))")
 
 
-def _send_cases(recipients: str, new_thread: bool, reply: bool,
-                attachments: bool) -> list[tuple[str, str]]:
-    """The guard of :func:`send_message`, in the order the protocol checks them. The checks of
-    an existing thread, of a reply and of attachments are left out of a send that has none
+class SendRule(NamedTuple):
+    """One rule the send plan's guard checks: the verdict that names it, the SQL condition that
+    breaks it, what the outcome read tells of the breach (an SQL expression of a JSON object,
+    e.g. the first recipient at fault, or None), and the error a client gets (protocol.md §7:
+    its code, ``details.field`` and message)."""
+
+    verdict: str
+    condition: str
+    details: str | None
+    code: str
+    field: str
+    message: str
+
+    def error(self, details: dict[str, Any]) -> WaypostError:
+        """The error of this breach, with what the outcome read found."""
+        if self.code == "UNAUTHENTICATED":
+            return credential_refused()
+        return from_code(self.code, self.message,
+                         {"field": self.field, **details} if self.field else details)
+
+
+def _first(recipients: str, broken: str) -> str:
+    """SQL: ``{"actor_id": …}`` of the first recipient (in order) for which ``broken`` holds."""
+    return f"json_object('actor_id', ({recipients} WHERE {broken} ORDER BY key LIMIT 1))"
+
+
+def send_rules(recipients: str, new_thread: bool, reply: bool,
+               attachments: bool) -> tuple[SendRule, ...]:
+    """The rules of :func:`send_message`, in the order the protocol checks them (§4.5). Those
+    of an existing thread, of a reply and of attachments are left out of a send that has none
     (they could not fail there, and each costs the guard a search)."""
     member = ("EXISTS (SELECT 1 FROM thread_members m WHERE m.space_id = :space_id"
               " AND m.thread_id = :thread_id AND m.actor_id = {who})")
-    thread = [
-        ("NOT " + member.format(who=":producer_id"), "NOT_FOUND:thread_id"),
-        (f"EXISTS ({recipients} WHERE NOT " + member.format(who="value") + ")",
-         "FORBIDDEN:recipient_ids")]
-    reply_case = [
-        ("NOT EXISTS (SELECT 1 FROM messages r WHERE"
-         " r.space_id = :space_id AND r.message_id = :in_reply_to AND r.thread_id = :thread_id"
-         " AND EXISTS (SELECT 1 FROM token_scopes WHERE token_id = :token_id"
-         "   AND scope = 'message.read')"
-         " AND (r.producer_id = :producer_id OR EXISTS (SELECT 1 FROM message_recipients mr"
-         "   WHERE mr.space_id = r.space_id AND mr.message_id = r.message_id"
-         "   AND mr.actor_id = :producer_id) OR EXISTS (SELECT 1 FROM token_scopes"
-         "   WHERE token_id = :token_id AND scope = 'space.observe')))",
-         "NOT_FOUND:in_reply_to")]
-    attachment_case = [
-        ("EXISTS (SELECT 1 FROM json_each(:attachments) j WHERE NOT"
-         f" {referenceable('j.value', ':producer_id')})", "REFERENCE_INVALID:attachment_ids")]
-    return [
-        ("EXISTS (SELECT 1 FROM submissions WHERE space_id = :space_id"
-         " AND producer_id = :producer_id AND operation = :operation"
-         " AND request_id = :request_id AND (submission_id <> :submission_id"
-         " OR state NOT IN ('reserved', 'prepared')))", KEY_TAKEN),
-        *authority_cases(),
-        (f"EXISTS ({recipients} WHERE NOT EXISTS (SELECT 1 FROM actors a"
-         " WHERE a.space_id = :space_id AND a.actor_id = value))", "NOT_FOUND:recipient_ids"),
+    unknown = ("NOT EXISTS (SELECT 1 FROM actors a WHERE a.space_id = :space_id"
+               " AND a.actor_id = value)")
+    ungranted = "value NOT IN (SELECT recipient_actor_id FROM token_recipient_grants" \
+                " WHERE token_id = :token_id)"
+    outsider = "NOT " + member.format(who="value")
+    unreferenceable = f"NOT {referenceable('j.value', ':producer_id')}"
+    (live, unauthenticated), (scoped, forbidden) = authority_cases()
+    rules = [
+        SendRule(KEY_TAKEN, "EXISTS (SELECT 1 FROM submissions WHERE space_id = :space_id"
+                 " AND producer_id = :producer_id AND operation = :operation"
+                 " AND request_id = :request_id)", None, "", "", "the key's holder answers"),
+        SendRule(unauthenticated, live, None, "UNAUTHENTICATED", "", ""),
+        SendRule(forbidden, scoped, None, "FORBIDDEN", "scope",
+                 "the token lacks the message.send scope"),
+        SendRule("RECIPIENT_UNKNOWN", f"EXISTS ({recipients} WHERE {unknown})",
+                 _first(recipients, unknown), "NOT_FOUND", "recipient_ids",
+                 "recipient not found"),
         # the token's mode first: a token that may send to anyone reads no recipient list
-        ("(SELECT recipients_mode FROM tokens WHERE token_id = :token_id) = 'listed'"
-         f" AND EXISTS ({recipients} WHERE value NOT IN (SELECT recipient_actor_id"
-         " FROM token_recipient_grants WHERE token_id = :token_id))", "FORBIDDEN:recipient_ids"),
-        *(() if new_thread else thread),
-        *(reply_case if reply else ()),
-        *(attachment_case if attachments else ()),
-        sequence_exhausted("1"),
+        SendRule("RECIPIENT_NOT_GRANTED",
+                 "(SELECT recipients_mode FROM tokens WHERE token_id = :token_id) = 'listed'"
+                 f" AND EXISTS ({recipients} WHERE {ungranted})",
+                 _first(recipients, ungranted), "FORBIDDEN", "recipient_ids",
+                 "the token may not send to this recipient"),
     ]
+    if not new_thread:
+        rules += [
+            SendRule("THREAD_NOT_FOUND", "NOT " + member.format(who=":producer_id"), None,
+                     "NOT_FOUND", "thread.thread_id", "thread not found"),
+            SendRule("RECIPIENT_NOT_MEMBER", f"EXISTS ({recipients} WHERE {outsider})",
+                     _first(recipients, outsider), "FORBIDDEN", "recipient_ids",
+                     "recipient is not a member of the thread")]
+    if reply:
+        rules.append(SendRule(
+            "REPLY_NOT_FOUND",
+            "NOT EXISTS (SELECT 1 FROM messages r WHERE"
+            " r.space_id = :space_id AND r.message_id = :in_reply_to AND r.thread_id = :thread_id"
+            " AND EXISTS (SELECT 1 FROM token_scopes WHERE token_id = :token_id"
+            "   AND scope = 'message.read')"
+            " AND (r.producer_id = :producer_id OR EXISTS (SELECT 1 FROM message_recipients mr"
+            "   WHERE mr.space_id = r.space_id AND mr.message_id = r.message_id"
+            "   AND mr.actor_id = :producer_id) OR EXISTS (SELECT 1 FROM token_scopes"
+            "   WHERE token_id = :token_id AND scope = 'space.observe')))", None,
+            "NOT_FOUND", "in_reply_to", "message not found"))
+    if attachments:
+        rules.append(SendRule(
+            "ATTACHMENT_INVALID",
+            f"EXISTS (SELECT 1 FROM json_each(:attachments) j WHERE {unreferenceable})",
+            "json_object('blob_id', (SELECT j.value FROM json_each(:attachments) j"
+            f" WHERE {unreferenceable} ORDER BY j.key LIMIT 1))", "REFERENCE_INVALID",
+            "attachment_ids", "attachments must be sealed blobs of this space that the "
+            "producer owns or may reference"))
+    exhausted, limit = sequence_exhausted("1")
+    rules.append(SendRule(limit, exhausted, None, "RESOURCE_LIMIT", "",
+                          "the feed's sequence counter is at its maximum"))
+    return tuple(rules)
 
 
-def sent_from(rows: Sequence[Row]) -> tuple[str, SubmissionRecord | None, int | None]:
-    """Decode the outcome of :func:`send_message`: the verdict, the key's submission after the
-    plan (ours on ``ok``, the holder's on :data:`KEY_TAKEN`) and its feed sequence."""
-    verdict, *row = only(rows)
+@functools.cache
+def _rules_by_verdict() -> dict[str, SendRule]:
+    return {rule.verdict: rule for rule in send_rules(LISTED, False, True, True)}
+
+
+def send_refusal(verdict: str, details: dict[str, Any]) -> WaypostError:
+    """The error of a send the plan refused with ``verdict`` (not :data:`KEY_TAKEN`), with the
+    details its outcome read found."""
+    return _rules_by_verdict()[verdict].error(details)
+
+
+class Sent(NamedTuple):
+    """The outcome of :func:`send_message`: the verdict, what the outcome read tells of a
+    breach (the rule's details), the key's submission after the plan (ours on ``ok``, the
+    holder's on :data:`KEY_TAKEN`) and its feed sequence."""
+
+    verdict: str
+    details: dict[str, Any]
+    record: SubmissionRecord | None
+    sequence: int | None
+
+
+def sent_from(rows: Sequence[Row]) -> Sent:
+    """Decode the outcome read of :func:`send_message`."""
+    verdict, details, *row = only(rows)
+    told = json.loads(details) if details is not None else {}
     if row[0] is None:
-        return str(verdict), None, None
+        return Sent(str(verdict), told, None, None)
     record, sequence = found_from(row)
-    return str(verdict), record, sequence
-
-
-def reserved_recipients_statement(submission_id: str) -> Statement:
-    """The recipients a reservation made before migration 0004 fixed."""
-    return stmt("SELECT actor_id FROM submission_recipients WHERE submission_id = :sid"
-                " ORDER BY actor_id", {"sid": submission_id})
+    return Sent(str(verdict), told, record, sequence)
 
 
 @dataclass(frozen=True)
@@ -226,12 +287,11 @@ class MessageRow:
     producer_id: str
     kind: str
     subject: str
-    body_ref: str | None
     body_sha256: bytes
     body_size: int
     metadata_json: str | None
     committed_at: int
-    body: str | None
+    body: str
     item_id: str
     sequence: int
 
@@ -257,58 +317,3 @@ def message_statements(space_id: str, message_id: str) -> list[Statement]:
         stmt("""SELECT blob_id FROM message_attachments
                 WHERE space_id = :space_id AND message_id = :message_id ORDER BY position""", p),
     ]
-
-
-def thread_statements(space_id: str, thread_id: str, actor_ids: Sequence[str],
-                      with_default: bool = False) -> Statement:
-    """Which of ``actor_ids`` (and, ``with_default``, the space's default actor) are members of
-    the thread (none if it does not exist)."""
-    return stmt("""SELECT actor_id FROM thread_members WHERE space_id = :space_id
-                   AND thread_id = :thread_id AND (actor_id IN (SELECT value FROM json_each(:ids))
-                   OR (:with_default AND actor_id = (SELECT default_actor_id FROM spaces
-                                                      WHERE space_id = :space_id)))""",
-                {"space_id": space_id, "thread_id": thread_id, "ids": json_list(actor_ids),
-                 "with_default": int(with_default)})
-
-
-def actors_statement(space_id: str, actor_ids: Sequence[str]) -> Statement:
-    """Which of ``actor_ids`` are actors of the space."""
-    return stmt("""SELECT actor_id FROM actors WHERE space_id = :space_id
-                   AND actor_id IN (SELECT value FROM json_each(:ids))""",
-                {"space_id": space_id, "ids": json_list(actor_ids)})
-
-
-def default_actor_statement(space_id: str) -> Statement:
-    """The space's default recipient, decoded by :func:`default_actor_from`."""
-    return stmt("SELECT default_actor_id FROM spaces WHERE space_id = :space_id",
-                {"space_id": space_id})
-
-
-def default_actor_from(rows: Sequence[Row]) -> str:
-    """The one ``default_actor_id`` of :func:`default_actor_statement`."""
-    return str(only(rows)[0])
-
-
-@dataclass(frozen=True)
-class ReplyRow:
-    """What decides whether a message may be replied to: its thread, producer, recipients."""
-
-    thread_id: str
-    producer_id: str
-    recipient_ids: tuple[str, ...]
-
-
-def reply_statement(space_id: str, message_id: str) -> Statement:
-    """The thread, producer and recipients of a message one replies to (see
-    :func:`reply_from`)."""
-    columns = select_list(ReplyRow, "m.", recipient_ids="""(SELECT json_group_array(actor_id)
-                        FROM message_recipients r
-                        WHERE r.space_id = m.space_id AND r.message_id = m.message_id)""")
-    return stmt(f"""SELECT {columns}
-                   FROM messages m WHERE m.space_id = :space_id AND m.message_id = :message_id""",
-                {"space_id": space_id, "message_id": message_id})
-
-
-def reply_from(row: Row) -> ReplyRow:
-    """Decode :func:`reply_statement` (the recipients arrive as a JSON list)."""
-    return decode(ReplyRow, row, recipient_ids=lambda text: tuple(json.loads(text)))

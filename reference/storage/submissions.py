@@ -18,7 +18,6 @@ from waypost.reference.storage.plan import (
     Verdict,
     guard,
     guarded,
-    json_list,
     new_plan_id,
     outcome_read,
     plan,
@@ -103,21 +102,19 @@ BY_KEY = """LEFT JOIN submissions s ON s.space_id = :space_id AND s.producer_id 
 async def reserve(driver: Driver, principal: Principal, now: int, operation: str,
                   request_id: str, fingerprint: bytes, submission_id: str, resource_id: str,
                   thread_id: str | None = None, feed_item_id: str | None = None,
-                  object_ref: str | None = None, blob_id: str | None = None,
-                  recipient_ids: Sequence[str] = ()) -> Reservation:
-    """Reserve (space, producer, operation, request_id), fixing the fingerprint, the reserved ids
-    and resolved defaults (the recipients); an existing reservation is read back, unchanged."""
+                  object_ref: str | None = None, blob_id: str | None = None) -> Reservation:
+    """Reserve (space, producer, operation, request_id), fixing the fingerprint and the reserved
+    ids; an existing reservation is read back, unchanged."""
     rows = await driver.run(reserve_plan(
         principal, now, operation, request_id, fingerprint, submission_id, resource_id,
-        thread_id, feed_item_id, object_ref, blob_id, recipient_ids))
+        thread_id, feed_item_id, object_ref, blob_id))
     return reservation_from(rows, submission_id)
 
 
 def reserve_plan(principal: Principal, now: int, operation: str, request_id: str,
                  fingerprint: bytes, submission_id: str, resource_id: str,
                  thread_id: str | None = None, feed_item_id: str | None = None,
-                 object_ref: str | None = None, blob_id: str | None = None,
-                 recipient_ids: Sequence[str] = ()) -> CommitPlan:
+                 object_ref: str | None = None, blob_id: str | None = None) -> CommitPlan:
     """The plan of :func:`reserve`."""
     plan_id = new_plan_id()
     params: dict[str, SqlValue] = {
@@ -125,7 +122,7 @@ def reserve_plan(principal: Principal, now: int, operation: str, request_id: str
                                                                     request_id),
         "submission_id": submission_id, "fingerprint": fingerprint, "now": now,
         "resource_id": resource_id, "thread_id": thread_id, "feed_item_id": feed_item_id,
-        "object_ref": object_ref, "blob_id": blob_id, "recipients": json_list(recipient_ids)}
+        "object_ref": object_ref, "blob_id": blob_id}
     writes = [
         guard(plan_id, [(NOT_LIVE, "UNAUTHENTICATED")], params),
         guarded(plan_id, f"""
@@ -137,11 +134,6 @@ def reserve_plan(principal: Principal, now: int, operation: str, request_id: str
                 :object_ref, :blob_id
             WHERE {GUARD_OK}
             ON CONFLICT (space_id, producer_id, operation, request_id) DO NOTHING""", params),
-        guarded(plan_id, f"""
-            INSERT INTO submission_recipients (submission_id, space_id, actor_id)
-            SELECT :submission_id, :space_id, value FROM json_each(:recipients)
-            WHERE {GUARD_OK} AND EXISTS (SELECT 1 FROM submissions
-                WHERE submission_id = :submission_id)""", params),
     ]
     outcome = outcome_read(plan_id, f"g.verdict AS verdict, {FOUND_COLUMNS}",
                            f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id", params)
