@@ -307,6 +307,14 @@ def _limits(kit: KitRun, replay_dir: Path, report: Report) -> Failures:
     return failures
 
 
+#: The health checks that do not apply to a kit run; the others stay on. Every example is two
+#: fresh spaces and dozens of HTTP requests (too_slow measures nothing of the kit's own), and
+#: a long run of steps may fill Hypothesis's buffer (data_too_large, large_base_example: the
+#: smallest example is already a setup of two spaces).
+NOT_APPLICABLE = [HealthCheck.too_slow, HealthCheck.data_too_large,
+                  HealthCheck.large_base_example]
+
+
 def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path, report: Report, *,
              shrink: bool = True) -> Failures:
     """Run the machine under Hypothesis; each failure it ends with, by property. Without
@@ -321,7 +329,7 @@ def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path, report:
             run_state_machine_as_test(machine, settings=settings(
                 max_examples=profile.examples,
                 stateful_step_count=step_budget(profile.steps, kit.rules), deadline=None,
-                database=None, suppress_health_check=list(HealthCheck),
+                database=None, suppress_health_check=NOT_APPLICABLE,
                 phases=[Phase.generate, *([Phase.shrink, Phase.explain] if shrink else [])],
                 # The run's own report and replay files tell a failure; Hypothesis's printed
                 # notes (its blob, its "five minutes" shrinking warning) would only mislead.

@@ -189,3 +189,18 @@ def test_section_citations_resolve() -> None:
 
 def test_properties_doc_keeps_the_numbering() -> None:
     assert re.findall(r"^### (P\d\d) ", PROPERTIES, re.M) == [p.pid for p in CATALOGUE]
+
+
+def test_the_architecture_map_is_current_and_its_folders_are_those_on_disk() -> None:
+    """docs/architecture.md: its property map is what the checks compute, and its folder list
+    is exactly the packages of the five source folders."""
+    from tools.architecture_map import OUT, render
+
+    text = OUT.read_text()
+    assert text == render(text), "stale map: run python tools/architecture_map.py"
+    block = text.split("## The folders", 1)[1].split("```")[1]
+    listed = {line.split()[0].rstrip("/") for line in block.splitlines() if line.strip()}
+    on_disk = {str(path.parent.relative_to(ROOT)) for top in (
+        "commands", "reference", "adapters", "properties", "conformance")
+        for path in (ROOT / top).rglob("__init__.py")}
+    assert listed == on_disk
