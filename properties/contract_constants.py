@@ -3,7 +3,7 @@ data file of the contract (``waypost/contract.json``, package data of the root p
 error codes of protocol.md §7 with their statuses and required details, the server's fault
 points and actions of §14, the reference consumer's fault points and the exit status of a
 process a crash point ends. The reference reads the same file with a loader of its own: the
-halves share data, never code (``tests/test_shared_constants.py`` holds the file to the docs
+halves share data, never code (``tests/project/test_shared_constants.py`` holds the file to the docs
 and to both halves).
 """
 

@@ -20,7 +20,8 @@ NOT_CHECKED: dict[str, str] = {
                  "the reference's memory)",
     "WP-LOAD-6": "the limits are each deployment's own (a SHOULD with no published value), "
                  "and cutting a slow client off takes a connection held open past them: "
-                 "tests/test_connection_limits.py checks the reference's over raw sockets",
+                 "tests/reference/http/test_connection_limits.py checks the reference's over raw "
+                 "sockets",
     "WP-LOAD-9": "the send timeout is each deployment's own (a SHOULD with no published "
-                 "value): tests/test_connection_limits.py checks the reference's",
+                 "value): tests/reference/http/test_connection_limits.py checks the reference's",
 }

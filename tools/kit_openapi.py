@@ -1,7 +1,7 @@
 """Generate ``conformance/openapi/waypost-1.json`` (the kit's own copy of the contract's OpenAPI
 document) from the reference's ``/openapi.json``, without the reference's test hooks (run from
 the repository root: ``python tools/kit_openapi.py``). The kit never imports the reference;
-``tests/test_openapi.py`` fails when the copy is stale."""
+``tests/reference/http/test_openapi.py`` fails when the copy is stale."""
 
 from __future__ import annotations
 

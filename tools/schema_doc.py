@@ -1,6 +1,6 @@
 """Generate ``docs/schema.md`` (the server's) and ``docs/consumer-schema.md`` (the reference
 consumer's local file) from live databases built by their migrations (run from the repository
-root: ``python tools/schema_doc.py``). ``tests/test_schema_doc.py`` fails when either is
+root: ``python tools/schema_doc.py``). ``tests/project/test_schema_doc.py`` fails when either is
 stale."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Rewrite the last column of docs/spec.md's property table ("The conformance kit, property by
 property"): the checks of the kit that may check each property, as ``properties/check_sites.py``
 reads them from the checks themselves (run from the repository root: ``python
-tools/spec_checks.py``). ``tests/test_docs.py`` fails when the column is stale."""
+tools/spec_checks.py``). ``tests/project/test_docs.py`` fails when the column is stale."""
 
 from __future__ import annotations
 

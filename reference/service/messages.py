@@ -32,7 +32,7 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     fingerprint = digest(request.normalised)
     ctx.faults.hit("commit.before")
     sent = sql.sent_from(await ctx.driver.run(
-        sql.send_message(principal, ctx.clock.now_ms(), _fresh(request, fingerprint))))
+        sql.send_message(principal, ctx.clock.now_ms(), new_send(request, fingerprint))))
     ctx.faults.hit("commit.after")
     if sent.verdict not in ("ok", sql.KEY_TAKEN):
         raise sql.send_refusal(sent.verdict, sent.details)
@@ -44,7 +44,7 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     return await submissions.replay(ctx, OPERATION, sent.record, sent.sequence)
 
 
-def _fresh(request: SendMessage, fingerprint: bytes) -> sql.MessageSend:
+def new_send(request: SendMessage, fingerprint: bytes) -> sql.MessageSend:
     """A first attempt: fresh ids for everything the send creates; the recipients as given
     (the space's default actor, resolved by the plan, when none are)."""
     thread_id = values.new_id("thr") if request.new_thread else request.thread_id

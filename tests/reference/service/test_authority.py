@@ -1,0 +1,68 @@
+"""Current authority (P02): revoked, expired and disabled credentials stop working at once."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from tests.support.api import Api, must_fail, rid
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def test_no_or_malformed_credentials(api: Api) -> None:
+    for header in ({}, {"Authorization": "Bearer"}, {"Authorization": "Bearer x.y"},
+                   {"Authorization": "Bearer tok_abc.AAAAAAAAAAAAAAAAAAAAAAAA"},
+                   {"Authorization": api.tokens["s1/bob"]}):
+        must_fail(api.client.get("/v1/feed", headers=header), 401, "UNAUTHENTICATED")
+    wrong_secret = api.tokens["s1/bob"][:-4] + "AAAA"
+    must_fail(api.client.get("/v1/feed", headers={"Authorization": f"Bearer {wrong_secret}"}),
+           401, "UNAUTHENTICATED")
+
+
+def test_a_revoked_token_has_no_further_effect(api: Api) -> None:
+    issued = api.token("s1", "bob", "bob-inbox", name="soon-revoked")
+    assert api.send("soon-revoked", recipient_ids=["alice"]).status_code == 201
+    api.must_admin("POST", f"/admin/v1/tokens/{issued['token_id']}/revoke", {"request_id": rid()})
+    must_fail(api.send("soon-revoked", recipient_ids=["alice"]), 401, "UNAUTHENTICATED")
+    must_fail(api.as_("soon-revoked", "GET", "/v1/feed"), 401, "UNAUTHENTICATED")
+    assert len(api.all_items("s1/alice")) == 1
+    assert api.send("s1/bob", recipient_ids=["alice"]).status_code == 201
+
+
+def test_an_expired_token_is_refused(api: Api) -> None:
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    api.token("s1", "bob", "bob-inbox", name="expired", expires_at=_iso(past))
+    must_fail(api.as_("expired", "GET", "/v1/feed"), 401, "UNAUTHENTICATED")
+    future = datetime.now(UTC) + timedelta(hours=1)
+    api.token("s1", "bob", "bob-inbox", name="valid", expires_at=_iso(future))
+    assert api.as_("valid", "GET", "/v1/feed").status_code == 200
+
+
+def test_a_disabled_actor_can_do_nothing_more(api: Api) -> None:
+    sent = api.must_send("s1/alice", recipient_ids=["carol"])
+    api.must_admin("POST", "/admin/v1/spaces/s1/actors/carol/disable", {"request_id": rid()})
+    must_fail(api.as_("s1/carol", "GET", "/v1/feed"), 401, "UNAUTHENTICATED")
+    must_fail(api.send("s1/carol", recipient_ids=["alice"]), 401, "UNAUTHENTICATED")
+    must_fail(api.as_("s1/carol", "POST", "/v1/acks", {
+        "request_id": rid(), "items": [{"item_id": sent["feed_item_id"], "stage": "received"}]}),
+        401, "UNAUTHENTICATED")
+    api.token("s1", "carol", "carol-inbox", name="new-for-disabled")
+    must_fail(api.as_("new-for-disabled", "GET", "/v1/feed"), 401, "UNAUTHENTICATED")
+    assert api.all_items("s1/alice") == []
+
+
+def test_submission_lookup_needs_current_authority(api: Api) -> None:
+    issued = api.token("s1", "bob", "bob-inbox", name="looker")
+    body = {"request_id": "look", "thread": {"new": True}, "kind": "info", "subject": "s",
+            "body": {"text": "x"}}
+    sent = api.as_("looker", "POST", "/v1/messages", body).json()
+    found = api.as_("looker", "GET", "/v1/submissions/message.send/look")
+    assert found.status_code == 200
+    assert found.json()["state"] == "committed"
+    assert found.json()["result"] == {"status": 201, "body": sent}
+    api.must_admin("POST", f"/admin/v1/tokens/{issued['token_id']}/revoke", {"request_id": rid()})
+    must_fail(api.as_("looker", "GET", "/v1/submissions/message.send/look"), 401, "UNAUTHENTICATED")
+    same_actor = api.as_("s1/bob", "GET", "/v1/submissions/message.send/look")
+    assert same_actor.json()["result"]["body"] == sent

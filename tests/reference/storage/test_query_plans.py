@@ -1,0 +1,37 @@
+"""Look-ups use indexes: ``EXPLAIN QUERY PLAN`` shows no full-table scan (docs/schema.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.api import PRINCIPAL, Api
+from waypost.adapters.sqlite.driver import SqliteDriver
+from waypost.reference.server import served_context
+from waypost.reference.storage import feed, submissions
+from waypost.reference.storage.plan import Statement, stmt
+
+STATEMENTS: dict[str, Statement] = {
+    "feed page": feed.page_statement(PRINCIPAL, 0, 51),
+    "ack visibility": feed.visible_items_statement(PRINCIPAL, ["fi_a", "fi_b"]),
+    "checkpoint": feed.checkpoint_statement(PRINCIPAL),
+    "submission by key": submissions.lookup_statement(PRINCIPAL, "message.send", "r"),
+    "ack results": submissions.ack_items_statement("sub_x"),
+    "receipt by consumer and item": stmt(
+        "SELECT stage, version FROM receipts WHERE space_id = :s AND consumer_id = :c"
+        " AND subject_item_id = :i", {"s": "s1", "c": "bob-inbox", "i": "fi_a"}),
+    "token by id": stmt("SELECT token_digest FROM tokens WHERE token_id = :t", {"t": "tok_x"}),
+    "token by digest": stmt("SELECT token_id FROM tokens WHERE token_digest = :d",
+                            {"d": b"\0" * 32}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATEMENTS))
+def test_no_full_table_scan(api: Api, name: str) -> None:
+    api.must_send("s1/alice", recipient_ids=["bob"])
+    driver = served_context(api.client.app).driver
+    assert isinstance(driver, SqliteDriver)
+    details = driver.explain(STATEMENTS[name])
+    scans = [line for line in details if line.startswith("SCAN") and "json_each" not in line
+             and "CONSTANT ROW" not in line
+             and not line.startswith("SCAN (subquery")]
+    assert scans == [], details
