@@ -1,7 +1,7 @@
 """Generate the property map of ``docs/architecture.md`` (between its ``<!-- map -->`` markers)
 from the kit's own code: for each of P01–P18, the state machine's rules that draw it and the kit
 modules whose checks name its requirement ids (run from the repository root: ``python
-tools/architecture_map.py``). ``tests/test_docs.py`` fails when the map is stale or when the
+tools/architecture_map.py``). ``tests/project/test_docs.py`` fails when the map is stale or when the
 folder picture above it differs from the folders on disk."""
 
 from __future__ import annotations
