@@ -22,7 +22,7 @@ from starlette.testclient import TestClient
 from tests.conftest import KitApp, Patch
 from tests.inprocess import PortalTransport, kit_client
 from waypost.conformance import load
-from waypost.conformance.load_cli import is_loopback
+from waypost.conformance.load_command import is_loopback
 
 STORE_ATTR = dis.opmap["STORE_ATTR"]
 

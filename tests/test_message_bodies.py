@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from tests.conftest import ADMIN_TOKEN, Api
 from waypost.adapters.blobs.files import FileBlobStore
 from waypost.reference.domain.canonical import canonical_json, digest
-from waypost.reference.domain.limits import Limits
+from waypost.reference.domain.published_limits import Limits
 from waypost.reference.domain.requests import parse_send
 from waypost.reference.server import DATABASE, Settings, build_app
 from waypost.reference.storage.blob_store import one_chunk
