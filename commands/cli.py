@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from waypost import __version__
-from waypost.bench_cli import add_load_benches
+from waypost.bench.command import add_load_benches
 
 #: Shorter admin tokens get a warning when the dashboard is served (docs/dashboard.md).
 MIN_ADMIN_TOKEN = 32
@@ -20,7 +20,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from waypost.reference.domain.sessions import SessionPolicy
-    from waypost.reference.http.limits import ConnectionLimits, limited_protocol
+    from waypost.reference.http.connection_limits import ConnectionLimits, limited_protocol
     from waypost.reference.server import Settings, build_app
 
     admin_token = os.environ.get("WAYPOST_ADMIN_TOKEN") or None
@@ -152,14 +152,14 @@ def _bootstrap(args: argparse.Namespace) -> int:
 
 
 def _bench_kit(args: argparse.Namespace) -> int:
-    from waypost.conformance.bench import bench_kit
+    from waypost.bench.kit import bench_kit
 
     result = bench_kit(args.profile, args.seed, args.json)
     return 1 if result["failed"] else 0
 
 
 def _bench_publish(args: argparse.Namespace) -> int:
-    from waypost.conformance.bench_publish import BenchError, bench_publish
+    from waypost.bench.publish import BenchError, bench_publish
 
     try:
         bench_publish(args.sizes, args.repeats, args.upload_mib, args.synchronous, args.json)
@@ -170,7 +170,7 @@ def _bench_publish(args: argparse.Namespace) -> int:
 
 
 def _bench_d1(args: argparse.Namespace) -> int:
-    from waypost.bench_d1 import bench_d1
+    from waypost.bench.d1 import bench_d1
     from waypost.gateway import GatewayError
 
     try:
@@ -333,13 +333,13 @@ def parser() -> argparse.ArgumentParser:
     boot.add_argument("--space-id", default="demo", help="id of the demo space (default: demo)")
     boot.set_defaults(run=_bootstrap)
 
-    from waypost.conformance.cli import add_commands
+    from waypost.conformance.kit_command import add_commands
 
     add_commands(commands)
-    from waypost.consumer_cli import add_commands as add_consumer_commands
+    from waypost.consumer_command import add_commands as add_consumer_commands
 
     add_consumer_commands(commands)
-    from waypost.mcp_cli import add_commands as add_mcp_commands
+    from waypost.mcp_command import add_commands as add_mcp_commands
 
     add_mcp_commands(commands)
 

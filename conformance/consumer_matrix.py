@@ -57,7 +57,7 @@ POINTS = CONSUMER_POINTS
 FLOWS = ("sync", "done", "outbound")
 CHECK = "consumer matrix"  # its name in requirement coverage (properties/requirements.py)
 #: ``waypost consumer`` without loading the rest of the CLI (the kit starts it many times).
-DEFAULT_COMMAND = (sys.executable, "-m", "waypost.consumer_cli")
+DEFAULT_COMMAND = (sys.executable, "-m", "waypost.consumer_command")
 
 
 def consumer_seconds(bounds: Bounds) -> float:

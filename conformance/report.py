@@ -14,7 +14,7 @@ from xml.etree import ElementTree as ET
 
 from waypost.conformance import hostile
 from waypost.conformance import requirements as coverage
-from waypost.conformance.fuzz_cli import junit_case
+from waypost.conformance.fuzz_command import junit_case
 from waypost.conformance.runner import Report
 from waypost.properties.untrusted import visible
 

@@ -29,7 +29,7 @@ from waypost.properties.bounds import Bounds
 from waypost.properties.catalogue import CATALOGUE, Property
 from waypost.properties.fixtures import Fixtures, FixturesExhausted
 from waypost.properties.http import Session
-from waypost.properties.limits import LimitOutcome, limit_phase
+from waypost.properties.limit_phase import LimitOutcome, limit_phase
 from waypost.properties.machine import KitRun, machine_for
 from waypost.properties.proxy import FaultProxy
 from waypost.properties.rules import rules_for, step_budget
@@ -291,7 +291,7 @@ def requirement_rows(ledger: Ledger, wanted: set[str] | None, expected: dict[str
 
 
 def _limits(kit: KitRun, replay_dir: Path, report: Report) -> Failures:
-    """The limit phase (``properties/limits.py``): every published limit at its boundary,
+    """The limit phase (``properties/limit_phase.py``): every published limit at its boundary,
     once per run; a failure is written as a replay of its own example."""
     failures: Failures = {}
 

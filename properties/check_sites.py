@@ -155,7 +155,7 @@ def command_ids() -> dict[str, frozenset[str]]:
 def named_checks() -> dict[str, frozenset[str]]:
     """Every named check the state machine and the limit phase count under (``command X``,
     ``limit X``, ``invariant X``, the dead-token checks, the consumer matrix) → its ids."""
-    from waypost.properties.limits import registry
+    from waypost.properties.limit_phase import registry
 
     checks = {f"command {name}": ids for name, ids in command_ids().items()
               if name != "check_limit"}

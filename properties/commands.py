@@ -12,7 +12,7 @@ from waypost.properties import (
     control,
     faults,
     feed,
-    limits,
+    limit_phase,
     memory,
     messages,
     revisions,
@@ -49,7 +49,7 @@ COMMANDS: dict[str, Command] = {
     # timing: long polls, restarts, late retries (properties/timing.py)
     "long_polls": timing.long_polls, "restart": timing.restart,
     "late_retry": timing.late_retry,
-    # published limits at their boundary (properties/limits.py)
-    "check_limit": limits.check_limit,
+    # published limits at their boundary (properties/limit_phase.py)
+    "check_limit": limit_phase.check_limit,
 }
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from waypost.properties import blobs, feed, memory
 from waypost.properties.compare import shaped
-from waypost.properties.limits import (
+from waypost.properties.limit_phase import (
     ITEM_PAGES,
     RULES,
     Limit,

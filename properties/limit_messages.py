@@ -11,7 +11,7 @@ import rfc8785
 
 from waypost.properties import acks, blobs, feed
 from waypost.properties.limit_memory import entry_metadata
-from waypost.properties.limits import (
+from waypost.properties.limit_phase import (
     RULES,
     Limit,
     accepted_send,

@@ -20,7 +20,7 @@ from waypost.properties.fixtures import setup_args
 from waypost.properties.http import Session
 from waypost.properties.reread import revision_rereads, view_rereads
 from waypost.properties.rules import BY_NAME, RULES, Rule, properties_of, weighted
-from waypost.properties.rules.driver import Driver
+from waypost.properties.rules.driver import RuleDriver
 from waypost.properties.violations import Ledger
 from waypost.properties.world import World
 
@@ -64,7 +64,7 @@ class WaypostMachine(RuleBasedStateMachine):
         self.world = World(kit.session, f"{kit.prefix}-{kit.examples}-", kit.ledger)
         kit.examples += 1
         kit.last = self.world
-        self.driver = Driver(self.world)
+        self.driver = RuleDriver(self.world)
 
     @initialize()
     def setup(self) -> None:

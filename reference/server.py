@@ -22,7 +22,7 @@ from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.domain.clock import SystemClock
 from waypost.reference.domain.errors import StorageUnavailable
 from waypost.reference.domain.faults import Abandoned, Faults
-from waypost.reference.domain.limits import D1_LIMITS, Limits
+from waypost.reference.domain.published_limits import D1_LIMITS, Limits
 from waypost.reference.domain.sessions import SessionPolicy
 from waypost.reference.http.app import create_app
 from waypost.reference.service.auth import token_digest

@@ -12,9 +12,9 @@ from typing import Any
 from waypost.reference.domain import errors, values
 from waypost.reference.domain.canonical import canonical_json, digest
 from waypost.reference.domain.grants import parse_grants
-from waypost.reference.domain.limits import Limits
 from waypost.reference.domain.memory_requests import parse_publish
 from waypost.reference.domain.memory_state import Entry, ItemInput, manifest, next_state, state_fingerprint
+from waypost.reference.domain.published_limits import Limits
 from waypost.reference.domain.requests import parse_ack, parse_send
 
 OUT = Path(__file__).resolve().parent.parent / "conformance" / "vectors"

@@ -16,9 +16,9 @@ from waypost.properties.check_sites import command_ids
 from waypost.properties.owners import table
 from waypost.properties.rules import acks, blobs, control, faults, feed, memory, messages, timing
 from waypost.properties.rules import submissions as resubmissions
-from waypost.properties.rules.driver import Driver
+from waypost.properties.rules.driver import RuleDriver
 
-Draw = Callable[[Driver, st.DataObject], None]
+Draw = Callable[[RuleDriver, st.DataObject], None]
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 
 from waypost.properties.control import SPACE_ACTORS
 from waypost.properties.model import Token
-from waypost.properties.rules.driver import STAGES, Driver, sample
+from waypost.properties.rules.driver import STAGES, RuleDriver, sample
 from waypost.properties.rules.messages import send
 
 
-def ack(d: Driver, data: st.DataObject) -> None:
+def ack(d: RuleDriver, data: st.DataObject) -> None:
     """1–20 distinct items with mixed stages, mostly visible to the token's consumer, some
     invisible, foreign or missing; with or without a checkpoint (P01, P09, P10)."""
     if not d.bound_items("A"):
@@ -33,7 +33,7 @@ def ack(d: Driver, data: st.DataObject) -> None:
           recheck=data.draw(st.sampled_from([True, False, False])))
 
 
-def _items(d: Driver, data: st.DataObject, holder: Token, wrong: bool) -> list[Any]:
+def _items(d: RuleDriver, data: st.DataObject, holder: Token, wrong: bool) -> list[Any]:
     """Items to acknowledge: visible ones (again and again those acknowledged before); when
     ``wrong``, good items around one bad one, which must make the whole ACK fail (P05)."""
     visible = [[space, item.index] for space in SPACE_ACTORS
@@ -56,7 +56,7 @@ def _items(d: Driver, data: st.DataObject, holder: Token, wrong: bool) -> list[A
     return chosen
 
 
-def _checkpoint(d: Driver, data: st.DataObject, holder: Token, wrong: bool) -> Any:
+def _checkpoint(d: RuleDriver, data: st.DataObject, holder: Token, wrong: bool) -> Any:
     """No checkpoint, a cursor of the holder's consumer, or (when ``wrong``) any held cursor
     or a tampered one."""
     mine = [n for n, held in enumerate(d.model.cursors)
@@ -70,7 +70,7 @@ def _checkpoint(d: Driver, data: st.DataObject, holder: Token, wrong: bool) -> A
     return "tampered" if pick == "tampered" else None
 
 
-def stages_for(d: Driver, holder: Token, ref: Any) -> tuple[str, ...]:
+def stages_for(d: RuleDriver, holder: Token, ref: Any) -> tuple[str, ...]:
     """Stages to try: for an item already processed mostly a lower one (a regression a
     correct server must answer as a no-op), else both (P09)."""
     item = d.world.item_ref(ref)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from waypost.properties.rules.driver import Driver, sample
+from waypost.properties.rules.driver import RuleDriver, sample
 
 WANTED = {"put": "awaiting", "seal": "stored", "read": "sealed"}
 
 
-def upload(d: Driver, data: st.DataObject) -> None:
+def upload(d: RuleDriver, data: st.DataObject) -> None:
     """Prepare, PUT (the declared or other bytes), seal, read; rarely let the server clock
     run past the expiry where the target offers the clock hook (P15, P16)."""
     uploads = d.model.uploads

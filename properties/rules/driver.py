@@ -21,7 +21,7 @@ def sample(data: st.DataObject, options: list[Any]) -> Any:
     return data.draw(st.sampled_from(options))
 
 
-class Driver:
+class RuleDriver:
     """A rule's view of the example: the world, and what it holds to draw from."""
 
     def __init__(self, world: World) -> None:

@@ -9,10 +9,10 @@ from waypost.properties.faults import ACTIONS as FAULT_ACTIONS
 from waypost.properties.faults import POINTS as FAULT_POINTS
 from waypost.properties.faults import PROXY
 from waypost.properties.proxy import ACTIONS as PROXY_ACTIONS
-from waypost.properties.rules.driver import Driver, sample, words
+from waypost.properties.rules.driver import RuleDriver, sample, words
 
 
-def fault(d: Driver, data: st.DataObject) -> None:
+def fault(d: RuleDriver, data: st.DataObject) -> None:
     """A write with a fault point armed on its way (crash, lost response, temporary error),
     sometimes a restart, then lookup and retry: exactly one result (P03, P18), where the
     target offers the fault hooks or through the fault proxy; or writes at the same time:
@@ -42,7 +42,7 @@ def fault(d: Driver, data: st.DataObject) -> None:
           restart=restart, send=d.plain_send(data))
 
 
-def _fault_publish(d: Driver, data: st.DataObject, token: str, point: str, action: str,
+def _fault_publish(d: RuleDriver, data: st.DataObject, token: str, point: str, action: str,
                    restart: bool) -> bool:
     """A publish to the writer's collection with the fault on its way; False if the writer
     has no blob to publish."""

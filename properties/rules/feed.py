@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from waypost.properties.rules.driver import Driver, sample
+from waypost.properties.rules.driver import RuleDriver, sample
 
 
-def read_feed(d: Driver, data: st.DataObject) -> None:
+def read_feed(d: RuleDriver, data: st.DataObject) -> None:
     """A page from the checkpoint or from any held cursor, also another consumer's (P06,
     P07, P08)."""
     limit = data.draw(st.integers(1, 7))
@@ -20,14 +20,14 @@ def read_feed(d: Driver, data: st.DataObject) -> None:
     d.run("read_feed", token=sample(data, d.handles()), cursor=cursor, limit=limit)
 
 
-def check_view(d: Driver, data: st.DataObject) -> None:
+def check_view(d: RuleDriver, data: st.DataObject) -> None:
     """Page through one consumer's whole view with random page sizes: every visible item
     exactly once, in order (P06, P08)."""
     sizes = data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
     d.run("check_view", token=sample(data, d.handles()), sizes=sizes)
 
 
-def probe(d: Driver, data: st.DataObject) -> None:
+def probe(d: RuleDriver, data: st.DataObject) -> None:
     """A tampered cursor is CURSOR_INVALID (P07); another space's item answers an ACK
     exactly like a missing one (P01)."""
     where = data.draw(st.integers(0, 10_000))

@@ -9,12 +9,12 @@ from typing import Any
 from hypothesis import strategies as st
 
 from waypost.properties.memory import COLLECTIONS
-from waypost.properties.rules.driver import METADATA, Driver, sample
+from waypost.properties.rules.driver import METADATA, RuleDriver, sample
 
 ACTIONS = ["publish"] * 8 + ["read"] * 3 + ["head", "race", "cursor", "limit", "history"]
 
 
-def memory(d: Driver, data: st.DataObject) -> None:
+def memory(d: RuleDriver, data: st.DataObject) -> None:
     """One memory action by a writer of some collection (mostly) or any token, on its own
     collection (mostly), another or a missing one (P11–P14, P16)."""
     action = data.draw(st.sampled_from(ACTIONS))
@@ -38,12 +38,12 @@ def memory(d: Driver, data: st.DataObject) -> None:
         _write(d, data, action, token, collection)
 
 
-def _head(d: Driver, token: str, collection: str) -> int:
+def _head(d: RuleDriver, token: str, collection: str) -> int:
     target = d.model.collections.get((d.model.tokens[token].space, collection))
     return target.head if target is not None else 0
 
 
-def _read(d: Driver, data: st.DataObject, action: str, token: str, collection: str) -> None:
+def _read(d: RuleDriver, data: st.DataObject, action: str, token: str, collection: str) -> None:
     """A fixed revision read with random page sizes, or an item cursor moved elsewhere (P13)."""
     revision = data.draw(st.integers(0, _head(d, token, collection) + 1))
     if action == "cursor":
@@ -54,7 +54,7 @@ def _read(d: Driver, data: st.DataObject, action: str, token: str, collection: s
           tombstones=data.draw(st.booleans()))
 
 
-def _write(d: Driver, data: st.DataObject, action: str, token: str, collection: str) -> None:
+def _write(d: RuleDriver, data: st.DataObject, action: str, token: str, collection: str) -> None:
     """A publish or a race, with entries on blobs the writer owns (or, when deliberately
     wrong, any blob and colliding paths)."""
     blobs = d.owned_blobs(data, token)
@@ -72,7 +72,7 @@ def _write(d: Driver, data: st.DataObject, action: str, token: str, collection: 
     _publish(d, data, token, collection, pool, wrong)
 
 
-def _history(d: Driver, data: st.DataObject, token: str, collection: str) -> None:
+def _history(d: RuleDriver, data: st.DataObject, token: str, collection: str) -> None:
     """Three or four valid publishes in a row at the head: entries, a snapshot that tombstones
     those it does not list, then one or two drawn freely. Later revisions must carry, or
     revive, the tombstones of earlier ones (P13, P14), which only a publish after a tombstone
@@ -85,7 +85,7 @@ def _history(d: Driver, data: st.DataObject, token: str, collection: str) -> Non
                  min_items=0 if mode is None else 1)
 
 
-def _publish(d: Driver, data: st.DataObject, token: str, collection: str, pool: list[int],
+def _publish(d: RuleDriver, data: st.DataObject, token: str, collection: str, pool: list[int],
              wrong: bool, offset: int | None = None, manifest: bool | None = None,
              mode: str | None = None, min_items: int = 0) -> None:
     """One publish of entries on ``pool``'s blobs (snapshot or delta, maybe deletes); the
@@ -110,7 +110,7 @@ def _publish(d: Driver, data: st.DataObject, token: str, collection: str, pool: 
           items=[list(e) for e in items], deletes=deletes, manifest=manifest)
 
 
-def _deletes(d: Driver, data: st.DataObject, token: str, collection: str, mode: str,
+def _deletes(d: RuleDriver, data: st.DataObject, token: str, collection: str, mode: str,
              items: list[Any], wrong: bool) -> list[int]:
     """Item numbers to delete: none in a valid snapshot, else some the head holds (or, when
     ``wrong``, any, also ids upserted at once)."""

@@ -8,10 +8,10 @@ from typing import Any
 from hypothesis import strategies as st
 
 from waypost.properties.control import SPACE_ACTORS
-from waypost.properties.rules.driver import KINDS, Driver, sample, words
+from waypost.properties.rules.driver import KINDS, RuleDriver, sample, words
 
 
-def send(d: Driver, data: st.DataObject) -> None:
+def send(d: RuleDriver, data: st.DataObject) -> None:
     """New thread, reply in a thread, default or explicit recipients, non-members, unknown
     recipients, attachments (P02, P05, P06, P16). Most draws are valid, some deliberately
     not."""
@@ -34,7 +34,7 @@ def send(d: Driver, data: st.DataObject) -> None:
           kind=kind, subject=subject, text=text, options=options, attachments=attachments)
 
 
-def _thread(d: Driver, data: st.DataObject, token: str, wrong: bool) -> tuple[Any, int | None]:
+def _thread(d: RuleDriver, data: st.DataObject, token: str, wrong: bool) -> tuple[Any, int | None]:
     """A new thread, the thread of an earlier message (mostly one the sender is a member of)
     perhaps replying to a message, or (when ``wrong``) a missing thread."""
     choice = data.draw(st.sampled_from(["new", "existing"] + (["missing"] if wrong else [])))
@@ -51,7 +51,7 @@ def _thread(d: Driver, data: st.DataObject, token: str, wrong: bool) -> tuple[An
     return ("missing" if choice == "missing" else "new"), None
 
 
-def read_message(d: Driver, data: st.DataObject) -> None:
+def read_message(d: RuleDriver, data: st.DataObject) -> None:
     """Readers get the exact message; others, foreign or not, the same 404 (P01, P05)."""
     if not d.world.message_order:
         return send(d, data)

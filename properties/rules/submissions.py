@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from waypost.properties.rules.driver import Driver, sample
+from waypost.properties.rules.driver import RuleDriver, sample
 from waypost.properties.rules.messages import send
 
 
-def resubmit(d: Driver, data: st.DataObject) -> None:
+def resubmit(d: RuleDriver, data: st.DataObject) -> None:
     """An earlier write again: unchanged → the identical stable result; altered →
     IDEMPOTENCY_CONFLICT; looked up → the committed result and the kit's own fingerprint
     (P03, P04)."""

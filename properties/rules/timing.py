@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from waypost.properties.rules.driver import Driver, sample, words
+from waypost.properties.rules.driver import RuleDriver, sample, words
 from waypost.properties.timing import ADVANCES, probe_item
 
 
-def long_polls(d: Driver, data: st.DataObject) -> None:
+def long_polls(d: RuleDriver, data: st.DataObject) -> None:
     """Two or three consumers of space A that would see a new message of the sender long-poll
     at once while the sender sends it to them (P06)."""
     model = d.model
@@ -31,14 +31,14 @@ def long_polls(d: Driver, data: st.DataObject) -> None:
     d.run("long_polls", readers=chosen, sender=sender.handle, subject=data.draw(words))
 
 
-def restart(d: Driver, data: st.DataObject) -> None:
+def restart(d: RuleDriver, data: st.DataObject) -> None:
     """Restart the server where the target offers the hook; everything reads back the same
     (P05, P03)."""
     if d.model.hooks:
         d.run("restart")
 
 
-def late_retry(d: Driver, data: st.DataObject) -> None:
+def late_retry(d: RuleDriver, data: st.DataObject) -> None:
     """An earlier submission again after the server clock moved an hour, a day or a week
     (P03)."""
     if d.model.submissions:

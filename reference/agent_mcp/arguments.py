@@ -12,7 +12,7 @@ from waypost.reference.consumer.answers import ID, MAX_INTEGER, MAX_SEQUENCE
 # Most values are the server's to judge (it answers INVALID_REQUEST naming the field): the
 # schemas hold types, the id grammar and the bounds this side relies on (integers that fit its
 # SQLite file and the protocol), so that the tool list stays short. Sizes are checked apart
-# (limits.py), as the protocol answers them: 413 RESOURCE_LIMIT.
+# (argument_limits.py), as the protocol answers them: 413 RESOURCE_LIMIT.
 #: An object id (WP-VAL-4).
 Id = Annotated[str, Field(pattern=f"^{ID.pattern}$")]
 Revision = Annotated[int, Field(ge=0, le=MAX_INTEGER)]

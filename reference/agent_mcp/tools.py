@@ -20,8 +20,8 @@ from typing import Any
 
 import apsw
 
+from waypost.reference.agent_mcp import argument_limits, blobs
 from waypost.reference.agent_mcp import arguments as a
-from waypost.reference.agent_mcp import blobs, limits
 from waypost.reference.agent_mcp.errors import ToolFailure
 from waypost.reference.consumer import answers, faults, outbox, sync, views, work
 from waypost.reference.consumer.client import Api, ConsumerError, ServerError, segment
@@ -195,19 +195,19 @@ class Call:
     def send(self, args: a.Send) -> dict[str, Any]:
         """A message through the outbox: the same call again never sends twice."""
         recipients = tuple(dict.fromkeys(args.to))
-        limits.check_message(args.subject, args.text, recipients, args.attachment_ids)
+        argument_limits.check_message(args.subject, args.text, recipients, args.attachment_ids)
         send = outbox.Send(recipients, args.subject, args.text, args.kind, args.thread_id,
                            attachments=tuple(args.attachment_ids))
         return self._send("send", args.key, _call_arguments(args), send)
 
     def reply(self, args: a.Reply) -> dict[str, Any]:
         """A reply to a stored message: to its sender, in its thread."""
-        limits.check_message(args.subject, args.text, (), args.attachment_ids)
+        argument_limits.check_message(args.subject, args.text, (), args.attachment_ids)
         message = self._item(args.item_id).get("message")
         if message is None:
             raise ToolFailure("INVALID_REQUEST", f"{args.item_id} is not a message",
                               {"field": "item_id"})
-        subject = args.subject or limits.subject_prefix("Re: ", message["subject"])
+        subject = args.subject or argument_limits.subject_prefix("Re: ", message["subject"])
         send = outbox.Send((message["producer_id"],), subject, args.text, args.kind,
                            message["thread_id"], message["message_id"], args.item_id,
                            tuple(args.attachment_ids))
@@ -246,7 +246,7 @@ class Call:
 
     def memory_publish(self, args: a.MemoryPublish) -> dict[str, Any]:
         """Compare-and-swap on ``expected_revision``; a conflict is an answer, not an error."""
-        limits.check_publish(len(args.entries), len(args.delete_ids))
+        argument_limits.check_publish(len(args.entries), len(args.delete_ids))
         if len({e.item_id for e in args.entries}) != len(args.entries):
             raise ToolFailure("INVALID_REQUEST", "an item_id appears twice in entries",
                               {"field": "entries"})

@@ -15,8 +15,8 @@ from typing import Any
 import ijson
 
 from waypost.reference.domain.errors import InvalidRequest, ResourceLimit
-from waypost.reference.domain.limits import Limits
 from waypost.reference.domain.memory_requests import Changes, manifest_changes
+from waypost.reference.domain.published_limits import Limits
 
 #: Deeper nesting is refused (an entry's metadata is the deepest thing a manifest needs).
 MAX_DEPTH = 64

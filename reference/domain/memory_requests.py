@@ -13,8 +13,8 @@ from typing import Any
 
 from waypost.reference.domain import parsing, values
 from waypost.reference.domain.errors import InvalidRequest
-from waypost.reference.domain.limits import Limits
 from waypost.reference.domain.memory_state import ItemInput
+from waypost.reference.domain.published_limits import Limits
 
 MODES = ("snapshot", "delta")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from waypost.reference.domain import parsing, values
 from waypost.reference.domain.errors import InvalidRequest
-from waypost.reference.domain.limits import Limits
+from waypost.reference.domain.published_limits import Limits
 
 MESSAGE_KINDS = ("info", "question", "result", "todo_suggestion", "memory_notice",
                  "processing_result")

@@ -253,7 +253,7 @@ def create_app(ctx_factory: Any, dashboard: bool = False) -> Starlette:
     """The ASGI app. ``ctx_factory`` is an async context manager yielding the :class:`Context`,
     entered at startup and left at shutdown. ``dashboard`` serves the operator dashboard under
     ``/dashboard/``. How connections are read and cut off is the server's
-    (:mod:`waypost.reference.http.limits`)."""
+    (:mod:`waypost.reference.http.connection_limits`)."""
     routes: list[BaseRoute] = list(ROUTES)
     if dashboard:
         routes += [Route("/dashboard", _dashboard_root, methods=["GET"]),

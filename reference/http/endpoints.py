@@ -96,7 +96,7 @@ async def _answer(work: Callable[[], Awaitable[Outcome]]) -> Response:
     except StorageUnavailable:
         return error_response(Unavailable("storage is temporarily unavailable; retry"))
     except ClientDisconnect:
-        raise  # nobody to answer: the server logs one line (reference/http/limits.py)
+        raise  # nobody to answer: the server logs one line (reference/http/connection_limits.py)
     except Exception:
         log.exception("internal error")
         return error_response(internal_error())

@@ -9,9 +9,9 @@ from waypost.reference.domain import faults, requests, values
 from waypost.reference.domain.clock import MAX_ADVANCE_MS
 from waypost.reference.domain.errors import ERROR_CLASSES
 from waypost.reference.domain.grants import ACTIONS, SCOPES
-from waypost.reference.domain.limits import Limits
 from waypost.reference.domain.memory_requests import MODES
 from waypost.reference.domain.principal import FILTER_DIMENSIONS
+from waypost.reference.domain.published_limits import Limits
 from waypost.reference.service import control
 from waypost.reference.service.answers import OPERATIONS
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from waypost.reference.domain.clock import SystemClock
 from waypost.reference.domain.faults import Faults
-from waypost.reference.domain.limits import Limits
+from waypost.reference.domain.published_limits import Limits
 from waypost.reference.domain.sessions import SessionPolicy, SignInLimiter
 from waypost.reference.storage.blob_store import BlobStore
 from waypost.reference.storage.driver import Driver

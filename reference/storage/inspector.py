@@ -299,7 +299,9 @@ def diff_from(row: Row) -> DiffRow:
 
 
 @dataclass(frozen=True)
-class UploadRow:
+class UploadView:
+    """An upload as the inspector lists it, with its blob's seal time."""
+
     upload_id: str
     blob_id: str
     owner_id: str
@@ -314,7 +316,7 @@ class UploadRow:
 
 def uploads(space_id: str, after: str, limit: int) -> Statement:
     """The space's uploads after ``after`` (upload-id order) with their blobs' seal times."""
-    columns = select_list(UploadRow, "u.", sealed_at="b.sealed_at")
+    columns = select_list(UploadView, "u.", sealed_at="b.sealed_at")
     return stmt(f"""
         SELECT {columns} FROM uploads u
         LEFT JOIN blobs b ON b.space_id = u.space_id AND b.blob_id = u.blob_id
@@ -323,8 +325,8 @@ def uploads(space_id: str, after: str, limit: int) -> Statement:
         {"space_id": space_id, "after": after, "limit": limit})
 
 
-def upload_from(row: Row) -> UploadRow:
-    return decode(UploadRow, row)
+def upload_from(row: Row) -> UploadView:
+    return decode(UploadView, row)
 
 
 @dataclass(frozen=True)

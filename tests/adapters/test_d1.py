@@ -32,7 +32,7 @@ from tests.support.api import (
     with_notes,
 )
 from waypost.adapters.d1.driver import ColumnShapes, D1Budget, D1Driver, D1Error
-from waypost.reference.domain.limits import D1_LIMITS
+from waypost.reference.domain.published_limits import D1_LIMITS
 from waypost.reference.server import Settings, build_app, served_context
 from waypost.reference.service.blobs import sweep
 from waypost.reference.storage import memory as memory_sql

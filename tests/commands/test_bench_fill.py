@@ -8,7 +8,7 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from tests.support.api import ADMIN_TOKEN
-from waypost.bench_fill import fill, fill_request
+from waypost.bench.fill import fill, fill_request
 from waypost.bootstrap import provision
 from waypost.reference.server import DATABASE, Settings, build_app
 

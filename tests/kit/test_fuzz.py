@@ -200,7 +200,7 @@ def test_porting_md_lists_every_declared_rule() -> None:
 
 
 def test_an_expected_failure_entry_for_fuzz_marks_findings_as_expected(tmp_path: Path) -> None:
-    from waypost.conformance.fuzz_cli import expected_reason
+    from waypost.conformance.fuzz_command import expected_reason
 
     path = tmp_path / "expected.json"
     path.write_text(json.dumps([{"property": "P07", "reason": "other"},

@@ -194,7 +194,7 @@ def test_the_raw_connection_checks_see_how_a_server_frames(tmp_path: Path, kit_a
     import httpx
 
     from tests.support.threaded_server import serving_app
-    from waypost.reference.http.limits import ConnectionLimits, limited_protocol
+    from waypost.reference.http.connection_limits import ConnectionLimits, limited_protocol
 
     config = {"http": limited_protocol(ConnectionLimits())} if protocol == "waypost serve's" \
         else {"timeout_keep_alive": 1}

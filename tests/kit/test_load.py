@@ -22,7 +22,7 @@ from starlette.testclient import TestClient
 from tests.support.inprocess import PortalTransport, kit_client
 from tests.support.kit import KitApp, Patch
 from waypost.conformance import load
-from waypost.conformance.load_cli import is_loopback
+from waypost.conformance.load_command import is_loopback
 
 STORE_ATTR = dis.opmap["STORE_ATTR"]
 

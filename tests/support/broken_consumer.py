@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from waypost import consumer_cli
+from waypost import consumer_command
 from waypost.reference.consumer import faults, outbox, records, sync, work
 from waypost.reference.consumer.client import Api
 from waypost.reference.consumer.records import Page
@@ -91,4 +91,4 @@ DEFECTS: dict[str, Callable[[], None]] = {
 
 if __name__ == "__main__":
     DEFECTS[sys.argv[1]]()
-    raise SystemExit(consumer_cli.main(sys.argv[2:]))
+    raise SystemExit(consumer_command.main(sys.argv[2:]))

@@ -38,7 +38,7 @@ RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2
 MEASURED = """
 import os, re, sys
 from pathlib import Path
-from waypost.consumer_cli import main
+from waypost.consumer_command import main
 try:
     code = main(sys.argv[1:])
 finally:
@@ -69,7 +69,7 @@ class Scene:
     db: Path
 
     def consumer(self, *arguments: str, who: str = "bob") -> Run:
-        """``waypost consumer`` as a process (``python -m waypost.consumer_cli``), with its
+        """``waypost consumer`` as a process (``python -m waypost.consumer_command``), with its
         peak memory as it measured it itself on the way out."""
         peak = self.db.with_name("peak")
         env = {**os.environ, "WAYPOST_TOKEN": self.tokens[who], "PEAK_FILE": str(peak)}

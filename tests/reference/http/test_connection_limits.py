@@ -344,7 +344,7 @@ def test_an_exception_that_escapes_the_app_is_a_500_in_the_envelope() -> None:
     """Whatever an app lets escape, the server's answer is well formed: ``500 INTERNAL`` in
     the envelope, telling nothing of the failure (uvicorn's own answer is plain text)."""
     from tests.support.threaded_server import serving_app
-    from waypost.reference.http.limits import ConnectionLimits, limited_protocol
+    from waypost.reference.http.connection_limits import ConnectionLimits, limited_protocol
 
     async def broken(scope: Any, receive: Any, send: Any) -> None:
         raise RuntimeError("a secret detail")

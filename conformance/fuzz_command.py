@@ -99,14 +99,15 @@ def _fuzz(args: argparse.Namespace) -> int:
 
 
 #: The fuzz profile of the kit's profiles that run the fuzz phase (quick runs none).
-FUZZ_PROFILES = {"ci": "dev", "thorough": "thorough"}
+FUZZ_PROFILE_BY_KIT_PROFILE = {"ci": "dev", "thorough": "thorough"}
 
 
 def fuzz_phase(target: str, client: httpx.Client, admin_token: str,
                args: argparse.Namespace) -> fuzz.FuzzReport:
     """The kit run's fuzz phase (its row in the report), with the kit's expected failures."""
-    print(f"waypost conformance: fuzz phase ({FUZZ_PROFILES[args.profile]})", file=sys.stderr)
-    report = fuzz.run_fuzz(target, client, admin_token, profile=FUZZ_PROFILES[args.profile],
+    profile = FUZZ_PROFILE_BY_KIT_PROFILE[args.profile]
+    print(f"waypost conformance: fuzz phase ({profile})", file=sys.stderr)
+    report = fuzz.run_fuzz(target, client, admin_token, profile=profile,
                            seed=args.seed, replay_dir=args.replay_dir, progress=Progress())
     report.expected_reason = expected_reason(args.expected_failures, args.target)
     return report

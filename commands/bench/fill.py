@@ -20,7 +20,7 @@ import apsw
 from waypost.reference.domain import values
 from waypost.reference.domain.canonical import canonical_json, digest
 from waypost.reference.domain.clock import SystemClock
-from waypost.reference.domain.limits import Limits
+from waypost.reference.domain.published_limits import Limits
 from waypost.reference.domain.requests import parse_send
 
 #: Sends per transaction.

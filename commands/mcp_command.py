@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 
-from waypost.consumer_cli import DEFAULT_DB, run_alone, seconds
+from waypost.consumer_command import DEFAULT_DB, run_alone, seconds
 from waypost.reference.agent_mcp import server as mcp_server
 from waypost.reference.agent_mcp import transports
 from waypost.reference.agent_mcp.blobs import Files, private_files
@@ -161,7 +161,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m waypost.mcp_cli …`` is ``waypost mcp …`` without loading the rest of the
+    """``python -m waypost.mcp_command …`` is ``waypost mcp …`` without loading the rest of the
     command line."""
     return run_alone("mcp", add_commands, argv)
 

@@ -1,5 +1,5 @@
-"""The command lines of ``waypost bench send|feed|blobs`` (:mod:`waypost.bench_load`) and
-``slow-clients`` (:mod:`waypost.bench_slow`)."""
+"""The command lines of ``waypost bench send|feed|blobs`` (:mod:`waypost.bench.load`) and
+``slow-clients`` (:mod:`waypost.bench.slow`)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _print(result: dict[str, Any], out: Path | None) -> int:
 
 
 def _send(args: argparse.Namespace) -> int:
-    from waypost.bench_load import bench_send
+    from waypost.bench.load import bench_send
 
     result = bench_send(args.clients, args.seconds)
     for label, row in [*((f"send x{r['clients']}", r) for r in result["sends"]),
@@ -44,19 +44,19 @@ def _send(args: argparse.Namespace) -> int:
 
 
 def _feed(args: argparse.Namespace) -> int:
-    from waypost.bench_load import bench_feed
+    from waypost.bench.load import bench_feed
 
     return _print(bench_feed(args.sizes, args.repeats), args.json)
 
 
 def _blobs(args: argparse.Namespace) -> int:
-    from waypost.bench_load import bench_blobs
+    from waypost.bench.load import bench_blobs
 
     return _print(bench_blobs(args.downloaders, args.blob_mib, args.pause), args.json)
 
 
 def _slow_clients(args: argparse.Namespace) -> int:
-    from waypost.bench_slow import bench_slow_clients
+    from waypost.bench.slow import bench_slow_clients
 
     if args.slots < 1 or args.every <= 0:
         print("waypost bench slow-clients: --slots must be at least 1 and --every above 0",

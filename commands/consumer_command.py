@@ -405,7 +405,7 @@ def run_alone(command: str, add: Callable[[Any], None], argv: Sequence[str] | No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m waypost.consumer_cli COMMAND …`` is ``waypost consumer COMMAND …`` without
+    """``python -m waypost.consumer_command COMMAND …`` is ``waypost consumer COMMAND …`` without
     loading the rest of the command line (the conformance kit starts it many times)."""
     return run_alone("consumer", add_commands, argv)
 

@@ -25,8 +25,9 @@ from typing import Any
 
 import httpx
 
-from waypost.bench_fill import fill
-from waypost.bench_wire import (
+from waypost.bench.fill import fill
+from waypost.bench.kit import machine
+from waypost.bench.wire import (
     Connection,
     Served,
     cpu_per_request,
@@ -35,7 +36,6 @@ from waypost.bench_wire import (
     served,
     thread_cpu_seconds,
 )
-from waypost.conformance.bench import machine
 from waypost.reference.server import DATABASE
 
 MIB = 1 << 20
@@ -124,7 +124,7 @@ async def _pages(runs: Sequence[Served], repeats: int) -> list[list[float]]:
 
 def bench_feed(sizes: Sequence[int], repeats: int) -> dict[str, Any]:
     """Feed page p50 at each size: one server per size, its feed filled by the bulk path of
-    :mod:`waypost.bench_fill`, then the pages read over HTTP from the servers in turn."""
+    :mod:`waypost.bench.fill`, then the pages read over HTTP from the servers in turn."""
     filled = []
     with ExitStack() as stack:
         for size in sorted(sizes):
@@ -137,7 +137,7 @@ def bench_feed(sizes: Sequence[int], repeats: int) -> dict[str, Any]:
             for (size, _, seconds), taken in zip(filled, timings, strict=True)]
     return {"benchmark": "feed", "machine": machine(), "server": {"synchronous": "normal"},
             "fill": "bulk: the rows of alice's sends written straight into the database, "
-                    "10,000 sends per transaction (waypost.bench_fill)",
+                    "10,000 sends per transaction (waypost.bench.fill)",
             "reads": "over HTTP, one server per size, the servers read in turn",
             "pages": rows, "ratio_p50_largest_over_smallest":
                 round(rows[-1]["p50_ms"] / rows[0]["p50_ms"], 2)}

@@ -60,6 +60,6 @@ def add_command(kit_commands: Any) -> None:
     matrix.add_argument("--consumer-command", default=None, metavar="COMMAND",
                         help="the consumer to check, as a shell-quoted command line speaking "
                              "the 'waypost consumer' commands and keeping the same local tables "
-                             "(default: python -m waypost.consumer_cli)")
+                             "(default: python -m waypost.consumer_command)")
     matrix.add_argument("--json", type=Path, default=None, help="also write the cells as JSON")
     matrix.set_defaults(run=_run)

@@ -11,13 +11,18 @@ import httpx
 from waypost.conformance import report as reports
 from waypost.conformance import runner
 from waypost.conformance.arguments import add_target, admin_token, subset
-from waypost.conformance.consumer_cli import add_command as add_consumer_matrix
+from waypost.conformance.consumer_matrix_command import add_command as add_consumer_matrix
 from waypost.conformance.fixtures import add_command as add_fixtures
 from waypost.conformance.fuzz import FuzzReport
-from waypost.conformance.fuzz_cli import FUZZ_PROFILES, fuzz_phase, is_fuzz_replay, replay_finding
-from waypost.conformance.fuzz_cli import add_command as add_fuzz
+from waypost.conformance.fuzz_command import (
+    FUZZ_PROFILE_BY_KIT_PROFILE,
+    fuzz_phase,
+    is_fuzz_replay,
+    replay_finding,
+)
+from waypost.conformance.fuzz_command import add_command as add_fuzz
 from waypost.conformance.hostile import add_command as add_hostile
-from waypost.conformance.load_cli import add_command as add_load
+from waypost.conformance.load_command import add_command as add_load
 from waypost.conformance.requirements import text_table as requirement_table
 from waypost.conformance.targets import Target, check_target, open_target
 from waypost.properties.bounds import (
@@ -243,7 +248,7 @@ def _run(args: argparse.Namespace, target: Target, client: httpx.Client, proxy: 
     print(f"waypost conformance: target {where}, profile {args.profile}", file=sys.stderr)
     name = target.name if target.name != "url" else target.url
     fuzz = None  # the fuzz phase provisions spaces of its own: not through fixtures
-    if args.profile in FUZZ_PROFILES and not args.only and fixtures is None:
+    if args.profile in FUZZ_PROFILE_BY_KIT_PROFILE and not args.only and fixtures is None:
         def fuzz() -> FuzzReport:
             return fuzz_phase(name, client, target.admin_token, args)
     return runner.run(name, client, target.admin_token, profile=args.profile, seed=args.seed,

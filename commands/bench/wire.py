@@ -21,8 +21,8 @@ from typing import Any
 
 import httpx
 
+from waypost.bench.publish import filesystem, memory_kib
 from waypost.bootstrap import provision
-from waypost.conformance.bench_publish import filesystem, memory_kib
 from waypost.conformance.targets import ServerProcess
 
 
