@@ -17,7 +17,7 @@ from waypost.properties.owners import requirements_of
 from waypost.properties.requirements import CHECKS
 from waypost.properties.rules import RULES
 
-OUT = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
+OUT = Path(__file__).resolve().parent.parent / "docs/architecture.md"
 START, END = "<!-- map -->", "<!-- /map -->"
 _MAP = re.compile(f"{re.escape(START)}.*?{re.escape(END)}", re.S)
 
