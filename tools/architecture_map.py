@@ -10,6 +10,8 @@ import re
 import sys
 from pathlib import Path
 
+import waypost.conformance.requirements
+import waypost.properties.contract_checks  # noqa: F401  (registers the contract checks)
 from waypost.properties.catalogue import CATALOGUE
 from waypost.properties.check_sites import named_checks
 from waypost.properties.commands import COMMANDS
@@ -30,12 +32,14 @@ def _where(check: str) -> str:
     places = {"limit": "the limit phase", "invariant": "properties/machine.py",
               "consumer": "conformance/consumer_matrix.py", "crash": "conformance/crash_matrix.py",
               "vectors": "tests (vectors)", "hostile": "the hostile phase",
+              "fuzz": "the fuzz phase",
               "revoked": "properties/world.py", "disabled": "properties/world.py"}
     return places.get(kind, check)
 
 
 def rows() -> list[str]:
-    """One table row per property."""
+    """One table row per property (every check registered: those of the fuzz and contract
+    phases register when their modules load, done above)."""
     checks = {**named_checks(), **{name: frozenset(check.requirements)
                                    for name, check in CHECKS.items()}}
     lines = ["| P | property | drawn by the rules | checked in |", "|---|---|---|---|"]
