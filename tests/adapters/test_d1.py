@@ -142,8 +142,7 @@ def test_a_failed_guard_writes_nothing(d1: Api) -> None:
     before = snapshot(d1)
     reservation = on_loop(d1, submission_sql.reserve(
         driver(d1), state.principal, 0, "message.send", "late", b"\0" * 32, "sub_late", "msg_late",
-        thread_id="thr_late", feed_item_id="fi_late", object_ref="obj_late",
-        recipient_ids=["bob"]))
+        thread_id="thr_late", feed_item_id="fi_late", object_ref="obj_late"))
     assert reservation.verdict == "UNAUTHENTICATED"
     assert snapshot(d1) == before  # no submission, no recipients, no verdict row left behind
     # A batch is all or nothing on D1: a failing statement takes the earlier ones with it.
