@@ -13,6 +13,7 @@ from waypost.properties.hostile import (
     expect_status,
     invalid,
 )
+from waypost.properties.untrusted import visible
 
 #: One of each class a one-line text refuses: NUL, BEL, tab, LF, CR, ESC (an ANSI sequence),
 #: DEL, and the C1 controls CSI and NEL.
@@ -29,10 +30,6 @@ def _message(probe: Probe, subject: str = "s", **body: Any) -> dict[str, Any]:
             "subject": subject, "body": {"text": "t", **body}}
 
 
-def _shown(text: str) -> str:
-    return text.encode("unicode_escape").decode()
-
-
 def message_text(probe: Probe) -> int:
     """Controls in a message's one-line fields and its body text; a body text with tab, LF,
     CR, DEL and C1 sent and read back."""
@@ -42,22 +39,22 @@ def message_text(probe: Probe) -> int:
                             ("body.source_uri", _message(probe, source_uri=text)),
                             ("body.options[0]", _message(probe, options=[text]))):
             answer = probe.request("POST", "/v1/messages", who="alice", body=body)
-            invalid(answer, f"{field} {_shown(text)!r} (WP-VAL-24)", field)
+            invalid(answer, f"{field} {visible(text)!r} (WP-VAL-24)", field)
             sent += 1
     for text in BODY_BREAKERS:
         answer = probe.request("POST", "/v1/messages", who="alice",
                                body=_message(probe, text=text))
-        invalid(answer, f"body.text {_shown(text)!r} (WP-VAL-25)", "body.text")
+        invalid(answer, f"body.text {visible(text)!r} (WP-VAL-25)", "body.text")
         sent += 1
     if any(item["type"] == "message" for item in probe.inbox("bob")):
         raise Finding("a refused text sent a message (§3: validation before any side effect)")
     kept = probe.request("POST", "/v1/messages", who="alice", body=_message(probe, text=KEPT))
-    expect_status(kept, 201, f"a body text of {_shown(KEPT)!r} (WP-VAL-25)")
+    expect_status(kept, 201, f"a body text of {visible(KEPT)!r} (WP-VAL-25)")
     read = probe.request("GET", f"/v1/messages/{kept.json()['message_id']}", who="bob")
     expect_status(read, 200, "reading the message back")
     if read.json()["body"]["text"] != KEPT:
-        raise Finding(f"a body text came back as {_shown(str(read.json()['body']['text']))!r},"
-                      f" sent as {_shown(KEPT)!r} (WP-VAL-25)")
+        raise Finding(f"a body text came back as {visible(str(read.json()['body']['text']))!r},"
+                      f" sent as {visible(KEPT)!r} (WP-VAL-25)")
     return sent + 2
 
 
@@ -68,16 +65,16 @@ def names(probe: Probe) -> int:
         answer = probe.request("POST", f"/admin/v1/spaces/{space}/actors", who="admin", body={
             "request_id": probe.rid("tn"), "actor_id": "mallory", "kind": "agent",
             "display_name": text})
-        invalid(answer, f"an actor's display_name {_shown(text)!r} (WP-VAL-24)",
+        invalid(answer, f"an actor's display_name {visible(text)!r} (WP-VAL-24)",
                 "display_name")
         answer = probe.request("POST", f"/admin/v1/spaces/{space}/collections", who="admin",
                                body={"request_id": probe.rid("tn"), "collection_id": "ctl",
                                      "source_actor_id": "alice", "scope": text})
-        invalid(answer, f"a collection's scope {_shown(text)!r} (WP-VAL-24)", "scope")
+        invalid(answer, f"a collection's scope {visible(text)!r} (WP-VAL-24)", "scope")
         answer = probe.request("POST", "/v1/blobs", who="alice", body={
             "request_id": probe.rid("tn"), "size": 1, "sha256": "0" * 64,
             "content_type": "text/plain", "filename": text})
-        invalid(answer, f"a blob's filename {_shown(text)!r} (WP-VAL-24)", "filename")
+        invalid(answer, f"a blob's filename {visible(text)!r} (WP-VAL-24)", "filename")
         sent += 3
     missing = probe.request("GET", "/v1/collections/ctl", who="alice")
     if missing.status_code != 404:

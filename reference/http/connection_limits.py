@@ -46,6 +46,7 @@ from waypost.reference.domain.errors import (
     internal_error,
 )
 from waypost.reference.http.corked import CorkedTransport
+from waypost.reference.http.endpoints import error_response
 from waypost.reference.http.framing import HeadScan, refusal
 
 #: A lingering close reads and drops at most this much of a body nobody uses…
@@ -195,13 +196,19 @@ class LimitedH11(H11Protocol):
             return "head"
         return None
 
-    def _deadline(self, reading: str) -> float:
+    def _limits_of(self, reading: str) -> list[tuple[float, str]]:
+        """The deadlines of what is read, each with why a client past it is cut off (the
+        minimum rate's window is apart: passing its end is a check, not a cut-off)."""
         limits = self.limits
         if reading == "head":
-            return self._started + limits.header_seconds
-        window = limits.body_grace_seconds if limits.body_min_rate > 0 else math.inf
-        return min(self._started + limits.request_seconds, self._last + limits.body_seconds,
-                   self._window + window)
+            return [(self._started + limits.header_seconds, "its head was not complete in time")]
+        return [(self._started + limits.request_seconds, "it was not complete in time"),
+                (self._last + limits.body_seconds, "its body stalled")]
+
+    def _deadline(self, reading: str) -> float:
+        window = self.limits.body_grace_seconds if self.limits.body_min_rate > 0 else math.inf
+        return min(*(when for when, _ in self._limits_of(reading)),
+                   self._window + window if reading == "body" else math.inf)
 
     def _watch(self) -> None:
         reading = self._reading()
@@ -234,14 +241,8 @@ class LimitedH11(H11Protocol):
             self._last = self._window = now  # the client waits for the server's go-ahead
         elif now < self._deadline(reading):
             pass  # data came meanwhile
-        elif reading == "head":
-            self._cut_off("its head was not complete in time")
-            return
-        elif now >= self._started + self.limits.request_seconds:
-            self._cut_off("it was not complete in time")
-            return
-        elif now >= self._last + self.limits.body_seconds:
-            self._cut_off("its body stalled")
+        elif passed := [why for when, why in self._limits_of(reading) if now >= when]:
+            self._cut_off(passed[0])
             return
         elif not self._in_grace and self._window_bytes < self.limits.body_min_rate * (
                 now - self._window):
@@ -311,7 +312,7 @@ class LimitedH11(H11Protocol):
             return
         why = refusal(scope)
         if why is not None:
-            await _error(send, InvalidRequest(why, field="headers"), close=True)
+            await _closing_error(InvalidRequest(why, field="headers"), scope, receive, send)
             return
         ambiguous, answered = self._ambiguous, False
 
@@ -332,7 +333,7 @@ class LimitedH11(H11Protocol):
         except Exception:
             self.logger.exception("internal error")
             if not answered:
-                await _error(send, internal_error(), close=True)
+                await _closing_error(internal_error(), scope, receive, send)
             else:
                 self.transport.close()
 
@@ -343,13 +344,11 @@ class LimitedH11(H11Protocol):
         self.transport.close()
 
 
-async def _error(send: Any, error: WaypostError, close: bool) -> None:
-    body = json.dumps(error.envelope(), separators=(",", ":")).encode()
-    headers = [(b"content-type", b"application/json"),
-               (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": error.status,
-                "headers": [*headers, _CLOSE] if close else headers})
-    await send({"type": "http.response.body", "body": body})
+async def _closing_error(error: WaypostError, scope: Any, receive: Any, send: Any) -> None:
+    """``error`` in the envelope, as every endpoint answers it, with ``Connection: close``."""
+    response = error_response(error)
+    response.headers["connection"] = "close"
+    await response(scope, receive, send)
 
 
 _TIMEOUT = _answer("408 Request Timeout", RequestTimeout(
