@@ -39,18 +39,20 @@ def free_port() -> int:
 
 
 class ChildProcess:
-    """A ``waypost`` command as a child process. Its output is drained by a thread, which also
-    tells when a line says it is ready (no polling, no sleeps)."""
+    """A ``waypost`` command (or another module of the package) as a child process. Its output
+    is drained by a thread, which also tells when a line says it is ready (no polling, no
+    sleeps)."""
 
     what = "the child process"
     start_seconds = 60.0
     stop_seconds = 10.0
 
-    def __init__(self, arguments: list[str], env: dict[str, str]) -> None:
+    def __init__(self, arguments: list[str], env: dict[str, str],
+                 module: str = "waypost.cli") -> None:
         self.log: list[str] = []
         self.ready = threading.Event()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "waypost.cli", *arguments], env={**os.environ, **env},
+            [sys.executable, "-m", module, *arguments], env={**os.environ, **env},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)  # with any children (the gateway's workerd): one group
         threading.Thread(target=self._drain, daemon=True).start()

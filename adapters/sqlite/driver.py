@@ -24,6 +24,9 @@ from waypost.reference.storage.migrations import LEDGER, RECORD, all_migrations
 from waypost.reference.storage.plan import CommitPlan, Row, Statement
 
 T = TypeVar("T")
+#: The writer's own ``commit_guards`` (see :func:`_open`).
+GUARDS_IN_MEMORY = ("CREATE TEMP TABLE IF NOT EXISTS commit_guards "
+                    "(plan_id TEXT PRIMARY KEY, verdict TEXT NOT NULL) WITHOUT ROWID")
 #: Read threads: enough to overlap a few reads with the writer on a small machine.
 READERS = 4
 
@@ -43,6 +46,14 @@ def _open(path: Path, *, synchronous: str | None = None) -> apsw.Connection:
         connection.pragma("foreign_keys", True)
         # Plans guard the feed counter themselves (RESOURCE_LIMIT), so FULL here means the disk.
         connection.pragma("synchronous", synchronous)
+        # Each plan of a group runs in a SAVEPOINT, whose statement journal holds the prior
+        # content of every page the plan touches (about 26 per send): on disk it was a temp
+        # file of ~130 KiB written per send. In memory it is a copy, undone with the savepoint.
+        connection.pragma("temp_store", "memory")
+        # A plan's verdict row lives from its guard to its cleanup, inside one transaction:
+        # never durable. A temp table of the same name comes first in name resolution, so the
+        # plans' SQL (shared with D1) puts it in memory here instead of in the WAL.
+        connection.execute(GUARDS_IN_MEMORY)
     return connection
 
 

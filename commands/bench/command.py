@@ -1,5 +1,5 @@
-"""The command lines of ``waypost bench send|feed|blobs`` (:mod:`waypost.bench.load`) and
-``slow-clients`` (:mod:`waypost.bench.slow`)."""
+"""The command lines of ``waypost bench send`` (:mod:`waypost.bench.send`), ``feed|blobs``
+(:mod:`waypost.bench.load`) and ``slow-clients`` (:mod:`waypost.bench.slow`)."""
 
 from __future__ import annotations
 
@@ -29,17 +29,38 @@ def _print(result: dict[str, Any], out: Path | None) -> int:
 
 
 def _send(args: argparse.Namespace) -> int:
-    from waypost.bench.load import bench_send
+    from waypost.bench.drive import client_name
+    from waypost.bench.send import bench_send
 
-    result = bench_send(args.clients, args.seconds)
-    for label, row in [*((f"send x{r['clients']}", r) for r in result["sends"]),
-                       (f"describe x{result['describe_at_top']['clients']}",
-                        result["describe_at_top"])]:
-        cpu = row["server_cpu_ms_per_request"]
-        print(f"{label}: {row['per_second']}/s" + ("" if cpu is None else
-              f", server CPU {cpu['total']} ms per request ({cpu['event_loop']} on the event "
-              "loop)"), file=sys.stderr)
-    print(f"ratios: {result['ratios']}", file=sys.stderr)
+    if args.repeats < 1 or args.seconds < 1:
+        print("waypost bench send: --repeats and --seconds must be at least 1", file=sys.stderr)
+        return 2
+    if args.client == "wrk" and client_name() != "wrk":
+        print("waypost bench send: wrk is not installed (Debian: apt-get install wrk)",
+              file=sys.stderr)
+        return 2
+    client = "python" if args.client == "python" else client_name()
+    print(f"load from {client}" + ("" if client == "wrk" else
+          " (install wrk for a client that is not the bottleneck: apt-get install wrk)"),
+          file=sys.stderr)
+    result = bench_send(args.clients, args.seconds, floor=args.floor, repeats=args.repeats,
+                        client=client, progress=lambda text: print(text, file=sys.stderr))
+    for level in result["levels"]:
+        ratios = level["ratios"]
+        for name in ("waypost", "floor"):
+            if name in level:
+                row = level[name]
+                cpu = row.get("cpu_ms_per_send", {}).get("total")
+                io = row.get("per_send", {})
+                print(f"{name} x{level['connections']}: {row['per_second']} sends/s, {cpu} ms "
+                      f"CPU, {io.get('write_call_kib')} KiB in {io.get('write_calls')} write "
+                      "calls per send", file=sys.stderr)
+        if ratios:
+            print(f"  reference / floor: CPU {ratios['cpu_per_send']}x, write KiB "
+                  f"{ratios['write_call_kib_per_send']}x, sends/s {ratios['sends_per_second']}x",
+                  file=sys.stderr)
+    for name, verdict in result["targets"].items():
+        print(f"target {name}: {verdict}", file=sys.stderr)
     return _print(result, args.json)
 
 
@@ -81,19 +102,30 @@ def _finish(command: argparse.ArgumentParser, run: Any) -> None:
 def add_load_benches(benches: Any) -> None:
     """Register ``send``, ``feed``, ``blobs`` and ``slow-clients`` under ``waypost bench``."""
     send = benches.add_parser(
-        "send", help="message.send per second at several client counts, beside describe/s and "
-                     "the disk's raw fsync'd transaction rate",
-        description="Start the embedded reference (synchronous=full) and, over real HTTP with "
-                    "one keep-alive connection per client, count message.send answers per "
-                    "second at each --clients level for --seconds; then GET /v1/describe per "
-                    "second at the largest level (the server's HTTP floor), and single-row "
-                    "fsync'd SQLite transactions per second on the same disk (the disk's "
-                    "limit). Prints JSON with the ratios and, on Linux, the server's CPU "
-                    "per request (its event loop, and its other threads: the SQLite writer "
-                    "and read pool).")
-    send.add_argument("--clients", type=_counts, default=[1, 4, 16],
-                      help="comma-separated client counts (default: 1,4,16)")
-    send.add_argument("--seconds", type=float, default=5.0, help="per level (default: 5)")
+        "send", help="what one message.send costs: CPU, bytes written, sends/s, beside the "
+                     "floor of the same stack",
+        description="Start the embedded reference (synchronous=full) and, with --floor, the "
+                    "floor of its stack (the same uvicorn, Starlette and apsw, one INSERT per "
+                    "request in WAL with synchronous=FULL: waypost.bench.floor). Drive each in "
+                    "turn with message.send at every --clients level over keep-alive "
+                    "connections, --repeats times for --seconds, with wrk where it is "
+                    "installed (apt-get install wrk), else the bench's own client. Per send: "
+                    "the server's CPU by thread, the bytes and calls handed to write(2) and "
+                    "the pages dirtied (Linux /proc), the ratios to the floor, and, with "
+                    "strace installed, one traced phase that splits the writes by file and "
+                    "counts temp files. Prints JSON with the machine, its load, the client "
+                    "and each target of docs/performance.md beside its measure.")
+    send.add_argument("--clients", type=_counts, default=[1, 16],
+                      help="comma-separated connection counts (default: 1,16)")
+    send.add_argument("--seconds", type=float, default=10.0,
+                      help="per phase (default: 10)")
+    send.add_argument("--repeats", type=int, default=3,
+                      help="phases per server and level; figures are medians (default: 3)")
+    send.add_argument("--floor", action="store_true",
+                      help="run the floor app beside the reference and print the ratios")
+    send.add_argument("--client", choices=["auto", "wrk", "python"], default="auto",
+                      help="the load generator: wrk if installed (auto), or the bench's own "
+                           "Python client, which tops out near 400 requests/s")
     _finish(send, _send)
     feed = benches.add_parser(
         "feed", help="feed page p50 at two feed sizes and their ratio",

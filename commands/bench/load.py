@@ -1,8 +1,7 @@
-"""``waypost bench send|feed|blobs``: the reference under concurrent load, over real HTTP against
-a child ``waypost serve``, each figure beside a baseline measured in the same run.
+"""``waypost bench feed|blobs``: the reference under concurrent load, over real HTTP against
+a child ``waypost serve``, each figure beside a baseline measured in the same run
+(``waypost bench send`` is :mod:`waypost.bench.send`).
 
-- send: message.send per second at each client count, ``GET /v1/describe`` per second at the
-  largest count (the server's HTTP floor), and the disk's raw single-row fsync'd SQLite rate;
 - feed: the p50 of a feed page (100 items) at two feed sizes, and their ratio;
 - blobs: the p99 of ``/v1/describe`` while slow clients download a 64 MiB blob, over its p50 at
   rest, with the server's peak RSS growth; the same while manifests are refused (one at
@@ -13,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import itertools
 import multiprocessing
 import multiprocessing.process
 import socket
@@ -30,75 +28,13 @@ from waypost.bench.kit import machine
 from waypost.bench.wire import (
     Connection,
     Served,
-    cpu_per_request,
     millis,
-    raw_fsync_rate,
     served,
-    thread_cpu_seconds,
 )
 from waypost.reference.server import DATABASE
 
 MIB = 1 << 20
 Request = Callable[[Connection, str], Awaitable[tuple[int, bytes]]]
-
-
-def _send(token: str) -> Request:
-    async def request(connection: Connection, key: str) -> tuple[int, bytes]:
-        return await connection.request("POST", "/v1/messages", token, {
-            "request_id": key, "recipient_ids": ["bob"], "thread": {"new": True},
-            "kind": "info", "subject": "load", "body": {"text": "bench"}})
-    return request
-
-
-async def _describe(connection: Connection, key: str) -> tuple[int, bytes]:
-    return await connection.request("GET", "/v1/describe")
-
-
-async def _rate(port: int, clients: int, seconds: float, request: Request, label: str,
-                expect: int, server_pid: int | None = None) -> dict[str, Any]:
-    """``clients`` connections each repeating ``request`` for ``seconds``; requests per second
-    and, given the server's pid, the server's CPU per request (event loop, other threads)."""
-    stop = time.perf_counter() + seconds
-    keys = itertools.count()
-
-    async def worker() -> int:
-        connection, done = await Connection.open(port), 0
-        try:
-            while time.perf_counter() < stop:
-                status, body = await request(connection, f"{label}-{next(keys)}")
-                if status != expect:
-                    raise RuntimeError(f"{label} answered {status}: {body[:300]!r}")
-                done += 1
-        finally:
-            connection.close()
-        return done
-
-    cpu_before = None if server_pid is None else thread_cpu_seconds(server_pid)
-    started = time.perf_counter()
-    total = sum(await asyncio.gather(*(worker() for _ in range(clients))))
-    elapsed = time.perf_counter() - started
-    cpu_after = None if server_pid is None else thread_cpu_seconds(server_pid)
-    return {"clients": clients, "requests": total, "seconds": round(elapsed, 3),
-            "per_second": round(total / elapsed, 1),
-            "server_cpu_ms_per_request": cpu_per_request(cpu_before, cpu_after, total)}
-
-
-def bench_send(levels: Sequence[int], seconds: float) -> dict[str, Any]:
-    """Sends per second per client count; describe per second and the raw fsync rate beside."""
-    with served("full") as run:
-        port, token, pid = run.server.port, run.tokens["alice"], run.server.process.pid
-        sends = [asyncio.run(_rate(port, n, seconds, _send(token), f"send{n}", 201, pid))
-                 for n in levels]
-        top = max(levels)
-        floor = asyncio.run(_rate(port, top, seconds, _describe, "describe", 200, pid))
-        raw = raw_fsync_rate(run.data_dir)
-    by_level = {row["clients"]: row["per_second"] for row in sends}
-    return {"benchmark": "send", "machine": machine(), "server": {"synchronous": "full"},
-            "sends": sends, "describe_at_top": floor, "raw_fsync_transactions": raw,
-            "ratios": {
-                f"sends_{top}_over_describe_{top}": round(by_level[top] / floor["per_second"], 2),
-                f"sends_{top}_over_sends_{min(levels)}": round(by_level[top] / by_level[min(levels)], 2),
-                f"sends_{top}_over_raw_fsync": round(by_level[top] / raw["per_second"], 3)}}
 
 
 async def _pages(runs: Sequence[Served], repeats: int) -> list[list[float]]:

@@ -83,13 +83,14 @@ class Served:
 
 
 @contextmanager
-def served(synchronous: str = "full") -> Iterator[Served]:
-    """The embedded reference, durable by default, in a temporary directory; space ``bench``."""
+def served(synchronous: str = "full", env: dict[str, str] | None = None) -> Iterator[Served]:
+    """The embedded reference, durable by default, in a temporary directory; space ``bench``;
+    ``env`` adds to its environment."""
     admin_token = secrets.token_urlsafe(24)
     with tempfile.TemporaryDirectory(prefix="waypost-bench-") as work:
         data_dir = Path(work) / "data"
         server = ServerProcess(data_dir, admin_token, "--no-access-log", "--synchronous",
-                               synchronous)
+                               synchronous, env=env)
         try:
             with httpx.Client(base_url=server.url, timeout=60,
                               headers={"Authorization": f"Bearer {admin_token}"}) as client:

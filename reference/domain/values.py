@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import re
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any, NewType
 
@@ -101,9 +102,15 @@ def request_id(value: Any, field: str = "request_id") -> RequestId:
 
 
 def new_id(prefix: str) -> ObjectId:
-    """An unguessable server-generated id with a type prefix, e.g. ``msg_3q…`` (128 random bits)."""
-    text = base64.urlsafe_b64encode(random_bytes(16)).rstrip(b"=").decode()
-    return ObjectId(f"{prefix}_{text.replace('-', 'x').replace('_', 'y')}")
+    """An unguessable server-generated id with a type prefix, e.g. ``msg_06ak…`` (WP-VAL-5): the
+    clock's milliseconds (48 bits), then 112 random bits, in base 32 (``0-9a-v``, which sorts
+    as the bytes do).
+
+    The clock goes first so that the ids of one moment are neighbours in every index they are
+    keys of: a group of sends then writes a few index pages instead of one page per id per
+    index (docs/performance.md). The random part alone is what makes an id unguessable."""
+    stamp = (time.time_ns() // 1_000_000 % (1 << 48)).to_bytes(6)
+    return ObjectId(f"{prefix}_{base64.b32hexencode(stamp + random_bytes(14)).decode().lower()}")
 
 
 def relative_path(value: Any, field: str) -> RelativePath:

@@ -197,7 +197,7 @@ async def _space(ctx: Context, request: Request) -> Outcome:
 ROUTES = [
     Route("/v1/describe", describe, methods=["GET"]),
     Route("/openapi.json", openapi_document, methods=["GET"]),
-    Route("/v1/messages", data(_send), methods=["POST"]),
+    Route("/v1/messages", data(_send, plan_checks_token=True), methods=["POST"]),
     Route("/v1/messages/{message_id}", data(_message), methods=["GET"]),
     Route("/v1/feed", data(_feed, *FEED_QUERY), methods=["GET"]),
     Route("/v1/acks", data(_ack), methods=["POST"]),

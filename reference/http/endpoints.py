@@ -14,13 +14,14 @@ from waypost.reference.domain.errors import (
     InvalidRequest,
     ResourceLimit,
     StorageUnavailable,
+    Unauthenticated,
     Unavailable,
     WaypostError,
     internal_error,
 )
 from waypost.reference.domain.parsing import json_body
 from waypost.reference.domain.principal import Principal
-from waypost.reference.service.auth import authenticate, check_admin
+from waypost.reference.service.auth import authenticate, check_admin, presented_digest
 from waypost.reference.service.context import Context, Outcome
 
 log = logging.getLogger("waypost.http")
@@ -116,20 +117,49 @@ def query_params(request: Request, *known: str) -> dict[str, str]:
 
 
 def data(operation: Callable[[Context, Principal, Request], Awaitable[Outcome]],
-         *queries: str) -> Handler:
+         *queries: str, plan_checks_token: bool = False) -> Handler:
     """A data-plane endpoint: bearer token first, then its query parameters (``queries``,
-    none by default), then the operation."""
+    none by default), then the operation. With ``plan_checks_token`` (the operation's one
+    plan re-checks the token), see :func:`_remembered`."""
 
     async def endpoint(request: Request) -> Response:
         ctx = context(request)
 
         async def work() -> Outcome:
-            principal = await authenticate(ctx, request.headers.get("authorization"))
+            authorization = request.headers.get("authorization")
+            if plan_checks_token:
+                return await _remembered(ctx, authorization, request, operation, queries)
+            principal = await authenticate(ctx, authorization)
             query_params(request, *queries)
             return await operation(ctx, principal, request)
         return await guarded(work, ctx.faults)
 
     return endpoint
+
+
+async def _remembered(ctx: Context, authorization: str | None, request: Request,
+                      operation: Callable[[Context, Principal, Request], Awaitable[Outcome]],
+                      queries: tuple[str, ...]) -> Outcome:
+    """Run ``operation`` as a principal checked before (:mod:`...domain.remembered`), reading
+    nothing first; its plan's guard decides whether the token is still live. Answers stay as
+    a full check first would give them: a refusal before the plan checks the token then (a
+    token no longer live answers 401, not the refusal), and a token the plan refused is
+    forgotten."""
+    presented = presented_digest(authorization)
+    principal = None if presented is None else ctx.remembered.get(presented)
+    if presented is None or principal is None:
+        principal = await authenticate(ctx, authorization)
+        query_params(request, *queries)
+        return await operation(ctx, principal, request)
+    try:
+        query_params(request, *queries)
+        return await operation(ctx, principal, request)
+    except Unauthenticated:
+        ctx.remembered.forget(presented)
+        raise
+    except WaypostError:
+        await authenticate(ctx, authorization)
+        raise
 
 
 def admin(operation: Callable[[Context, Request], Awaitable[Outcome]]) -> Handler:

@@ -33,6 +33,12 @@ def new_token() -> tuple[str, str]:
     return token_id, f"{token_id}.{secrets.token_urlsafe(32)}"
 
 
+def presented_digest(authorization: str | None) -> bytes | None:
+    """The digest of a well-formed bearer token, or None."""
+    match = _BEARER.fullmatch(authorization or "")
+    return None if match is None else token_digest(f"{match.group(1)}.{match.group(2)}")
+
+
 async def authenticate(ctx: Context, authorization: str | None) -> Principal:
     """The principal behind an ``Authorization: Bearer`` header, if it is live now."""
     match = _BEARER.fullmatch(authorization or "")
@@ -49,6 +55,7 @@ async def authenticate(ctx: Context, authorization: str | None) -> Principal:
     if (state.revoked or state.actor_disabled or state.consumer_disabled
             or (state.expires_at is not None and state.expires_at <= now)):
         raise credential_refused()
+    ctx.remembered.put(presented, state.principal)
     return state.principal
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from waypost.reference.domain.clock import SystemClock
 from waypost.reference.domain.faults import Faults
 from waypost.reference.domain.published_limits import Limits
+from waypost.reference.domain.remembered import RememberedPrincipals
 from waypost.reference.domain.sessions import SessionPolicy, SignInLimiter
 from waypost.reference.storage.blob_store import BlobStore
 from waypost.reference.storage.driver import Driver
@@ -59,3 +60,4 @@ class Context:
     faults: Faults = field(default_factory=Faults)
     sessions: SessionPolicy = field(default_factory=SessionPolicy)
     sign_ins: SignInLimiter = field(default_factory=SignInLimiter)
+    remembered: RememberedPrincipals = field(default_factory=RememberedPrincipals)

@@ -196,12 +196,14 @@ def send_rules(recipients: str, new_thread: bool, reply: bool,
     unreferenceable = f"NOT {referenceable('j.value', ':producer_id')}"
     (live, unauthenticated), (scoped, forbidden) = authority_cases()
     rules = [
-        SendRule(KEY_TAKEN, "EXISTS (SELECT 1 FROM submissions WHERE space_id = :space_id"
-                 " AND producer_id = :producer_id AND operation = :operation"
-                 " AND request_id = :request_id)", None, "", "", "the key's holder answers"),
+        # the token first: a send may start from a principal checked before (its token then
+        # answers 401 here, replay or not, as a check before the plan would have)
         SendRule(unauthenticated, live, None, "UNAUTHENTICATED", "", ""),
         SendRule(forbidden, scoped, None, "FORBIDDEN", "scope",
                  "the token lacks the message.send scope"),
+        SendRule(KEY_TAKEN, "EXISTS (SELECT 1 FROM submissions WHERE space_id = :space_id"
+                 " AND producer_id = :producer_id AND operation = :operation"
+                 " AND request_id = :request_id)", None, "", "", "the key's holder answers"),
         SendRule("RECIPIENT_UNKNOWN", f"EXISTS ({recipients} WHERE {unknown})",
                  _first(recipients, unknown), "NOT_FOUND", "recipient_ids",
                  "recipient not found"),

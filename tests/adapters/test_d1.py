@@ -84,8 +84,8 @@ def snapshot(api: Api) -> dict[str, list[tuple[Any, ...]]]:
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
         " AND name NOT LIKE '_cf_%' ORDER BY name")])
     names = [str(name) for (name,) in tables]
-    rows = batch(api, [Statement(f"SELECT * FROM {name} ORDER BY rowid") for name in names])
-    return dict(zip(names, rows, strict=True))
+    rows = batch(api, [Statement(f"SELECT * FROM {name}") for name in names])
+    return {name: sorted(found, key=repr) for name, found in zip(names, rows, strict=True)}
 
 
 def test_every_write_is_whole_plans_in_batches_never_a_transaction(d1: Api) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -119,22 +120,30 @@ def test_bench_kit_reports_json_with_machine_and_baseline(tmp_path: Path) -> Non
     assert "POST /v1/messages" in bench["time"]["by_request"]
 
 
-def test_bench_send_reports_rates_ratios_and_the_servers_cpu(tmp_path: Path) -> None:
+@pytest.mark.parametrize("client", ["auto", "python"])
+def test_bench_send_reports_each_send_beside_the_floor(tmp_path: Path, client: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "waypost.cli", "bench", "send", "--clients", "1,2",
-         "--seconds", "0.5", "--json", str(tmp_path / "send.json")],
-        capture_output=True, text=True, timeout=300)
+        [sys.executable, "-m", "waypost.cli", "bench", "send", "--clients", "1,2", "--floor",
+         "--seconds", "1", "--repeats", "1", "--client", client,
+         "--json", str(tmp_path / "send.json")], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     bench = json.loads((tmp_path / "send.json").read_text())
-    assert [row["clients"] for row in bench["sends"]] == [1, 2]
-    rows = [*bench["sends"], bench["describe_at_top"]]
-    assert all(row["requests"] > 0 and row["per_second"] > 0 for row in rows)
-    for row in rows:  # Linux' /proc is there on every machine the suite runs on
-        cpu = row["server_cpu_ms_per_request"]
-        assert cpu["total"] == pytest.approx(cpu["event_loop"] + cpu["other_threads"], abs=0.01)
-    # CPU time comes in 10 ms ticks: summed over thousands of requests it cannot be zero
-    assert sum(row["server_cpu_ms_per_request"]["total"] * row["requests"] for row in rows) > 0
+    used = "wrk" if client == "auto" and shutil.which("wrk") else "python"
+    assert bench["client"] == used
+    assert f"load from {used}" in result.stderr
+    assert [level["connections"] for level in bench["levels"]] == [1, 2]
+    for level in bench["levels"]:
+        for name in ("waypost", "floor"):
+            row = level[name]
+            assert row["ok"] > 0
+            assert row["other_answers"] == 0
+            cpu = row["cpu_ms_per_send"]  # Linux' /proc is there on every machine it runs on
+            assert cpu["total"] == pytest.approx(cpu["event_loop"] + cpu["other_threads"],
+                                                 abs=0.01)
+            # every send is at least one fsync'd commit and one answer on the socket
+            assert row["per_send"]["write_calls"] >= 2
+            assert row["per_send"]["write_call_kib"] > 0
+        assert level["ratios"]["cpu_per_send"] is not None
+    assert set(bench["targets"]) >= {"write_call_kib_per_send", "no_temp_files"}
     assert bench["raw_fsync_transactions"]["per_second"] > 0
-    assert set(bench["ratios"]) == {"sends_2_over_describe_2", "sends_2_over_sends_1",
-                                    "sends_2_over_raw_fsync"}
-    assert "server CPU" in result.stderr
+    assert "reference / floor: CPU" in result.stderr

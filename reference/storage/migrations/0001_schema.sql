@@ -9,7 +9,7 @@
 CREATE TABLE commit_guards (
     plan_id TEXT PRIMARY KEY,
     verdict TEXT NOT NULL
-);
+) WITHOUT ROWID;
 
 CREATE TABLE spaces (
     space_id TEXT PRIMARY KEY CHECK (length(space_id) BETWEEN 1 AND 96),
@@ -122,7 +122,7 @@ CREATE TABLE threads (
     thread_id TEXT NOT NULL,
     created_at INTEGER NOT NULL,
     PRIMARY KEY (space_id, thread_id)
-);
+) WITHOUT ROWID;
 
 CREATE TABLE thread_members (
     space_id TEXT NOT NULL,
@@ -132,7 +132,7 @@ CREATE TABLE thread_members (
     PRIMARY KEY (space_id, thread_id, actor_id),
     FOREIGN KEY (space_id, thread_id) REFERENCES threads (space_id, thread_id),
     FOREIGN KEY (space_id, actor_id) REFERENCES actors (space_id, actor_id)
-);
+) WITHOUT ROWID;
 
 CREATE TABLE submissions (
     submission_id TEXT PRIMARY KEY,
@@ -149,7 +149,7 @@ CREATE TABLE submissions (
     thread_id TEXT,
     feed_item_id TEXT,
     -- the prepared immutable object (a revision manifest)
-    object_ref TEXT UNIQUE,
+    object_ref TEXT,
     object_sha256 BLOB CHECK (object_sha256 IS NULL OR length(object_sha256) = 32),
     object_size INTEGER CHECK (object_size IS NULL OR object_size >= 0),
     prepared_at INTEGER,
@@ -221,7 +221,7 @@ CREATE TABLE message_recipients (
     PRIMARY KEY (space_id, message_id, actor_id),
     FOREIGN KEY (space_id, message_id) REFERENCES messages (space_id, message_id),
     FOREIGN KEY (space_id, actor_id) REFERENCES actors (space_id, actor_id)
-);
+) WITHOUT ROWID;
 
 -- An attached blob is checked by the send plan's guard (referenceable at commit); no foreign
 -- key to blobs.
@@ -257,7 +257,7 @@ CREATE TABLE feed_recipients (
     PRIMARY KEY (space_id, item_id, actor_id),
     FOREIGN KEY (space_id, item_id) REFERENCES feed_items (space_id, item_id),
     FOREIGN KEY (space_id, actor_id) REFERENCES actors (space_id, actor_id)
-);
+) WITHOUT ROWID;
 
 CREATE TABLE feed_receipt_updates (
     space_id TEXT NOT NULL,
@@ -308,6 +308,9 @@ CREATE INDEX feed_items_space_thread ON feed_items (space_id, thread_id, sequenc
 CREATE INDEX feed_recipients_actor ON feed_recipients (space_id, actor_id, sequence);
 CREATE INDEX message_attachments_blob ON message_attachments (space_id, blob_id);
 CREATE INDEX messages_thread ON messages (space_id, thread_id);
+-- only prepared objects have a reference: a send's NULL takes no index page
+CREATE UNIQUE INDEX submissions_object_ref ON submissions (object_ref)
+WHERE object_ref IS NOT NULL;
 
 -- Invariants the database guards itself.
 CREATE TRIGGER messages_permanent BEFORE DELETE ON messages

@@ -1,9 +1,12 @@
-"""Server-generated ids draw from a pooled CSPRNG: distinct, 128 bits, never repeated by a fork."""
+"""Server-generated ids: the clock's milliseconds, then 112 bits from a pooled CSPRNG; distinct,
+in the order they were made, never repeated by a fork."""
 
 from __future__ import annotations
 
+import base64
 import os
 import re
+import time
 
 from waypost.reference.domain.entropy import BLOCK, random_bytes
 from waypost.reference.domain.values import OBJECT_ID_PATTERN, new_id
@@ -12,7 +15,21 @@ from waypost.reference.domain.values import OBJECT_ID_PATTERN, new_id
 def test_ids_are_distinct_across_many_refills_and_keep_their_grammar() -> None:
     ids = [new_id("msg") for _ in range(3 * BLOCK // 16)]
     assert len(set(ids)) == len(ids)
-    assert all(re.fullmatch(OBJECT_ID_PATTERN, i) and len(i) == len("msg_") + 22 for i in ids)
+    assert all(re.fullmatch(OBJECT_ID_PATTERN, i) for i in ids)
+    assert {len(i) for i in ids} == {len("msg_") + 32}
+
+
+def test_ids_begin_with_the_clock_so_later_ids_sort_after() -> None:
+    before = time.time_ns() // 1_000_000
+    made = [new_id("fi") for _ in range(2000)]
+    after = time.time_ns() // 1_000_000
+    stamps = [int.from_bytes(base64.b32hexdecode(i[3:].upper())[:6]) for i in made]
+    assert all(before <= stamp <= after for stamp in stamps)
+    assert sorted(stamps) == stamps
+    # ids of different milliseconds sort as they were made (random parts order a tie)
+    changes = [k for k in range(len(made) - 1) if stamps[k] != stamps[k + 1]]
+    assert changes
+    assert all(made[k] < made[k + 1] for k in changes)
 
 
 def test_a_forked_child_does_not_repeat_the_parents_bytes() -> None:
