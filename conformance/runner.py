@@ -1,5 +1,8 @@
-"""Run the kit against a target: the stateful command model under a profile and seed, with
-progress on stderr, per-property results, replay files for failures."""
+"""Run the kit against a target: the limit phase, the stateful command model under a profile and
+seed, P17 (the consumer matrix), the hostile-input phase, and the fuzz phase when the command
+line asks for it (the ci and thorough profiles), in that order; with progress on stderr,
+per-property results, replay files for failures. ``--only`` skips the hostile-input and fuzz
+phases; a run through fixtures runs neither they nor P17 (:func:`run`)."""
 
 from __future__ import annotations
 

@@ -87,8 +87,10 @@ def _read(connection: socket.socket) -> tuple[bytes, bool]:
     return received, False
 
 
-def _answers(raw: bytes) -> list[Answer]:
-    """The whole answers in ``raw`` (each with ``Content-Length``; a chunked one ends it)."""
+def answers(raw: bytes) -> list[Answer]:
+    """The answers a server sent on one connection, read off ``raw``: each whose head came
+    whole, at most ten (each with ``Content-Length``; an answer without it is the last, its
+    body the rest). Bytes that do not start an HTTP answer are a :class:`Finding`."""
     found: list[Answer] = []
     while b"\r\n\r\n" in raw and len(found) < 10:
         head, _, rest = raw.partition(b"\r\n\r\n")
@@ -119,7 +121,7 @@ def exchange(probe: Probe, request: bytes) -> Exchange:
     except OSError as error:
         raise Finding(f"the raw connection failed: {type(error).__name__}: "
                       f"{visible(str(error))[:200]}") from None
-    return Exchange(_answers(raw), closed)
+    return Exchange(answers(raw), closed)
 
 
 def _closes(answer: Answer, what: str) -> None:

@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from tests.support.api import ADMIN_TOKEN, Api, with_notes
 from tests.support.kit import KIT_ADMIN, KitApp, Patch, patch_pages
+from tests.support.writer import Submitter
 from waypost.reference.server import Settings, build_app, served_context
 
 # Profiles: dev (fast, the default), ci (CI sets HYPOTHESIS_PROFILE=ci), thorough (long runs).
@@ -73,6 +74,15 @@ def hooked(data_dir: Path) -> Iterator[Api]:
 @pytest.fixture
 def mem(api: Api) -> Api:
     return with_notes(api)
+
+
+@pytest.fixture
+def submit() -> Iterator[Submitter]:
+    """``submit(writer.run, plan)``: a plan handed to the SQLite writer as the server hands it,
+    from a test without an event loop; a future of its outcome rows."""
+    submitter = Submitter()
+    yield submitter
+    submitter.close()
 
 
 # ----- the kit's in-process runs ---------------------------------------------------------------

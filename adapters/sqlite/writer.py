@@ -73,12 +73,6 @@ class GroupWriter:
                                         daemon=True)
         self._thread.start()
 
-    def submit(self, plan: CommitPlan) -> Future[list[Row]]:
-        """Queue a plan; the future holds its outcome rows once the group's COMMIT is durable."""
-        future: Future[list[Row]] = Future()
-        self._queue.put(_Job(future, plan=plan))
-        return future
-
     async def run(self, plan: CommitPlan) -> list[Row]:
         """Queue a plan and await its outcome rows (settled on this event loop)."""
         waiter = LoopWaiter.here()

@@ -12,12 +12,13 @@ still open when the normal request was answered (the bench then closes them).
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import socket
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,44 +33,67 @@ RETRY_SECONDS = 0.25
 GIVE_UP_SECONDS = 120.0
 
 
-class _Slow:
-    """One slow client on its own thread: a head at once, then a byte every ``every`` s."""
+class SlowClient:
+    """A slow client of a server on loopback, on threads of its own: ``head`` at once, then
+    ``body`` one byte every ``every`` s until it is all sent or ``stop`` is set; meanwhile it
+    reads what the server sends until the server closes the connection (``answer``, and
+    ``seconds`` from the head to the close)."""
 
-    def __init__(self, port: int, admin: str, every: float, stop: threading.Event) -> None:
-        self.status = 0
+    def __init__(self, port: int, head: bytes, body: Iterable[int], every: float,
+                 stop: threading.Event | None = None) -> None:
+        self.answer = b""
         self.seconds = 0.0
-        self._socket = socket.create_connection(("127.0.0.1", port))
-        self._socket.settimeout(GIVE_UP_SECONDS)
-        self._socket.sendall(
-            f"POST /admin/v1/spaces HTTP/1.1\r\nHost: slow\r\nAuthorization: Bearer {admin}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n".encode())
+        self.connection = socket.create_connection(("127.0.0.1", port))
+        self.connection.settimeout(GIVE_UP_SECONDS)
+        self.connection.sendall(head)
         self._started = time.perf_counter()
-        self._sender = threading.Thread(target=self._trickle, args=(every, stop), daemon=True)
+        self._stop = stop if stop is not None else threading.Event()
+        self._sender = threading.Thread(target=self._trickle, args=(body, every), daemon=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._sender.start()
         self._reader.start()
 
-    def _trickle(self, every: float, stop: threading.Event) -> None:
-        while not stop.wait(every):
+    @property
+    def status(self) -> int:
+        """The status the server answered with; 0 while it has not."""
+        return int(self.answer[9:12]) if self.answer.startswith(b"HTTP/1.1 ") else 0
+
+    def _trickle(self, body: Iterable[int], every: float) -> None:
+        for byte in body:
+            if self._stop.wait(every):
+                return
             try:
-                self._socket.send(b" ")
+                self.connection.send(bytes([byte]))
             except OSError:
                 return
 
     def _read(self) -> None:
-        answer = b""
         try:
-            while chunk := self._socket.recv(4096):
-                answer += chunk
+            while chunk := self.connection.recv(65536):
+                self.answer += chunk
         except OSError:
             pass
         self.seconds = time.perf_counter() - self._started
-        if answer.startswith(b"HTTP/1.1 "):
-            self.status = int(answer[9:12])
+
+    def wait(self) -> bytes:
+        """What the server sent, once it has closed the connection; the client then stops."""
+        self._reader.join()
+        self._stop.set()
+        self._sender.join()
+        self.connection.close()
+        return self.answer
 
     def end(self) -> None:
-        self._socket.close()
+        """Close the connection now (the server may not have answered)."""
+        self.connection.close()
         self._reader.join(timeout=GIVE_UP_SECONDS)
+
+
+def _slow_client(port: int, admin: str, every: float, stop: threading.Event) -> SlowClient:
+    """The bench's slow client: a space to create, its body spaces until ``stop``."""
+    head = (f"POST /admin/v1/spaces HTTP/1.1\r\nHost: slow\r\nAuthorization: Bearer {admin}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n").encode()
+    return SlowClient(port, head, itertools.repeat(ord(" ")), every, stop)
 
 
 def _normal_request(url: str) -> tuple[float, int]:
@@ -93,9 +117,9 @@ def _level(slots: int, count: int, every: float) -> dict[str, Any]:
         server = ServerProcess(Path(data_dir) / "data", admin, "--no-access-log",
                                "--max-connections", str(slots))
         stop = threading.Event()
-        slow: list[_Slow] = []
+        slow: list[SlowClient] = []
         try:
-            slow = [_Slow(server.port, admin, every, stop) for _ in range(count)]
+            slow = [_slow_client(server.port, admin, every, stop) for _ in range(count)]
             seconds, refused = _normal_request(server.url)
         finally:
             stop.set()

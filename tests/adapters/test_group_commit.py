@@ -15,6 +15,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.support.api import ADMIN_TOKEN, Api
+from tests.support.writer import Submitter
 from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.domain.canonical import digest
 from waypost.reference.domain.errors import StorageUnavailable
@@ -48,7 +49,7 @@ def driver(tmp_path: Path) -> SqliteDriver:
 
 
 def test_a_failing_plan_in_a_group_does_not_roll_back_its_neighbours(
-        driver: SqliteDriver) -> None:
+        driver: SqliteDriver, submit: Submitter) -> None:
     fails_midway = _space_plan("b")  # its space row is written, then a statement fails
     fails_midway = replace(fails_midway, writes=(
         *fails_midway.writes, Statement("INSERT INTO spaces (space_id) VALUES (NULL)")))
@@ -58,7 +59,7 @@ def test_a_failing_plan_in_a_group_does_not_roll_back_its_neighbours(
     plans = [_space_plan("a"), fails_midway, _space_plan("c"), no_actor, _space_plan("e")]
     try:
         with driver.held():
-            futures: list[Future[list[Row]]] = [driver.writer.submit(p) for p in plans]
+            futures: list[Future[list[Row]]] = [submit(driver.run, p) for p in plans]
         outcomes = [future.exception() or future.result()[0][0] for future in futures]
         assert outcomes[0::2] == ["ok", "ok", "ok"]
         assert isinstance(outcomes[1], apsw.ConstraintError)
@@ -76,7 +77,7 @@ def _count(driver: SqliteDriver, sql: str) -> int:
 
 @pytest.mark.parametrize("neighbours", [("a",), ("a", "c")], ids=["pair", "three"])
 def test_a_plan_that_fails_midway_in_a_group_leaves_nothing_while_the_others_commit(
-        driver: SqliteDriver, neighbours: tuple[str, ...]) -> None:
+        driver: SqliteDriver, neighbours: tuple[str, ...], submit: Submitter) -> None:
     """Its space, actor and verdict rows were written before the failing statement: its
     savepoint alone is rolled back (no deferred key fails, so no plan is retried alone)."""
     fails_midway = _space_plan("b")
@@ -85,7 +86,7 @@ def test_a_plan_that_fails_midway_in_a_group_leaves_nothing_while_the_others_com
     plans = [_space_plan(neighbours[0]), fails_midway, *map(_space_plan, neighbours[1:])]
     try:
         with driver.held():
-            futures = [driver.writer.submit(p) for p in plans]
+            futures = [submit(driver.run, p) for p in plans]
         assert isinstance(futures[1].exception(), apsw.ConstraintError)
         assert [f.result()[0][0] for f in futures if f is not futures[1]] == ["ok"] * len(neighbours)
         assert (driver.stats.groups, driver.stats.last) == (1, len(plans))  # one group
@@ -96,15 +97,16 @@ def test_a_plan_that_fails_midway_in_a_group_leaves_nothing_while_the_others_com
         driver.close()
 
 
-def test_a_plan_alone_that_fails_midway_leaves_nothing(driver: SqliteDriver) -> None:
+def test_a_plan_alone_that_fails_midway_leaves_nothing(driver: SqliteDriver,
+                                                       submit: Submitter) -> None:
     fails_midway = _space_plan("b")  # its space row is written, then a statement fails
     fails_midway = replace(fails_midway, writes=(
         *fails_midway.writes, Statement("INSERT INTO spaces (space_id) VALUES (NULL)")))
     try:
         with pytest.raises(apsw.ConstraintError):
-            driver.writer.submit(fails_midway).result()
+            submit(driver.run, fails_midway).result()
         assert driver.stats.last == 1  # it ran alone, without a savepoint
-        assert driver.writer.submit(_space_plan("c")).result()[0][0] == "ok"
+        assert submit(driver.run, _space_plan("c")).result()[0][0] == "ok"
         assert _spaces(driver) == ["c"]
     finally:
         driver.close()
@@ -118,8 +120,6 @@ def test_a_closed_driver_refuses_reads_and_plans_instead_of_leaving_them_waiting
         asyncio.run(driver.read([Statement("SELECT 1")]))
     with pytest.raises(StorageUnavailable):
         asyncio.run(driver.run(_space_plan("late")))
-    with pytest.raises(StorageUnavailable):
-        driver.writer.submit(_space_plan("late"))
 
 
 def test_statements_keep_their_first_plan(driver: SqliteDriver) -> None:
@@ -131,10 +131,11 @@ def test_statements_keep_their_first_plan(driver: SqliteDriver) -> None:
         driver.close()
 
 
-def test_every_caller_is_answered_after_the_shared_commit(driver: SqliteDriver) -> None:
+def test_every_caller_is_answered_after_the_shared_commit(driver: SqliteDriver,
+                                                          submit: Submitter) -> None:
     try:
         with driver.held():
-            futures = [driver.writer.submit(_space_plan(f"s{n}")) for n in range(8)]
+            futures = [submit(driver.run, _space_plan(f"s{n}")) for n in range(8)]
             assert not any(future.done() for future in futures)
         assert [future.result()[0][0] for future in futures] == ["ok"] * 8
         assert (driver.stats.groups, driver.stats.last) == (1, 8)
@@ -148,7 +149,7 @@ def _send(request_id: str) -> dict[str, object]:
 
 
 def test_a_crash_between_group_commit_and_the_answers_leaves_every_key_resolvable(
-        data_dir: Path) -> None:
+        data_dir: Path, submit: Submitter) -> None:
     keys = ["grouped-1", "grouped-2", "grouped-3"]
     with TestClient(build_app(Settings(data_dir, ADMIN_TOKEN, test_hooks=True))) as client:
         api = Api(client)
@@ -161,7 +162,7 @@ def test_a_crash_between_group_commit_and_the_answers_leaves_every_key_resolvabl
                                                        .normalised))) for key in keys]
         ctx.faults.arm("commit.durable", "crash", 1)
         with ctx.driver.held():
-            futures = [ctx.driver.writer.submit(p) for p in plans]
+            futures = [submit(ctx.driver.run, p) for p in plans]
         for future in futures:  # the group committed; no caller heard of it
             assert isinstance(future.exception(), Abandoned)
         assert ctx.driver.stats.last == len(keys)

@@ -2,7 +2,8 @@
 mutants of that module, docs/mutation.md): a transaction's bound, functions between groups, a
 database that cannot be opened or is locked, SQLite ending a group's transaction itself, a key
 broken at COMMIT. Real SQLite files through apsw, a writer over its own connection (a short busy
-timeout); a held writer makes the plans submitted meanwhile one group."""
+timeout); a held writer makes the plans submitted meanwhile one group. Plans reach the writer as
+the driver hands them (``GroupWriter.run`` on an event loop: ``tests/support/writer.py``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 import apsw
 import pytest
 
+from tests.support.writer import Submitter
 from waypost.adapters.sqlite.writer import GroupStats, GroupWriter
 from waypost.reference.domain.errors import StorageUnavailable
 from waypost.reference.storage.plan import CommitPlan, Statement
@@ -74,21 +76,21 @@ def _fails(future: Any) -> BaseException:
 @pytest.mark.parametrize(("error", "answered"), [
     (apsw.CantOpenError("no such disk"), StorageUnavailable), (ValueError("bad path"), ValueError)])
 def test_a_writer_that_cannot_open_its_database_answers_every_caller(
-        error: Exception, answered: type[BaseException]) -> None:
+        error: Exception, answered: type[BaseException], submit: Submitter) -> None:
     def connect() -> apsw.Connection:
         raise error
 
     failed = GroupWriter(connect)
     try:
-        assert isinstance(_fails(failed.submit(_note(1))), answered)
+        assert isinstance(_fails(submit(failed.run, _note(1))), answered)
         assert isinstance(_fails(failed.call(_notes)), answered)
     finally:
         failed.close()
 
 
-def test_one_transaction_holds_at_most_256_plans(writer: GroupWriter) -> None:
+def test_one_transaction_holds_at_most_256_plans(writer: GroupWriter, submit: Submitter) -> None:
     with writer.held():
-        futures = [writer.submit(_note(n)) for n in range(300)]
+        futures = [submit(writer.run, _note(n)) for n in range(300)]
     assert [future.result() for future in futures] == [[(1,)]] * 300
     assert writer.stats == GroupStats(groups=2, plans=300, largest=256, last=44)
 
@@ -103,32 +105,42 @@ def test_a_writer_that_ran_nothing_counts_nothing(writer: GroupWriter) -> None:
     assert writer.stats == GroupStats(0, 0, 0, 0)
 
 
-def test_close_runs_the_plans_queued_before_it_then_stops(writer: GroupWriter) -> None:
+def test_close_runs_the_plans_queued_before_it_then_stops(writer: GroupWriter, path: Path,
+                                                          submit: Submitter) -> None:
     closer = threading.Thread(target=writer.close, daemon=True)
     with writer.held():  # the writer waits at its gate; close() queues its stop behind these
-        futures = [writer.submit(_note(1))]
+        futures = [submit(writer.run, _note(1))]
         closer.start()
         while True:  # until close() has queued its stop: from then on plans are refused
             try:
-                futures.append(writer.submit(_note(len(futures) + 1)))
+                futures.append(submit(writer.run, _note(len(futures) + 1)))
             except StorageUnavailable:
                 break
     closer.join(timeout=60)
     assert not closer.is_alive()
-    assert [future.result(timeout=0) for future in futures] == [[(1,)]] * len(futures)
+    # Every plan queued before the stop was committed before close() returned; its answer,
+    # handed to the caller's event loop by then, arrives there.
+    committed = apsw.Connection(str(path))
+    try:
+        assert _notes(committed) == list(range(1, len(futures) + 1))
+    finally:
+        committed.close()
+    assert [future.result(timeout=60) for future in futures] == [[(1,)]] * len(futures)
 
 
-def test_a_function_runs_alone_between_the_groups_in_queue_order(writer: GroupWriter) -> None:
+def test_a_function_runs_alone_between_the_groups_in_queue_order(writer: GroupWriter,
+                                                                 submit: Submitter) -> None:
     with writer.held():
-        before = writer.submit(_note(1))
+        before = submit(writer.run, _note(1))
         seen = writer.call(_notes)
-        after = writer.submit(_note(2))
+        after = submit(writer.run, _note(2))
     assert seen.result() == [1]
     assert (before.result(), after.result()) == ([(1,)], [(1,)])
     assert (writer.stats.groups, writer.stats.largest) == (2, 1)
 
 
-def test_a_function_that_fails_is_answered_with_its_error(writer: GroupWriter) -> None:
+def test_a_function_that_fails_is_answered_with_its_error(writer: GroupWriter,
+                                                          submit: Submitter) -> None:
     def busy(connection: apsw.Connection) -> None:
         raise apsw.BusyError("locked")
 
@@ -137,54 +149,55 @@ def test_a_function_that_fails_is_answered_with_its_error(writer: GroupWriter) -
 
     assert isinstance(_fails(writer.call(busy)), StorageUnavailable)
     assert isinstance(_fails(writer.call(broken)), KeyError)
-    assert writer.submit(_note(1)).result() == [(1,)]
+    assert submit(writer.run, _note(1)).result() == [(1,)]
 
 
 def test_when_sqlite_ends_the_transaction_no_plan_of_the_group_is_reported_committed(
-        writer: GroupWriter) -> None:
+        writer: GroupWriter, submit: Submitter) -> None:
     """RAISE(ROLLBACK) rolls the whole transaction back, as SQLite does itself after some
     errors (a full disk, I/O): the plans before it were undone, those after never ran."""
     with writer.held():
-        futures = [writer.submit(_note(1)), writer.submit(_plan("INSERT INTO doomed VALUES (?1)", 2)),
-                   writer.submit(_note(3))]
+        futures = [submit(writer.run, _note(1)),
+                   submit(writer.run, _plan("INSERT INTO doomed VALUES (?1)", 2)),
+                   submit(writer.run, _note(3))]
     for future in futures:
         error = _fails(future)
         assert isinstance(error, apsw.ConstraintError)
         assert "whole transaction" in str(error)
     assert writer.call(_notes).result() == []
-    assert writer.submit(_note(4)).result() == [(1,)]
+    assert submit(writer.run, _note(4)).result() == [(1,)]
 
 
 def test_a_plan_alone_that_ends_the_transaction_fails_with_its_own_error(
-        writer: GroupWriter) -> None:
-    error = _fails(writer.submit(_plan("INSERT INTO doomed VALUES (?1)", 1)))
+        writer: GroupWriter, submit: Submitter) -> None:
+    error = _fails(submit(writer.run, _plan("INSERT INTO doomed VALUES (?1)", 1)))
     assert isinstance(error, apsw.ConstraintError)
     assert "whole transaction" in str(error)
-    assert writer.submit(_note(2)).result() == [(1,)]
+    assert submit(writer.run, _note(2)).result() == [(1,)]
     assert writer.call(_notes).result() == [2]
 
 
 def test_a_database_locked_elsewhere_is_unavailable_and_the_writer_goes_on(
-        writer: GroupWriter, path: Path) -> None:
+        writer: GroupWriter, path: Path, submit: Submitter) -> None:
     other = apsw.Connection(str(path))
     try:
         other.execute("BEGIN IMMEDIATE")
-        assert isinstance(_fails(writer.submit(_note(1))), StorageUnavailable)
+        assert isinstance(_fails(submit(writer.run, _note(1))), StorageUnavailable)
         other.execute("ROLLBACK")
     finally:
         other.close()
-    assert writer.submit(_note(2)).result() == [(1,)]
+    assert submit(writer.run, _note(2)).result() == [(1,)]
     assert writer.call(_notes).result() == [2]
 
 
 @pytest.mark.parametrize("after", [(), (2,)], ids=["pair", "three"])
-def test_a_key_broken_at_commit_fails_only_its_plan(writer: GroupWriter,
-                                                    after: tuple[int, ...]) -> None:
+def test_a_key_broken_at_commit_fails_only_its_plan(writer: GroupWriter, after: tuple[int, ...],
+                                                    submit: Submitter) -> None:
     orphan = _plan("INSERT INTO child (parent_id) VALUES (?1)", 7)
-    assert isinstance(_fails(writer.submit(orphan)), apsw.ConstraintError)  # alone
+    assert isinstance(_fails(submit(writer.run, orphan)), apsw.ConstraintError)  # alone
     with writer.held():
-        futures = [writer.submit(_note(1)), writer.submit(orphan),
-                   *(writer.submit(_note(n)) for n in after)]
+        futures = [submit(writer.run, _note(1)), submit(writer.run, orphan),
+                   *(submit(writer.run, _note(n)) for n in after)]
     assert isinstance(_fails(futures.pop(1)), apsw.ConstraintError)
     assert [future.result() for future in futures] == [[(1,)]] * (1 + len(after))
     assert writer.call(_notes).result() == [1, *after]

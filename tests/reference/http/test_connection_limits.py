@@ -2,8 +2,10 @@
 clients are cut off with ``408`` while a normal client is served, early answers close their
 connection, ambiguous framing is refused or closed, an answer nobody takes is abandoned, and the
 log gets one line, never a traceback. A ``waypost serve`` child process; raw sockets play the
-clients. Nothing waits on a clock: slow clients pace themselves with an event's timeout, and the
-tests wait for the server's answer or poll its log with a deadline."""
+clients (the slow ones are ``waypost bench slow-clients``' own), and what they got back is read
+as the kit reads a raw connection (``properties/hostile_wire.py``). Nothing waits on a clock:
+slow clients pace themselves with an event's timeout, and the tests wait for the server's
+answer or poll its log with a deadline."""
 
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ import httpx
 import pytest
 
 from tests.support.api import ADMIN_TOKEN, Api
+from waypost.bench.slow import SlowClient
 from waypost.conformance.targets import ServerProcess
+from waypost.properties.hostile_wire import answers
 
 ADMIN = ADMIN_TOKEN
 #: Small limits, so that each rule shows in about a second.
@@ -48,19 +52,6 @@ def _until_closed(connection: socket.socket) -> bytes:
     return received
 
 
-def _answers(raw: bytes) -> list[tuple[int, dict[str, str], bytes]]:
-    """The answers in ``raw``: status, headers (lower-case names) and body of each."""
-    answers = []
-    while raw:
-        head, _, rest = raw.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        headers = dict(line.lower().split(": ", 1) for line in lines[1:])
-        size = int(headers.get("content-length", "0"))
-        answers.append((int(lines[0].split()[1]), headers, rest[:size]))
-        raw = rest[size:]
-    return answers
-
-
 def _error_code(body: bytes) -> str:
     code: str = json.loads(body)["error"]["code"]
     return code
@@ -80,35 +71,6 @@ def _logged(server: ServerProcess, text: str, count: int = 1, client: str = "") 
         if len(found) >= count or time.monotonic() > deadline:
             return found
         threading.Event().wait(0.05)
-
-
-class Trickle:
-    """A client that sends ``data`` one byte per ``every`` seconds on its own thread until the
-    server stops it; ``answer`` is what the server sent back."""
-
-    def __init__(self, server: ServerProcess, head: bytes, data: bytes, every: float) -> None:
-        self.connection = _socket(server)
-        self.connection.sendall(head)
-        self.data, self.every, self.answer = data, every, b""
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        for byte in self.data:
-            if self.stop.wait(self.every):
-                break
-            try:
-                self.connection.send(bytes([byte]))
-            except OSError:
-                break
-
-    def wait(self) -> bytes:
-        self.answer = _until_closed(self.connection)
-        self.stop.set()
-        self.thread.join()
-        self.connection.close()
-        return self.answer
 
 
 def _post_head(path: str, length: int, token: str = ADMIN) -> bytes:
@@ -157,9 +119,9 @@ def test_two_hundred_slow_heads_do_not_starve_a_normal_client(quick: ServerProce
         answer = httpx.get(f"{server.url}/v1/describe", timeout=30)
         assert answer.status_code == 200
         for connection in slow:
-            [(status, headers, body)] = _answers(_until_closed(connection))
-            assert (status, headers["connection"]) == (408, "close")
-            assert _error_code(body) == "REQUEST_TIMEOUT"
+            [answer] = answers(_until_closed(connection))
+            assert (answer.status, answer.headers["connection"]) == (408, "close")
+            assert _error_code(answer.body) == "REQUEST_TIMEOUT"
     _no_tracebacks(server)
 
 
@@ -174,9 +136,9 @@ def test_a_stalled_body_gets_408_and_one_line_in_the_log(quick: ServerProcess) -
     with closing(_socket(server)) as stalled:
         client = _port(stalled)
         stalled.sendall(_post_head("/admin/v1/spaces", 100) + b'{"a":')
-        [(status, headers, body)] = _answers(_until_closed(stalled))
-    assert (status, headers["connection"], _error_code(body)) == (408, "close",
-                                                                   "REQUEST_TIMEOUT")
+        [answer] = answers(_until_closed(stalled))
+    assert (answer.status, answer.headers["connection"], _error_code(answer.body)) == (
+        408, "close", "REQUEST_TIMEOUT")
     assert len(_logged(server, "request cut off (408)", client=client)) == 1
     assert httpx.get(f"{server.url}/v1/describe", timeout=30).status_code == 200
     assert [line for line in server.log if client in line] == _logged(server, "(408)",
@@ -187,10 +149,10 @@ def test_a_stalled_body_gets_408_and_one_line_in_the_log(quick: ServerProcess) -
 def test_a_body_slower_than_the_minimum_rate_is_cut_off(quick: ServerProcess) -> None:
     """One byte every 0.1 s never stalls long, but is far below 100 bytes a second."""
     server = quick
-    slow = Trickle(server, _post_head("/admin/v1/spaces", 400), b" " * 400, every=0.1)
+    slow = SlowClient(server.port, _post_head("/admin/v1/spaces", 400), b" " * 400, every=0.1)
     client = _port(slow.connection)
-    [(status, _, body)] = _answers(slow.wait())
-    assert (status, _error_code(body)) == (408, "REQUEST_TIMEOUT")
+    [answer] = answers(slow.wait())
+    assert (answer.status, _error_code(answer.body)) == (408, "REQUEST_TIMEOUT")
     assert "minimum rate" in _logged(server, "request cut off (408)", client=client)[0]
     _no_tracebacks(server)
 
@@ -199,9 +161,9 @@ def test_a_request_past_its_total_deadline_is_cut_off(
         serve: Callable[..., ServerProcess]) -> None:
     """No minimum rate, no stall; but the whole request must come within --request-timeout."""
     server = serve("--body-min-rate", "0", "--request-timeout", "1")
-    slow = Trickle(server, _post_head("/admin/v1/spaces", 400), b" " * 400, every=0.02)
-    [(status, _, body)] = _answers(slow.wait())
-    assert (status, _error_code(body)) == (408, "REQUEST_TIMEOUT")
+    slow = SlowClient(server.port, _post_head("/admin/v1/spaces", 400), b" " * 400, every=0.02)
+    [answer] = answers(slow.wait())
+    assert (answer.status, _error_code(answer.body)) == (408, "REQUEST_TIMEOUT")
     assert "not complete in time" in _logged(server, "request cut off (408)")[0]
 
 
@@ -209,7 +171,7 @@ def test_eight_slow_clients_do_not_keep_a_ninth_out(serve: Callable[..., ServerP
     """All 8 slots are held by clients sending a byte every 0.2 s; a normal client that
     retries on 503 as told is served once they are cut off."""
     server = serve("--no-access-log", "--max-connections", "8", *QUICK)
-    slow = [Trickle(server, _post_head("/admin/v1/spaces", 100), b" " * 100, every=0.2)
+    slow = [SlowClient(server.port, _post_head("/admin/v1/spaces", 100), b" " * 100, every=0.2)
             for _ in range(8)]
     statuses = []
     with httpx.Client(base_url=server.url, timeout=30) as client:
@@ -221,7 +183,7 @@ def test_eight_slow_clients_do_not_keep_a_ninth_out(serve: Callable[..., ServerP
                 break
             threading.Event().wait(float(answer.headers["retry-after"]) / 10)
     assert statuses[-1] == 200, statuses
-    assert [_answers(client.wait())[0][0] for client in slow] == [408] * 8
+    assert [answers(client.wait())[0].status for client in slow] == [408] * 8
 
 
 def test_an_early_answer_closes_the_connection(quick: ServerProcess) -> None:
@@ -230,9 +192,9 @@ def test_an_early_answer_closes_the_connection(quick: ServerProcess) -> None:
     server = quick
     with closing(_socket(server)) as connection:
         connection.sendall(_post_head("/v1/messages", 10_000_000, token="nope") + b"x" * 1000)
-        [(status, headers, body)] = _answers(_until_closed(connection))
-        assert (status, headers["connection"], _error_code(body)) == (401, "close",
-                                                                       "UNAUTHENTICATED")
+        [answer] = answers(_until_closed(connection))
+        assert (answer.status, answer.headers["connection"], _error_code(answer.body)) == (
+            401, "close", "UNAUTHENTICATED")
         with pytest.raises((BrokenPipeError, ConnectionResetError)):  # it stopped reading
             connection.sendall(b"x" * 10_000_000)
 
@@ -243,9 +205,9 @@ def test_transfer_encoding_with_content_length_is_refused_and_closed(quick: Serv
         connection.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked"
                            b"\r\nContent-Length: 5\r\n\r\n0\r\n\r\n"
                            b"GET /v1/describe HTTP/1.1\r\nHost: a\r\n\r\n")  # pipelined
-        [(status, headers, body)] = _answers(_until_closed(connection))
-    assert (status, headers["connection"]) == (400, "close")
-    assert json.loads(body)["error"]["details"] == {"field": "headers"}
+        [answer] = answers(_until_closed(connection))
+    assert (answer.status, answer.headers["connection"]) == (400, "close")
+    assert json.loads(answer.body)["error"]["details"] == {"field": "headers"}
 
 
 @pytest.mark.parametrize("head", [
@@ -260,8 +222,8 @@ def test_an_ambiguous_head_is_answered_then_closed(quick: ServerProcess,
     server = quick
     with closing(_socket(server)) as connection:
         connection.sendall(head + b"GET /v1/describe HTTP/1.1\r\nHost: a\r\n\r\n")
-        answers = _answers(_until_closed(connection))
-    assert [(status, headers["connection"]) for status, headers, _ in answers] == [
+        answered = answers(_until_closed(connection))
+    assert [(answer.status, answer.headers["connection"]) for answer in answered] == [
         (200, "close")]
 
 
