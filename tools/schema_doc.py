@@ -40,6 +40,14 @@ Who guarantees each rule:
 | authority, scopes, grants, thread membership, referenceable attachments at commit time | a conditional write: the guard of each commit plan (`reference/storage/`) |
 | visibility of feed items, messages, blobs and revisions | the read queries (`reference/storage/feed.py`, `uploads.py`, `messages.py`) and `reference/service/memory.py` |
 | value rules of requests (protocol.md §3) | domain code: `reference/domain/values.py`, `reference/domain/requests.py` |
+
+What a write costs (docs/performance.md): the tables of links (`threads`, `thread_members`,
+`message_recipients`, `feed_recipients`) and `commit_guards` are `WITHOUT ROWID`, one b-tree
+each instead of a table and its key's index; server-generated ids begin with the clock, so the
+rows of one moment share index pages. A plan's verdict row lives from its guard to its cleanup
+inside one transaction, never durable: the SQLite writer shadows `commit_guards` with a `TEMP`
+table of the same shape (`adapters/sqlite/driver.py`), which the plans' shared SQL finds first,
+so verdict rows stay in memory there; D1 writes them to this table.
 """
 
 

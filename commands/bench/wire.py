@@ -103,19 +103,20 @@ def served(synchronous: str = "full", env: dict[str, str] | None = None) -> Iter
 
 def thread_cpu_seconds(pid: int) -> dict[str, float] | None:
     """CPU seconds (user + system) a process has used so far: its main thread (the server's
-    event loop) and its other threads together (the SQLite writer and read pool); None where
+    event loop) and its other threads together (the SQLite writer and read pool, a thread
+    pool's workers: those that have ended too, as the process's total counts them); None where
     Linux' /proc is missing."""
     tick = os.sysconf("SC_CLK_TCK")
-    totals = {"event_loop": 0.0, "other_threads": 0.0}
+
+    def seconds(path: str) -> float:
+        stat = Path(path).read_text()
+        user, system = stat[stat.rindex(")") + 2:].split()[11:13]
+        return (int(user) + int(system)) / tick
     try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            stat = Path(f"/proc/{pid}/task/{task}/stat").read_text()
-            user, system = stat[stat.rindex(")") + 2:].split()[11:13]
-            which = "event_loop" if int(task) == pid else "other_threads"
-            totals[which] += (int(user) + int(system)) / tick
+        main, total = seconds(f"/proc/{pid}/task/{pid}/stat"), seconds(f"/proc/{pid}/stat")
     except (OSError, ValueError):
         return None
-    return totals
+    return {"event_loop": main, "other_threads": total - main}
 
 
 def cpu_per_request(before: dict[str, float] | None, after: dict[str, float] | None,

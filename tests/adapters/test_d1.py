@@ -116,15 +116,18 @@ def test_every_write_is_whole_plans_in_batches_never_a_transaction(d1: Api) -> N
         batch(d1, [Statement("BEGIN")])  # and D1 would refuse one anyway
 
 
-def test_a_send_is_its_tokens_read_and_one_plan(d1: Api) -> None:
+def test_a_send_is_one_plan_once_its_token_is_known(d1: Api) -> None:
     sent: list[Sequence[Statement]] = []
     driver(d1).on_batch = sent.append
     try:
+        d1.must_send("s1/alice", recipient_ids=["bob"])
+        assert len(sent) == 2  # a token not seen before: its read, then the plan
+        sent.clear()
         message = d1.must_send("s1/alice", recipient_ids=["bob"])
     finally:
         driver(d1).on_batch = None
-    assert len(sent) == 2  # the token, then the plan: key, message, body, feed item at once
-    plan = [s.sql for s in sent[1]]
+    assert len(sent) == 1  # one round trip: the plan's guard checks the token itself
+    plan = [s.sql for s in sent[0]]
     assert plan[0].startswith("INSERT INTO commit_guards")
     assert any(sql.startswith(("INSERT INTO messages", "INSERT INTO feed_items"))
                for sql in plan)

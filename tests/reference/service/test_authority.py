@@ -1,10 +1,13 @@
-"""Current authority (P02): revoked, expired and disabled credentials stop working at once."""
+"""Current authority (P02): revoked, expired and disabled credentials stop working at once,
+also for a send that starts from a token checked before (its plan's guard decides)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from tests.support.api import Api, must_fail, rid
+from waypost.reference.server import served_context
 
 
 def _iso(moment: datetime) -> str:
@@ -66,3 +69,56 @@ def test_submission_lookup_needs_current_authority(api: Api) -> None:
     must_fail(api.as_("looker", "GET", "/v1/submissions/message.send/look"), 401, "UNAUTHENTICATED")
     same_actor = api.as_("s1/bob", "GET", "/v1/submissions/message.send/look")
     assert same_actor.json()["result"]["body"] == sent
+
+
+def _reads_counted(api: Api) -> list[int]:
+    """Count the reads the server's real driver makes from now on."""
+    driver = served_context(api.client.app).driver
+    counted = [0]
+    read = driver.read
+
+    async def counting(statements: Any) -> Any:
+        counted[0] += 1
+        return await read(statements)
+    driver.read = counting  # type: ignore[method-assign]
+    return counted
+
+
+def test_a_send_reads_nothing_before_its_plan_once_its_token_is_known(api: Api) -> None:
+    counted = _reads_counted(api)
+    api.must_send("s1/alice", recipient_ids=["bob"])
+    assert counted[0] == 1  # the token, checked in full once
+    for _ in range(3):
+        api.must_send("s1/alice", recipient_ids=["bob"])
+    assert counted[0] == 1  # the plan's guard re-checks it inside each send's transaction
+    must_fail(api.send("s1/alice", recipient_ids=["nobody"]), 404, "NOT_FOUND", "recipient_ids")
+    assert counted[0] == 2  # a refusal checks the token in full before it answers
+
+
+def test_a_known_token_revoked_answers_401_before_any_other_refusal(api: Api) -> None:
+    issued = api.token("s1", "bob", "bob-inbox", name="known")
+    body = {"request_id": "once", "recipient_ids": ["alice"], "thread": {"new": True},
+            "kind": "info", "subject": "s", "body": {"text": "x"}}
+    assert api.as_("known", "POST", "/v1/messages", body).status_code == 201
+    assert api.as_("known", "POST", "/v1/messages", body).status_code == 201  # a replay
+    api.must_admin("POST", f"/admin/v1/tokens/{issued['token_id']}/revoke", {"request_id": rid()})
+    must_fail(api.as_("known", "POST", "/v1/messages", body), 401, "UNAUTHENTICATED")
+    must_fail(api.as_("known", "POST", "/v1/messages", {**body, "request_id": "new"}), 401,
+              "UNAUTHENTICATED")
+    must_fail(api.as_("known", "POST", "/v1/messages", {"kind": "nonsense"}), 401,
+              "UNAUTHENTICATED")
+    must_fail(api.as_("known", "POST", "/v1/messages", {**body, "recipient_ids": ["nobody"]}),
+              401, "UNAUTHENTICATED")
+    assert len(api.all_items("s1/alice")) == 1
+
+
+def test_a_known_token_stops_when_it_expires_or_its_actor_is_disabled(hooked: Api) -> None:
+    api = hooked
+    soon = datetime.now(UTC) + timedelta(minutes=5)
+    api.token("s1", "bob", "bob-inbox", name="expiring", expires_at=_iso(soon))
+    api.must_send("expiring", recipient_ids=["alice"])
+    assert api.admin("POST", "/_test/clock", {"advance_ms": 10 * 60 * 1000}).status_code == 200
+    must_fail(api.send("expiring", recipient_ids=["alice"]), 401, "UNAUTHENTICATED")
+    api.must_send("s1/carol", recipient_ids=["alice"])
+    api.must_admin("POST", "/admin/v1/spaces/s1/actors/carol/disable", {"request_id": rid()})
+    must_fail(api.send("s1/carol", recipient_ids=["alice"]), 401, "UNAUTHENTICATED")
