@@ -59,6 +59,11 @@ def _send(args: argparse.Namespace) -> int:
             print(f"  reference / floor: CPU {ratios['cpu_per_send']}x, write KiB "
                   f"{ratios['write_call_kib_per_send']}x, sends/s {ratios['sends_per_second']}x",
                   file=sys.stderr)
+    if args.elsewhere:
+        from waypost.bench.send import bench_elsewhere
+
+        result["elsewhere"] = bench_elsewhere(lambda text: print(text, file=sys.stderr))
+        result["targets"].update(result["elsewhere"]["targets"])
     for name, verdict in result["targets"].items():
         print(f"target {name}: {verdict}", file=sys.stderr)
     return _print(result, args.json)
@@ -123,6 +128,10 @@ def add_load_benches(benches: Any) -> None:
                       help="phases per server and level; figures are medians (default: 3)")
     send.add_argument("--floor", action="store_true",
                       help="run the floor app beside the reference and print the ratios")
+    send.add_argument("--elsewhere", action="store_true",
+                      help="then also bench blobs (4 slow 64 MiB downloads, refused manifests) "
+                           "and bench feed (2,000 and 40,000 items), their targets in the same "
+                           "JSON (a few minutes more)")
     send.add_argument("--client", choices=["auto", "wrk", "python"], default="auto",
                       help="the load generator: wrk if installed (auto), or the bench's own "
                            "Python client, which tops out near 400 requests/s")

@@ -36,9 +36,10 @@ def floor_app(database: Path) -> Starlette:
     lock = threading.Lock()
 
     def insert(request_id: str, body: str) -> int:
-        with lock, connection:
-            connection.execute("INSERT INTO messages (request_id, body) VALUES (?, ?)",
-                               (request_id, body))
+        with lock:
+            with connection:  # one transaction: BEGIN … COMMIT, its fsync
+                connection.execute("INSERT INTO messages (request_id, body) VALUES (?, ?)",
+                                   (request_id, body))
             return connection.last_insert_rowid()
 
     async def send(request: Request) -> Response:

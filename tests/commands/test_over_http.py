@@ -145,5 +145,12 @@ def test_bench_send_reports_each_send_beside_the_floor(tmp_path: Path, client: s
             assert row["per_send"]["write_call_kib"] > 0
         assert level["ratios"]["cpu_per_send"] is not None
     assert set(bench["targets"]) >= {"write_call_kib_per_send", "no_temp_files"}
+    pages = bench["levels"][0]["waypost"]["wal_pages_per_send"]  # one send per transaction
+    assert pages["frames_per_commit"] >= 10  # a send writes a page of each table and index
+    assert {"messages", "feed_items", "feed_recipients"} <= set(pages["by_btree"])
+    if shutil.which("strace") and "not_measured" not in bench["traced"]:
+        assert bench["traced"]["sends"] > 0
+        assert bench["traced"]["temp_files_opened"] == 0
+        assert bench["traced"]["per_send"]["wal"]["kib"] > 0
     assert bench["raw_fsync_transactions"]["per_second"] > 0
     assert "reference / floor: CPU" in result.stderr
