@@ -197,9 +197,9 @@ async def _space(ctx: Context, request: Request) -> Outcome:
 ROUTES = [
     Route("/v1/describe", describe, methods=["GET"]),
     Route("/openapi.json", openapi_document, methods=["GET"]),
-    Route("/v1/messages", data(_send, plan_checks_token=True), methods=["POST"]),
+    Route("/v1/messages", data(_send, checks_token=True), methods=["POST"]),
     Route("/v1/messages/{message_id}", data(_message), methods=["GET"]),
-    Route("/v1/feed", data(_feed, *FEED_QUERY), methods=["GET"]),
+    Route("/v1/feed", data(_feed, *FEED_QUERY, checks_token=True), methods=["GET"]),
     Route("/v1/acks", data(_ack), methods=["POST"]),
     Route("/v1/submissions/{operation}/{request_id}", data(_submission), methods=["GET"]),
     Route("/v1/blobs", data(_prepare), methods=["POST"]),

@@ -117,17 +117,18 @@ def query_params(request: Request, *known: str) -> dict[str, str]:
 
 
 def data(operation: Callable[[Context, Principal, Request], Awaitable[Outcome]],
-         *queries: str, plan_checks_token: bool = False) -> Handler:
+         *queries: str, checks_token: bool = False) -> Handler:
     """A data-plane endpoint: bearer token first, then its query parameters (``queries``,
-    none by default), then the operation. With ``plan_checks_token`` (the operation's one
-    plan re-checks the token), see :func:`_remembered`."""
+    none by default), then the operation. With ``checks_token`` (the operation checks the
+    token's liveness itself, in the same transaction or snapshot as its work), see
+    :func:`_remembered`."""
 
     async def endpoint(request: Request) -> Response:
         ctx = context(request)
 
         async def work() -> Outcome:
             authorization = request.headers.get("authorization")
-            if plan_checks_token:
+            if checks_token:
                 return await _remembered(ctx, authorization, request, operation, queries)
             principal = await authenticate(ctx, authorization)
             query_params(request, *queries)
@@ -141,10 +142,12 @@ async def _remembered(ctx: Context, authorization: str | None, request: Request,
                       operation: Callable[[Context, Principal, Request], Awaitable[Outcome]],
                       queries: tuple[str, ...]) -> Outcome:
     """Run ``operation`` as a principal checked before (:mod:`...domain.remembered`), reading
-    nothing first; its plan's guard decides whether the token is still live. Answers stay as
-    a full check first would give them: a refusal before the plan checks the token then (a
-    token no longer live answers 401, not the refusal), and a token the plan refused is
-    forgotten."""
+    nothing first: the operation's own check (a plan's guard, a read's liveness and view
+    check in the page's snapshot) decides whether the token is still live. Answers stay as a
+    full check first would give them: on any refusal the token is checked in full (a token no
+    longer live answers 401, not the refusal), and where that finds the principal changed (a
+    consumer's new view), a ``GET`` runs again as the new one; a token the operation found dead
+    is forgotten."""
     presented = presented_digest(authorization)
     principal = None if presented is None else ctx.remembered.get(presented)
     if presented is None or principal is None:
@@ -158,8 +161,10 @@ async def _remembered(ctx: Context, authorization: str | None, request: Request,
         ctx.remembered.forget(presented)
         raise
     except WaypostError:
-        await authenticate(ctx, authorization)
-        raise
+        current = await authenticate(ctx, authorization)
+        if current == principal or request.method != "GET":
+            raise
+    return await operation(ctx, current, request)
 
 
 def admin(operation: Callable[[Context, Request], Awaitable[Outcome]]) -> Handler:

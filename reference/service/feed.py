@@ -101,21 +101,21 @@ async def read_feed(ctx: Context, principal: Principal, cursor_text: str | None,
         wait = int(wait_text)
         if wait and not principal.has("event.subscribe"):
             raise Forbidden("long-polling needs the event.subscribe scope", field="wait")
-    if cursor_text is not None:
-        position = position_of(ctx, principal, cursor_text)
-    else:
-        (saved,) = await ctx.driver.read([sql.checkpoint_statement(principal)])
-        position = sql.checkpoint_from(saved)
+    # without a cursor: after the saved checkpoint, read in the first page's snapshot
+    position = None if cursor_text is None else position_of(ctx, principal, cursor_text)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     while True:
         woken = ctx.signal.event(principal.space_id)
-        page, current = await ctx.driver.read([
+        page, current, *saved = await ctx.driver.read([
             sql.page_statement(principal, position, limit + 1),
-            sql.current_statement(principal, ctx.clock.now_ms())])
+            sql.current_statement(principal, ctx.clock.now_ms()),
+            *([sql.checkpoint_statement(principal)] if position is None else [])])
         verdict = sql.current_from(current)
         if verdict != "ok":
             raise refuse_stale(verdict)
+        if position is None:
+            position = sql.checkpoint_from(saved[0])
         rows = [sql.feed_row_from(row) for row in page]
         remaining = deadline - loop.time()
         if rows or remaining <= 0:

@@ -119,17 +119,31 @@ def visibility_params(principal: Principal) -> dict[str, SqlValue]:
     }
 
 
-def page_statement(principal: Principal, after: int, limit: int) -> Statement:
-    """Up to ``limit`` visible items after position ``after``, in sequence order."""
+#: The consumer's saved checkpoint for its view and grants (0 without one), in SQL.
+SAVED_POSITION = """COALESCE((SELECT sequence FROM consumer_checkpoints
+            WHERE space_id = :space_id AND consumer_id = :consumer_id
+            AND view_revision = :view_revision AND grant_fingerprint = :grant_fingerprint), 0)"""
+
+
+def page_statement(principal: Principal, after: int | None, limit: int) -> Statement:
+    """Up to ``limit`` visible items after position ``after`` (None: after the consumer's saved
+    checkpoint, read in the same snapshot), in sequence order."""
+    params: dict[str, SqlValue]
+    if after is None:
+        bound, params = SAVED_POSITION, {
+            "view_revision": principal.consumer.view_revision,
+            "grant_fingerprint": principal.grant_fingerprint}
+    else:
+        bound, params = "CAST(:after AS INTEGER)", {"after": after}
     return stmt(f"""
         SELECT {FEED_COLUMNS}
         FROM feed_items f
         {_JOINS}
-        WHERE f.space_id = :space_id AND f.sequence > CAST(:after AS INTEGER)
+        WHERE f.space_id = :space_id AND f.sequence > {bound}
           AND {VISIBLE}
           AND {FILTERED}
         ORDER BY f.sequence
-        LIMIT :limit""", {**visibility_params(principal), "after": after, "limit": limit})
+        LIMIT :limit""", {**visibility_params(principal), **params, "limit": limit})
 
 
 @dataclass(frozen=True)

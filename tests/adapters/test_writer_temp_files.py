@@ -31,7 +31,7 @@ class Counting(apsw.VFS):
         self.base = apsw.vfs_names()[0]  # the default before this one
         super().__init__("counting", self.base, makedefault=True)
 
-    def xOpen(self, name: Any, flags: list[int]) -> apsw.VFSFile:  # noqa: N802 (apsw's name)
+    def xOpen(self, name: Any, flags: list[int]) -> apsw.VFSFile:
         if flags[0] & TEMPORARY:
             self.temporary += 1
         return apsw.VFSFile(self.base, name, flags)

@@ -122,3 +122,17 @@ def test_a_known_token_stops_when_it_expires_or_its_actor_is_disabled(hooked: Ap
     api.must_send("s1/carol", recipient_ids=["alice"])
     api.must_admin("POST", "/admin/v1/spaces/s1/actors/carol/disable", {"request_id": rid()})
     must_fail(api.send("s1/carol", recipient_ids=["alice"]), 401, "UNAUTHENTICATED")
+
+
+def test_a_feed_read_of_a_known_token_is_one_read_with_its_own_check(api: Api) -> None:
+    api.must_send("s1/alice", recipient_ids=["bob"])
+    api.feed("s1/bob")
+    counted = _reads_counted(api)
+    page = api.feed("s1/bob")  # the saved checkpoint, the page and the token's check at once
+    assert counted[0] == 1
+    api.as_("s1/bob", "GET", "/v1/feed", params={"cursor": page["next_cursor"]})
+    assert counted[0] == 2
+    api.must_admin("POST", "/admin/v1/spaces/s1/actors/bob/disable", {"request_id": rid()})
+    must_fail(api.as_("s1/bob", "GET", "/v1/feed"), 401, "UNAUTHENTICATED")
+    must_fail(api.as_("s1/bob", "GET", "/v1/feed", params={"cursor": page["next_cursor"]}),
+              401, "UNAUTHENTICATED")

@@ -12,6 +12,7 @@ from waypost.reference.storage.plan import Statement, stmt
 
 STATEMENTS: dict[str, Statement] = {
     "feed page": feed.page_statement(PRINCIPAL, 0, 51),
+    "feed page after the checkpoint": feed.page_statement(PRINCIPAL, None, 51),
     "ack visibility": feed.visible_items_statement(PRINCIPAL, ["fi_a", "fi_b"]),
     "checkpoint": feed.checkpoint_statement(PRINCIPAL),
     "submission by key": submissions.lookup_statement(PRINCIPAL, "message.send", "r"),

@@ -58,6 +58,8 @@ def _shapes() -> Iterator[tuple[str, Statement, tuple[str, ...]]]:
     slot = uploads.Slot("sub", "upl", "blb", "obj", 1, b"\0" * 32, "text/plain", None, 0)
     yield from [
         ("feed page", feed.page_statement(PRINCIPAL, 0, 51), names(feed.FeedRow)),
+        ("feed page after the checkpoint", feed.page_statement(PRINCIPAL, None, 51),
+         names(feed.FeedRow)),
         ("visible items", feed.visible_items_statement(PRINCIPAL, ["fi"]),
          names(feed.VisibleItem)),
         ("checkpoint", feed.checkpoint_statement(PRINCIPAL), ("sequence",)),
