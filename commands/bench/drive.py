@@ -22,7 +22,7 @@ SEND = {"recipient_ids": ["bob"], "thread": {"new": True}, "kind": "info", "subj
         "body": {"text": "bench"}}
 
 _SCRIPT = """
-ok, other, counter = 0, 0, 0
+ok, other, counter, first_other = 0, 0, 0, 0
 local threads = {}
 
 function setup(thread)
@@ -43,19 +43,26 @@ function request()
 end
 
 function response(status, headers, body)
-  if status == 201 then ok = ok + 1 else other = other + 1 end
+  if status == 201 then
+    ok = ok + 1
+  else
+    other = other + 1
+    if first_other == 0 then first_other = status end
+  end
 end
 
 function done(summary, latency, requests)
-  local good, bad = 0, 0
+  local good, bad, status = 0, 0, 0
   for _, thread in ipairs(threads) do
     good = good + thread:get("ok")
     bad = bad + thread:get("other")
+    if status == 0 then status = thread:get("first_other") end
   end
   local e = summary.errors
-  io.write(string.format('WRK-RESULT {"ok":%d,"other":%d,"socket_errors":%d,"us":%d,' ..
-    '"p50_us":%d,"p99_us":%d}\\n', good, bad, e.connect + e.read + e.write + e.timeout,
-    summary.duration, latency:percentile(50), latency:percentile(99)))
+  io.write(string.format('WRK-RESULT {"ok":%d,"other":%d,"first_other":%d,' ..
+    '"socket_errors":%d,"us":%d,"p50_us":%d,"p99_us":%d}\\n', good, bad, status,
+    e.connect + e.read + e.write + e.timeout, summary.duration, latency:percentile(50),
+    latency:percentile(99)))
 end
 """
 
@@ -67,12 +74,18 @@ def client_name() -> str:
 
 def drive(port: int, connections: int, seconds: float, token: str, label: str,
           client: str = "wrk") -> dict[str, Any]:
-    """``connections`` keep-alive connections sending for ``seconds``: sends answered 201, other
-    answers, sends per second and the client's latency percentiles; ``client`` is ``wrk``
-    (where :func:`client_name` says it is installed) or ``python``."""
+    """``connections`` keep-alive connections sending for ``seconds``: sends answered 201,
+    sends per second and the client's latency percentiles; ``client`` is ``wrk`` (where
+    :func:`client_name` says it is installed) or ``python``. Any other answer, or none at all,
+    is an error naming the first."""
     if client == "wrk" and client_name() == "wrk":
-        return _wrk(port, connections, seconds, token, label)
-    return asyncio.run(_python(port, connections, seconds, token, label))
+        found = _wrk(port, connections, seconds, token, label)
+    else:
+        found = asyncio.run(_python(port, connections, seconds, token, label))
+    if found["other_answers"] or not found["ok"]:
+        raise RuntimeError(f"{found['other_answers']} of {found['ok'] + found['other_answers']}"
+                           f" sends were not answered 201 (the first: {found['first_other']})")
+    return found
 
 
 def _wrk(port: int, connections: int, seconds: float, token: str, label: str) -> dict[str, Any]:
@@ -93,7 +106,8 @@ def _wrk(port: int, connections: int, seconds: float, token: str, label: str) ->
     found = json.loads(line.removeprefix("WRK-RESULT "))
     elapsed = found["us"] / 1e6
     return {"client": "wrk", "connections": connections, "ok": found["ok"],
-            "other_answers": found["other"], "socket_errors": found["socket_errors"],
+            "other_answers": found["other"], "first_other": found["first_other"] or None,
+            "socket_errors": found["socket_errors"],
             "seconds": round(elapsed, 3), "per_second": round(found["ok"] / elapsed, 1),
             "p50_ms": round(found["p50_us"] / 1000, 3), "p99_ms": round(found["p99_us"] / 1000, 3)}
 
@@ -103,6 +117,7 @@ async def _python(port: int, connections: int, seconds: float, token: str,
     stop = time.perf_counter() + seconds
     keys = itertools.count()
     counts = {"ok": 0, "other": 0}
+    first_other: list[str] = []
     latencies: list[float] = []
 
     async def worker() -> None:
@@ -110,10 +125,12 @@ async def _python(port: int, connections: int, seconds: float, token: str,
         try:
             while time.perf_counter() < stop:
                 started = time.perf_counter()
-                status, _ = await connection.request(
+                status, body = await connection.request(
                     "POST", "/v1/messages", token, {"request_id": f"{label}-{next(keys)}", **SEND})
                 latencies.append(time.perf_counter() - started)
                 counts["ok" if status == 201 else "other"] += 1
+                if status != 201 and not first_other:
+                    first_other.append(f"{status} {body[:300]!r}")
         finally:
             connection.close()
 
@@ -122,7 +139,8 @@ async def _python(port: int, connections: int, seconds: float, token: str,
     elapsed = time.perf_counter() - started
     latencies.sort()
     return {"client": "python", "connections": connections, "ok": counts["ok"],
-            "other_answers": counts["other"], "socket_errors": 0, "seconds": round(elapsed, 3),
+            "other_answers": counts["other"], "first_other": first_other[0] if first_other else None,
+            "socket_errors": 0, "seconds": round(elapsed, 3),
             "per_second": round(counts["ok"] / elapsed, 1),
             "p50_ms": round(1000 * latencies[len(latencies) // 2], 3) if latencies else None,
             "p99_ms": round(1000 * latencies[int(len(latencies) * 0.99)], 3) if latencies

@@ -39,7 +39,7 @@ def _frames(wal: bytes) -> list[tuple[int, int]]:
 def wal_pages(database: Path, last_commits: int = 20) -> dict[str, Any] | None:
     """Frames per commit over the WAL's last ``last_commits`` transactions, and by owner (a
     table or index, ``sqlite_schema`` for page 1, ``free`` for a page no b-tree owns); None
-    when the WAL holds no whole transaction."""
+    when the WAL holds no whole transaction or SQLite has no ``dbstat``."""
     try:
         frames = _frames(Path(f"{database}-wal").read_bytes())
     except OSError:
@@ -56,6 +56,8 @@ def wal_pages(database: Path, last_commits: int = 20) -> dict[str, Any] | None:
     try:
         owner = {int(page): str(name) for name, page in
                  reader.execute("SELECT name, pageno FROM dbstat")}
+    except apsw.SQLError:  # a SQLite built without the dbstat table
+        return None
     finally:
         reader.close()
     by = Counter(owner.get(page, "free") for page in written)

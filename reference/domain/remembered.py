@@ -1,11 +1,14 @@
-"""Principals whose token passed a full check, for the operations that need no second one.
+"""Principals whose token passed a full check, for operations that check the token themselves.
 
-An operation whose commit plan re-checks the token inside its transaction (the guard's
-``NOT_LIVE`` and ``LACKS_SCOPE``, storage/authority.py) may start from a principal checked
-before. A principal's facts other than liveness never change for a token (its space, actor,
-consumer, scopes, recipient grants: tokens are immutable but for revocation), and liveness
-(revoked, expired, a disabled actor or consumer) is what the guard decides. Such an operation
-then reads nothing before its plan: on D1, one round trip instead of two (docs/d1.md).
+An operation that checks, in the same transaction or snapshot as its work, everything of its
+principal that can change may start from a principal checked before, reading nothing first:
+the token's liveness (not revoked, not expired, its actor and consumer not disabled — the
+actor's ``authority_version`` moves only when it is disabled) and, for a read through the
+consumer's view, that view's revision (a new view or filter gives a new revision). The rest of
+a principal never changes for a token: its space, actor, consumer, scopes and grants. A send's
+plan checks the token first in its guard (``storage/authority.py``); a feed read checks token
+and view in the page's snapshot (``storage/feed.py``, ``current_statement``). On D1 such an
+operation is one round trip instead of two (docs/d1.md).
 """
 
 from __future__ import annotations
@@ -41,3 +44,9 @@ class RememberedPrincipals:
     def forget(self, presented: bytes) -> None:
         """Forget a digest whose token a plan refused."""
         self._known.pop(presented, None)
+
+
+class StalePrincipal(Exception):
+    """Raised by an operation that started from a remembered principal and found it no longer
+    current (a consumer's new view) before it did or waited for anything: run it again from a
+    full check."""

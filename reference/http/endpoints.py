@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -21,6 +22,7 @@ from waypost.reference.domain.errors import (
 )
 from waypost.reference.domain.parsing import json_body
 from waypost.reference.domain.principal import Principal
+from waypost.reference.domain.remembered import StalePrincipal
 from waypost.reference.service.auth import authenticate, check_admin, presented_digest
 from waypost.reference.service.context import Context, Outcome
 
@@ -144,27 +146,42 @@ async def _remembered(ctx: Context, authorization: str | None, request: Request,
     """Run ``operation`` as a principal checked before (:mod:`...domain.remembered`), reading
     nothing first: the operation's own check (a plan's guard, a read's liveness and view
     check in the page's snapshot) decides whether the token is still live. Answers stay as a
-    full check first would give them: on any refusal the token is checked in full (a token no
-    longer live answers 401, not the refusal), and where that finds the principal changed (a
-    consumer's new view), a ``GET`` runs again as the new one; a token the operation found dead
-    is forgotten."""
+    full check first would give them: on any failure the token is checked in full (a token no
+    longer live answers 401, not the failure), an operation that found its principal stale
+    (:class:`StalePrincipal`) runs again from the full check, and a dead token is forgotten.
+    While a fault is armed (test deployments) every request is checked in full first, so a
+    dead token never reaches a fault point."""
     presented = presented_digest(authorization)
-    principal = None if presented is None else ctx.remembered.get(presented)
+    principal = None if presented is None or ctx.faults.armed else ctx.remembered.get(presented)
     if presented is None or principal is None:
-        principal = await authenticate(ctx, authorization)
-        query_params(request, *queries)
-        return await operation(ctx, principal, request)
+        return await _checked_in_full(ctx, authorization, request, operation, queries)
+    request.state.remembered = True
     try:
         query_params(request, *queries)
         return await operation(ctx, principal, request)
     except Unauthenticated:
         ctx.remembered.forget(presented)
         raise
-    except WaypostError:
-        current = await authenticate(ctx, authorization)
-        if current == principal or request.method != "GET":
-            raise
-    return await operation(ctx, current, request)
+    except StalePrincipal:
+        ctx.remembered.forget(presented)
+    except (ClientDisconnect, faults.Abandoned):
+        raise
+    except Exception:
+        ctx.remembered.forget(presented)
+        # 401 if the token died meanwhile; storage unavailable now, the failure stands
+        with contextlib.suppress(StorageUnavailable):
+            await authenticate(ctx, authorization)
+        raise
+    request.state.remembered = False
+    return await _checked_in_full(ctx, authorization, request, operation, queries)
+
+
+async def _checked_in_full(ctx: Context, authorization: str | None, request: Request,
+                           operation: Callable[[Context, Principal, Request], Awaitable[Outcome]],
+                           queries: tuple[str, ...]) -> Outcome:
+    principal = await authenticate(ctx, authorization)
+    query_params(request, *queries)
+    return await operation(ctx, principal, request)
 
 
 def admin(operation: Callable[[Context, Request], Awaitable[Outcome]]) -> Handler:

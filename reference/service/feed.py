@@ -16,6 +16,7 @@ from waypost.reference.domain.errors import (
     credential_refused,
 )
 from waypost.reference.domain.principal import Principal
+from waypost.reference.domain.remembered import StalePrincipal
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.storage import feed as sql
 
@@ -34,6 +35,15 @@ def position_of(ctx: Context, principal: Principal, text: str) -> int:
     decoded = cursor.decode(ctx.cursor_key, text)
     check_binding(principal, decoded)
     return decoded.position
+
+
+def _position(ctx: Context, principal: Principal, text: str, remembered: bool) -> int:
+    try:
+        return position_of(ctx, principal, text)
+    except CursorStale:
+        if remembered:  # the cursor may be of the consumer's newer view
+            raise StalePrincipal from None
+        raise
 
 
 def check_binding(principal: Principal, decoded: cursor.FeedCursor) -> None:
@@ -90,8 +100,10 @@ def parse_limit(ctx: Context, raw: str | None, field: str = "limit", default: in
 
 
 async def read_feed(ctx: Context, principal: Principal, cursor_text: str | None,
-                    limit_text: str | None, wait_text: str | None) -> Outcome:
-    """One page of the consumer's view; with ``wait`` it long-polls until an item arrives."""
+                    limit_text: str | None, wait_text: str | None,
+                    remembered: bool = False) -> Outcome:
+    """One page of the consumer's view; with ``wait`` it long-polls until an item arrives. A
+    ``remembered`` principal found stale before any wait raises :class:`StalePrincipal`."""
     limit = parse_limit(ctx, limit_text)
     wait = 0
     if wait_text is not None:
@@ -102,9 +114,11 @@ async def read_feed(ctx: Context, principal: Principal, cursor_text: str | None,
         if wait and not principal.has("event.subscribe"):
             raise Forbidden("long-polling needs the event.subscribe scope", field="wait")
     # without a cursor: after the saved checkpoint, read in the first page's snapshot
-    position = None if cursor_text is None else position_of(ctx, principal, cursor_text)
+    position = None if cursor_text is None else _position(ctx, principal, cursor_text,
+                                                          remembered)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
+    first = True
     while True:
         woken = ctx.signal.event(principal.space_id)
         page, current, *saved = await ctx.driver.read([
@@ -112,8 +126,11 @@ async def read_feed(ctx: Context, principal: Principal, cursor_text: str | None,
             sql.current_statement(principal, ctx.clock.now_ms()),
             *([sql.checkpoint_statement(principal)] if position is None else [])])
         verdict = sql.current_from(current)
+        if verdict == "CURSOR_STALE" and remembered and first:
+            raise StalePrincipal  # the view changed before this request: read as the new one
         if verdict != "ok":
             raise refuse_stale(verdict)
+        first = False
         if position is None:
             position = sql.checkpoint_from(saved[0])
         rows = [sql.feed_row_from(row) for row in page]

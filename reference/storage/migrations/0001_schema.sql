@@ -3,8 +3,9 @@
 -- migration is applied as one atomic batch. This one: identities, grants, threads, submissions,
 -- messages, feed, receipts, checkpoints. Ids are TEXT, digests 32-byte BLOBs, times UTC ms
 -- INTEGERs. Every same-space relation is a composite (space_id, id) foreign key, so no join
--- crosses spaces. Later changes come as migrations 0003 on; like every released migration,
--- this file is never edited.
+-- crosses spaces. Later changes come as migrations 0003 on. Until the first release this file
+-- and 0002 may still change (a database made from an earlier form is made anew, none is
+-- deployed); once released, like every migration, they are never edited.
 
 CREATE TABLE commit_guards (
     plan_id TEXT PRIMARY KEY,

@@ -136,3 +136,28 @@ def test_a_feed_read_of_a_known_token_is_one_read_with_its_own_check(api: Api) -
     must_fail(api.as_("s1/bob", "GET", "/v1/feed"), 401, "UNAUTHENTICATED")
     must_fail(api.as_("s1/bob", "GET", "/v1/feed", params={"cursor": page["next_cursor"]}),
               401, "UNAUTHENTICATED")
+
+
+def test_a_remembered_principal_follows_its_consumers_new_view(api: Api) -> None:
+    sent = api.must_send("s1/alice", recipient_ids=["bob"])
+    old = api.feed("s1/bob")  # bob's principal is remembered with view revision 1
+    api.must_admin("POST", "/admin/v1/spaces/s1/consumers/bob-inbox/view",
+                   {"request_id": rid(), "view": "inbox"})
+    fresh = api.feed("s1/bob")  # the new view's page (from position 0), not CURSOR_STALE
+    assert [item["item_id"] for item in fresh["items"]] == [sent["feed_item_id"]]
+    must_fail(api.as_("s1/bob", "GET", "/v1/feed", params={"cursor": old["next_cursor"]}), 409,
+              "CURSOR_STALE", "cursor")
+    assert api.as_("s1/bob", "GET", "/v1/feed",
+                   params={"cursor": fresh["next_cursor"]}).status_code == 200
+    api.must_send("s1/bob", recipient_ids=["alice"])
+
+
+def test_with_a_fault_armed_a_dead_token_never_reaches_it(hooked: Api) -> None:
+    api = hooked
+    issued = api.token("s1", "bob", "bob-inbox", name="armed")
+    api.must_send("armed", recipient_ids=["alice"])  # remembered
+    api.must_admin("POST", f"/admin/v1/tokens/{issued['token_id']}/revoke", {"request_id": rid()})
+    assert api.admin("POST", "/_test/faults", {"point": "commit.before", "action": "unavailable",
+                                               "times": 1}).status_code == 200
+    must_fail(api.send("armed", recipient_ids=["alice"]), 401, "UNAUTHENTICATED")
+    must_fail(api.send("s1/bob", recipient_ids=["alice"]), 503, "UNAVAILABLE")  # still armed

@@ -68,7 +68,9 @@ def test_the_guard_decides_every_write_and_the_outcome_reads_what_was_written(
     assert _run(driver, _note("a", 2)) == Verdict("EXISTS", "1")  # refused: nothing written
     assert _run(driver, _note("a", 3, refuse_existing=False)) == Verdict("ok", "3")
     assert _rows(driver, "SELECT id, n FROM notes") == [("a", 3)]
-    assert _rows(driver, "SELECT count(*) FROM commit_guards") == [(0,)]
+    # verdict rows live in the writer's own TEMP table: only the writer sees them
+    assert driver.call_writer(lambda c: c.execute(
+        "SELECT count(*) FROM commit_guards").fetchall()) == [(0,)]
 
 
 def test_a_verdict_is_an_immutable_value(driver: SqliteDriver) -> None:
