@@ -28,3 +28,18 @@ def test_ids_begin_with_the_clock_so_later_ids_sort_after() -> None:
     later = [k for k in range(len(made) - 1) if stamps[k] < stamps[k + 1]]
     assert later
     assert all(made[k] < made[k + 1] for k in later)
+
+
+def test_a_forked_child_does_not_repeat_the_parents_bytes() -> None:
+    random_bytes(16)  # the pool holds unused bytes that a copied pool would hand out again
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child reports its next bytes and ends at once
+        os.write(writer, random_bytes(16))
+        os._exit(0)
+    os.close(writer)
+    childs = os.read(reader, 16)
+    os.close(reader)
+    os.waitpid(child, 0)
+    assert len(childs) == 16
+    assert childs != random_bytes(16)
