@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from tests.support.api import Api, must_fail, rid
 from waypost.reference.server import served_context
 
@@ -71,7 +73,7 @@ def test_submission_lookup_needs_current_authority(api: Api) -> None:
     assert same_actor.json()["result"]["body"] == sent
 
 
-def _reads_counted(api: Api) -> list[int]:
+def _reads_counted(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the reads the server's real driver makes from now on."""
     driver = served_context(api.client.app).driver
     counted = [0]
@@ -80,12 +82,13 @@ def _reads_counted(api: Api) -> list[int]:
     async def counting(statements: Any) -> Any:
         counted[0] += 1
         return await read(statements)
-    driver.read = counting  # type: ignore[method-assign]
+    monkeypatch.setattr(driver, "read", counting)
     return counted
 
 
-def test_a_send_reads_nothing_before_its_plan_once_its_token_is_known(api: Api) -> None:
-    counted = _reads_counted(api)
+def test_a_send_reads_nothing_before_its_plan_once_its_token_is_known(
+        api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    counted = _reads_counted(api, monkeypatch)
     api.must_send("s1/alice", recipient_ids=["bob"])
     assert counted[0] == 1  # the token, checked in full once
     for _ in range(3):
@@ -124,10 +127,11 @@ def test_a_known_token_stops_when_it_expires_or_its_actor_is_disabled(hooked: Ap
     must_fail(api.send("s1/carol", recipient_ids=["alice"]), 401, "UNAUTHENTICATED")
 
 
-def test_a_feed_read_of_a_known_token_is_one_read_with_its_own_check(api: Api) -> None:
+def test_a_feed_read_of_a_known_token_is_one_read_with_its_own_check(
+        api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     api.must_send("s1/alice", recipient_ids=["bob"])
     api.feed("s1/bob")
-    counted = _reads_counted(api)
+    counted = _reads_counted(api, monkeypatch)
     page = api.feed("s1/bob")  # the saved checkpoint, the page and the token's check at once
     assert counted[0] == 1
     api.as_("s1/bob", "GET", "/v1/feed", params={"cursor": page["next_cursor"]})
