@@ -116,7 +116,7 @@ def test_every_write_is_whole_plans_in_batches_never_a_transaction(d1: Api) -> N
         batch(d1, [Statement("BEGIN")])  # and D1 would refuse one anyway
 
 
-def test_a_send_is_one_plan_once_its_token_is_known(d1: Api) -> None:
+def test_a_send_and_a_feed_read_are_one_batch_once_the_token_is_known(d1: Api) -> None:
     sent: list[Sequence[Statement]] = []
     driver(d1).on_batch = sent.append
     try:
@@ -133,6 +133,15 @@ def test_a_send_is_one_plan_once_its_token_is_known(d1: Api) -> None:
                for sql in plan)
     read = d1.as_("s1/bob", "GET", f"/v1/messages/{message['message_id']}")
     assert read.json()["body"] == {"text": "hi", "options": [], "source_uri": None}
+    sent.clear()
+    driver(d1).on_batch = sent.append
+    try:
+        d1.feed("s1/bob")
+        sent.clear()
+        d1.feed("s1/bob")  # the checkpoint, the page, the token's and view's check: one batch
+    finally:
+        driver(d1).on_batch = None
+    assert len(sent) == 1
 
 
 def test_a_failed_guard_writes_nothing(d1: Api) -> None:
