@@ -55,13 +55,15 @@ def missed_wakeups_answer_empty(mp: pytest.MonkeyPatch, client: TestClient) -> N
     original = feed.read_feed
 
     async def read_feed(ctx: Context, principal: Any, cursor_text: str | None,
-                        limit_text: str | None, wait_text: str | None) -> Outcome:
+                        limit_text: str | None, wait_text: str | None,
+                        remembered: bool = False) -> Outcome:
         if wait_text is None or not re.fullmatch(r"[0-9]{1,4}", wait_text) \
                 or not 0 < int(wait_text) <= ctx.limits.wait_seconds \
                 or not principal.has("event.subscribe"):
-            return await original(ctx, principal, cursor_text, limit_text, wait_text)
+            return await original(ctx, principal, cursor_text, limit_text, wait_text,
+                                  remembered)
         woken = ctx.signal.event(principal.space_id)
-        outcome = await original(ctx, principal, cursor_text, limit_text, None)
+        outcome = await original(ctx, principal, cursor_text, limit_text, None, remembered)
         if outcome.body["items"]:
             return outcome
         with contextlib.suppress(TimeoutError):
