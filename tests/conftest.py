@@ -162,9 +162,9 @@ def record_temporary_errors_as_final() -> Patch:
             except StorageUnavailable:
                 request, now = parse_send(raw, ctx.limits), ctx.clock.now_ms()
                 submission_id = values.new_id("sub")
-                await ctx.driver.run(submission_sql.reserve_plan(
-                    principal, now, "message.send", request.request_id,
-                    digest(request.normalised), submission_id, values.new_id("msg")))
+                await submission_sql.reserve(
+                    ctx.driver, principal, now, "message.send", request.request_id,
+                    digest(request.normalised), submission_id, values.new_id("msg"))
                 await ctx.driver.run(submission_sql.record_failure(
                     principal, now, submission_id, 503, "UNAVAILABLE", "{}"))
                 raise

@@ -86,7 +86,8 @@ async def _feed(ctx: Context, principal: Principal, request: Request) -> Outcome
 
 
 async def _ack(ctx: Context, principal: Principal, request: Request) -> Outcome:
-    return await acks.acknowledge(ctx, principal, await read_json(request))
+    return await acks.acknowledge(ctx, principal, await read_json(request),
+                                  getattr(request.state, "remembered", False))
 
 
 async def _prepare(ctx: Context, principal: Principal, request: Request) -> Outcome:
@@ -200,7 +201,7 @@ ROUTES = [
     Route("/v1/messages", data(_send, checks_token=True), methods=["POST"]),
     Route("/v1/messages/{message_id}", data(_message), methods=["GET"]),
     Route("/v1/feed", data(_feed, *FEED_QUERY, checks_token=True), methods=["GET"]),
-    Route("/v1/acks", data(_ack), methods=["POST"]),
+    Route("/v1/acks", data(_ack, checks_token=True), methods=["POST"]),
     Route("/v1/submissions/{operation}/{request_id}", data(_submission), methods=["GET"]),
     Route("/v1/blobs", data(_prepare), methods=["POST"]),
     Route("/v1/uploads/{upload_id}/content", data(_put_content), methods=["PUT"]),

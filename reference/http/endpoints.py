@@ -59,7 +59,16 @@ def check_json_type(content_type: str | None) -> None:
 
 
 async def read_json(request: Request) -> Any:
-    """The request body as JSON, capped at the published ``request_bytes`` while it streams."""
+    """The request body as JSON, capped at the published ``request_bytes`` while it streams;
+    kept on the request, so that an operation run again (:class:`StalePrincipal`) reads it
+    once."""
+    if hasattr(request.state, "json"):
+        return request.state.json
+    request.state.json = await _streamed_json(request)
+    return request.state.json
+
+
+async def _streamed_json(request: Request) -> Any:
     check_json_type(request.headers.get("content-type"))
     cap = context(request).limits.request_bytes
     chunks, size = [], 0

@@ -40,10 +40,15 @@ async def _sent(_ctx: Context, record: sql.SubmissionRecord,
 async def _acknowledged(ctx: Context, record: sql.SubmissionRecord,
                         _sequence: int | None) -> dict[str, Any]:
     (rows,) = await ctx.driver.read([sql.ack_items_statement(record.submission_id)])
+    return acknowledged(record, sql.ack_lines_from(rows[0][0]))
+
+
+def acknowledged(record: sql.SubmissionRecord, lines: list[sql.AckLine]) -> dict[str, Any]:
+    """A committed ACK's answer from its recorded lines (WP-RCPT-8, WP-RCPT-12)."""
     checkpoint = record.checkpoint_sequence
     return {"items": [{"item_id": line.item_id, "stage": line.stage,
                        "receipt_version": line.receipt_version, "changed": line.changed}
-                      for line in map(sql.ack_line_from, rows)],
+                      for line in lines],
             "checkpoint_sequence": None if checkpoint is None
             else values.sequence_text(checkpoint)}
 

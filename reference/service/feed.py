@@ -8,7 +8,6 @@ from typing import Any
 
 from waypost.reference.domain import cursor, values
 from waypost.reference.domain.errors import (
-    CursorInvalid,
     CursorStale,
     Forbidden,
     InvalidRequest,
@@ -19,6 +18,7 @@ from waypost.reference.domain.principal import Principal
 from waypost.reference.domain.remembered import StalePrincipal
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.storage import feed as sql
+from waypost.reference.storage.acks import CURSOR_OF_ANOTHER, CURSOR_OF_ANOTHER_VIEW, ack_refusal
 
 
 def mint(ctx: Context, principal: Principal, position: int) -> str:
@@ -46,15 +46,25 @@ def _position(ctx: Context, principal: Principal, text: str, remembered: bool) -
         raise
 
 
-def check_binding(principal: Principal, decoded: cursor.FeedCursor) -> None:
-    """A cursor is usable only by the consumer, view, filter and grants it was minted for."""
+def binding_fault(principal: Principal, decoded: cursor.FeedCursor) -> str:
+    """``""`` when the cursor was minted for this principal's consumer, view, filter and
+    grants; else the verdict of the binding it breaks (:data:`...storage.acks.CURSOR_OF_ANOTHER`,
+    :data:`...storage.acks.CURSOR_OF_ANOTHER_VIEW`)."""
     if (decoded.space_id, decoded.actor_id, decoded.consumer_id) != (
             principal.space_id, principal.actor_id, principal.consumer.consumer_id):
-        raise CursorInvalid("cursor is invalid", field="cursor")  # same words as a forged one
+        return CURSOR_OF_ANOTHER.verdict  # answered in the same words as a forged one
     if (decoded.view_revision, decoded.filter_fingerprint, decoded.grant_fingerprint) != (
             principal.consumer.view_revision, principal.consumer.filter_fingerprint().hex(),
             principal.grant_fingerprint.hex()):
-        raise CursorStale("cursor was minted for another view or grant", field="cursor")
+        return CURSOR_OF_ANOTHER_VIEW.verdict
+    return ""
+
+
+def check_binding(principal: Principal, decoded: cursor.FeedCursor) -> None:
+    """A cursor is usable only by the consumer, view, filter and grants it was minted for."""
+    fault = binding_fault(principal, decoded)
+    if fault:
+        raise ack_refusal(fault, {})
 
 
 def refuse_stale(verdict: str) -> WaypostError:

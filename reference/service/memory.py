@@ -69,19 +69,15 @@ async def _state(ctx: Context, space_id: str, collection_id: str, revision: int
 
 
 async def _changes(ctx: Context, principal: Principal, request: PublishMemory) -> Changes:
-    """The inline changes, or those of the manifest blob (which the producer must be able to
-    reference); every entry blob must be referenceable too (P16)."""
+    """The inline changes, or those of the manifest blob, which the producer must be able to
+    reference before it is read (P16). Its entries' blobs are the plans' to check
+    (``storage/memory.py``, ``ENTRY_BLOBS``)."""
     if request.inline is not None:
-        changes = request.inline
-    else:
-        assert request.manifest_blob_id is not None
-        await blobs.check_referenceable(ctx, principal, [request.manifest_blob_id],
-                                        "manifest_blob_id", "entries must name")
-        changes = await _manifest_input(ctx, principal, request)
-    await blobs.check_referenceable(ctx, principal,
-                                    sorted({item.blob_id for item in changes.items}), "items",
-                                    "entries must name")
-    return changes
+        return request.inline
+    assert request.manifest_blob_id is not None
+    await blobs.check_referenceable(ctx, principal, [request.manifest_blob_id],
+                                    "manifest_blob_id", "entries must name")
+    return await _manifest_input(ctx, principal, request)
 
 
 async def _manifest_input(ctx: Context, principal: Principal, request: PublishMemory) -> Changes:
@@ -161,13 +157,15 @@ async def publish(ctx: Context, principal: Principal, collection_id: str, raw: A
     outlook = None
     if found is None:
         changes = await _changes(ctx, principal, request)
-        # invalid input fails here, before the key is reserved
+        # invalid input fails here or in the reservation's check, before the key is reserved
         outlook = await _outlook(ctx, principal, request, changes, collection)
         record, _ = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
             fingerprint, values.new_id("sub"), collection.collection_id,
             feed_item_id=values.new_id("fi"), object_ref=values.new_id("obj"),
-            blob_id=values.new_id("blb")))
+            blob_id=values.new_id("blb"),
+            checks=sql.entry_blob_checks([item.blob_id for item in changes.items])),
+            [sql.ENTRY_BLOBS])
         ctx.faults.hit("reserve.after")
     else:
         record = found[0]
@@ -203,6 +201,8 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
             outlook = None
             continue
         break
+    if verdict == sql.ENTRY_BLOBS.verdict:
+        raise sql.ENTRY_BLOBS.error({})
     if verdict not in ("ok", sql.CONFLICT, sql.UNCHANGED, submission_sql.SETTLED):
         raise submissions.refuse(verdict, "collection")
     if verdict == "ok":

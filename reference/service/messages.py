@@ -18,6 +18,8 @@ from waypost.reference.service import answers, submissions
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.storage import messages as sql
 from waypost.reference.storage.rows import texts
+from waypost.reference.storage.rules import KEY_TAKEN
+from waypost.reference.storage.submissions import decided_from
 
 OPERATION = "message.send"
 
@@ -31,10 +33,10 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         raise Forbidden("the token lacks the message.send scope", field="scope")
     fingerprint = digest(request.normalised)
     ctx.faults.hit("commit.before")
-    sent = sql.sent_from(await ctx.driver.run(
+    sent = decided_from(await ctx.driver.run(
         sql.send_message(principal, ctx.clock.now_ms(), new_send(request, fingerprint))))
     ctx.faults.hit("commit.after")
-    if sent.verdict not in ("ok", sql.KEY_TAKEN):
+    if sent.verdict not in ("ok", KEY_TAKEN):
         raise sql.send_refusal(sent.verdict, sent.details)
     assert sent.record is not None
     if sent.verdict == "ok":

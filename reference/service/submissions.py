@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from waypost.reference.domain import values
 from waypost.reference.domain.errors import (
     IdempotencyConflict,
@@ -14,6 +16,7 @@ from waypost.reference.domain.principal import Principal
 from waypost.reference.service import answers
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.storage import submissions as sql
+from waypost.reference.storage.rules import Rule
 
 
 async def find(ctx: Context, principal: Principal, operation: str,
@@ -25,10 +28,15 @@ async def find(ctx: Context, principal: Principal, operation: str,
     return sql.found_from(rows[0])
 
 
-def reserved(reservation: sql.Reservation) -> tuple[sql.SubmissionRecord, int | None]:
+def reserved(reservation: sql.Reservation,
+             rules: Sequence[Rule] = ()) -> tuple[sql.SubmissionRecord, int | None]:
     """The submission a reservation found or made (a concurrent attempt may have committed it
-    meanwhile), with its feed sequence; a refused reservation raises its error."""
+    meanwhile), with its feed sequence; a refused reservation raises its error (that of the
+    operation's own rule it broke, if one of ``rules``)."""
     if reservation.verdict != "ok":
+        for rule in rules:
+            if rule.verdict == reservation.verdict:
+                raise rule.error(reservation.details)
         raise refuse(reservation.verdict)
     assert reservation.record is not None
     return reservation.record, reservation.sequence

@@ -1,36 +1,42 @@
-"""The ACK commit plan: every receipt advance, its receipt feed item, the checkpoint and the
-stable per-item result are written together or not at all (P05, P09, P10)."""
+"""The ACK as one plan: it claims the key and writes every receipt advance, its receipt feed
+item, the checkpoint and the stable per-item result together, or nothing (P05, P09, P10). Its
+rules, and the errors they answer, are the plan's guard (``storage/rules.py``)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
+from typing import Any
 
+from waypost.reference.domain.errors import WaypostError
 from waypost.reference.domain.principal import Principal
-from waypost.reference.storage.authority import authority_cases, authority_params
+from waypost.reference.storage.authority import authority_params
 from waypost.reference.storage.counter import sequence_exhausted
 from waypost.reference.storage.feed import FILTERED, VISIBLE, visibility_params
 from waypost.reference.storage.plan import (
     GUARD_OK,
     CommitPlan,
     SqlValue,
-    guard,
-    guarded,
+    guarded_sql,
     new_plan_id,
+    outcome_sql,
     plan,
+    stmt,
+)
+from waypost.reference.storage.rules import (
+    KEY_HELD,
+    Rule,
+    authority_rules,
+    details_of,
+    first,
+    guard_of,
 )
 from waypost.reference.storage.stages import ADVANCED
-from waypost.reference.storage.submissions import SETTLED_CASE, state_read
+from waypost.reference.storage.submissions import ACK_LINES, BY_KEY, OUTCOME_COLUMNS, key_params
 
-_OTHER_CONSUMER = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
-                   " AND resource_id = :consumer_id)", "OTHER_CONSUMER")
-_INVISIBLE_ITEM = (f"""EXISTS (SELECT 1 FROM json_each(:lines) j WHERE NOT EXISTS (
-        SELECT 1 FROM feed_items f WHERE f.space_id = :space_id
-        AND f.item_id = json_extract(j.value, '$[1]') AND f.item_type <> 'receipt'
-        AND {VISIBLE} AND {FILTERED}))""", "NOT_FOUND:items")
-_VIEW_CHANGED = ("NOT EXISTS (SELECT 1 FROM consumers WHERE space_id = :space_id"
-                 " AND consumer_id = :consumer_id AND view_revision = :view_revision)",
-                 "CURSOR_STALE")
+OPERATION = "receipt.ack"
+SCOPE = "receipt.write"
 
 
 @dataclass(frozen=True)
@@ -43,27 +49,106 @@ class AckLine:
     receipt_item_id: str
 
 
-def acknowledge(principal: Principal, now: int, submission_id: str, lines: list[AckLine],
-                checkpoint: int | None) -> CommitPlan:
-    """Record prior stages, advance receipts where the stage is higher, append one receipt feed
-    item per real advance (holding the stage of that moment), move the checkpoint forward."""
+@dataclass(frozen=True)
+class AckWrite:
+    """Everything one ACK writes: its key with its fingerprint, a fresh submission id, its
+    lines, the checkpoint it carries, and what the cursor's binding to the principal is
+    (``""`` when it fits or there is none, else the verdict of :func:`ack_rules` it breaks)."""
+
+    request_id: str
+    fingerprint: bytes
+    submission_id: str
+    lines: list[AckLine]
+    checkpoint: int | None
+    binding: str
+
+
+#: The cursor's binding (checked in Python: it is in the cursor's signed text) as rules, so
+#: that they come after the key like every resource rule (a replay answers whatever the view).
+CURSOR_OF_ANOTHER = Rule("CURSOR_OF_ANOTHER", ":binding = 'CURSOR_OF_ANOTHER'", None,
+                         "CURSOR_INVALID", "cursor", "cursor is invalid")
+CURSOR_OF_ANOTHER_VIEW = Rule("CURSOR_OF_ANOTHER_VIEW", ":binding = 'CURSOR_OF_ANOTHER_VIEW'",
+                              None, "CURSOR_STALE", "cursor",
+                              "cursor was minted for another view or grant")
+#: The consumer's view moved on since the principal was read (WP-RCPT-9).
+VIEW_CHANGED = "VIEW_CHANGED"
+
+
+def ack_rules() -> tuple[Rule, ...]:
+    """The rules of :func:`acknowledge`, in the order the protocol checks them (§4.5, §8.6)."""
+    items = "json_each(:lines) j"
+    item = "json_extract(j.value, '$[1]')"
+    visible = (f"EXISTS (SELECT 1 FROM feed_items f WHERE f.space_id = :space_id"
+               f" AND f.item_id = {item} AND {VISIBLE} AND {FILTERED})")
+    receipt = (f"EXISTS (SELECT 1 FROM feed_items f WHERE f.space_id = :space_id"
+               f" AND f.item_id = {item} AND f.item_type = 'receipt')")
+    told = f"json_object('field', 'items[' || j.key || '].item_id', 'item_id', {item})"
+    exhausted, limit = sequence_exhausted("json_array_length(:lines)")
+    return (
+        *authority_rules(SCOPE),
+        KEY_HELD,
+        CURSOR_OF_ANOTHER,
+        CURSOR_OF_ANOTHER_VIEW,
+        Rule(VIEW_CHANGED, "NOT EXISTS (SELECT 1 FROM consumers WHERE space_id = :space_id"
+             " AND consumer_id = :consumer_id AND view_revision = :view_revision)", None,
+             "CURSOR_STALE", "", "the consumer's view changed during the request; read again"),
+        Rule("ITEM_NOT_FOUND", f"EXISTS (SELECT 1 FROM {items} WHERE NOT {visible})",
+             first(items, f"NOT {visible}", told), "NOT_FOUND", "", "feed item not found"),
+        Rule("ITEM_IS_RECEIPT", f"EXISTS (SELECT 1 FROM {items} WHERE {receipt})",
+             first(items, receipt, told), "INVALID_REQUEST", "",
+             "receipt items cannot be acknowledged"),
+        Rule(limit, exhausted, None, "RESOURCE_LIMIT", "",
+             "the feed's sequence counter is at its maximum"),
+    )
+
+
+@functools.cache
+def _rules_by_verdict() -> dict[str, Rule]:
+    return {rule.verdict: rule for rule in ack_rules()}
+
+
+def ack_refusal(verdict: str, details: dict[str, Any]) -> WaypostError:
+    """The error of an ACK the plan refused with ``verdict`` (not ``KEY_TAKEN``), with the
+    details its outcome read found."""
+    return _rules_by_verdict()[verdict].error(details)
+
+
+def acknowledge(principal: Principal, now: int, ack: AckWrite) -> CommitPlan:
+    """Claim the key; record prior stages, advance receipts where the stage is higher, append
+    one receipt feed item per real advance (holding the stage of that moment), move the
+    checkpoint forward. A key another attempt holds (an ACK is one plan, so its holder is
+    final) refuses with ``KEY_TAKEN``; the outcome read gives the key's submission (ours or the
+    holder's) with its per-item lines (:data:`...submissions.ACK_LINES`)."""
     plan_id = new_plan_id()
     p: dict[str, SqlValue] = {
-        **visibility_params(principal),
-        **authority_params(principal, now, "receipt.write"),
-        "space_id": principal.space_id, "actor_id": principal.actor_id,
-        "consumer_id": principal.consumer.consumer_id,
+        "plan": plan_id, **visibility_params(principal),
+        **authority_params(principal, now, SCOPE),
+        **key_params(principal, OPERATION, ack.request_id),
+        "fingerprint": ack.fingerprint, "actor_id": principal.actor_id,
         "view_revision": principal.consumer.view_revision,
         "grant_fingerprint": principal.grant_fingerprint,
-        "submission_id": submission_id, "checkpoint": checkpoint,
+        "submission_id": ack.submission_id, "checkpoint": ack.checkpoint,
+        "binding": ack.binding,
         "lines": json.dumps([[n, line.item_id, line.stage, line.receipt_id, line.receipt_item_id]
-                             for n, line in enumerate(lines)]),
+                             for n, line in enumerate(ack.lines)]),
     }
+    writes, outcome = _ack_sql()
+    return plan("acknowledge", plan_id, [stmt(sql, p) for sql in writes], stmt(outcome, p))
+
+
+@functools.cache
+def _ack_sql() -> tuple[tuple[str, ...], str]:
+    """The SQL texts of the ACK plan, built once."""
+    rules = ack_rules()
     advanced = f"a.submission_id = :submission_id AND {ADVANCED}"
-    writes = [guard(plan_id, [SETTLED_CASE, _OTHER_CONSUMER, *authority_cases(), _VIEW_CHANGED,
-                              _INVISIBLE_ITEM, sequence_exhausted("json_array_length(:lines)")],
-                    p)]
-    writes += [guarded(plan_id, sql, p) for sql in (
+    key = f"""INSERT INTO submissions (submission_id, space_id, producer_id, operation,
+            request_id, fingerprint, state, reserved_at, resource_id)
+        SELECT :submission_id, :space_id, :producer_id, :operation, :request_id, :fingerprint,
+            'reserved', :now, :consumer_id
+        WHERE {GUARD_OK}
+        ON CONFLICT (space_id, producer_id, operation, request_id) DO NOTHING"""
+    writes = tuple(guarded_sql(sql) for sql in (
+        key,
         f"""INSERT INTO submission_ack_items (submission_id, position, item_id, requested_stage,
                 prior_stage, prior_version, receipt_id, receipt_item_id)
             SELECT :submission_id, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'),
@@ -117,5 +202,7 @@ def acknowledge(principal: Principal, now: int, submission_id: str, lines: list[
                     AND consumer_id = :consumer_id AND view_revision = :view_revision
                     AND grant_fingerprint = :grant_fingerprint) END
             WHERE submission_id = :submission_id AND {GUARD_OK}""",
-    )]
-    return plan("acknowledge", plan_id, writes, state_read(plan_id, p))
+    ))
+    return (guard_of(rules), *writes), outcome_sql(
+        f"{OUTCOME_COLUMNS.format(details=details_of(rules))}, {ACK_LINES} AS lines",
+        f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id")

@@ -25,15 +25,18 @@ from waypost.reference.storage.plan import (
     Statement,
     guard,
     guarded,
+    json_list,
     new_plan_id,
     plan,
     stmt,
 )
 from waypost.reference.storage.references import referenceable
 from waypost.reference.storage.rows import decode, select_list
+from waypost.reference.storage.rules import Rule, first
 from waypost.reference.storage.submissions import (
     NOT_PREPARED_CASE,
     SETTLED_CASE,
+    Checks,
     settle_on_verdict,
     state_read,
 )
@@ -46,6 +49,22 @@ STAGE_CHUNK_BYTES = 1_900_000
 
 #: Verdicts the commit records as the key's stable result (not refusals).
 CONFLICT, UNCHANGED = "REVISION_CONFLICT", "UNCHANGED"
+
+_UNREFERENCEABLE = f"NOT {referenceable('j.value', ':producer_id')}"
+#: Every entry names a blob the producer may reference (P16). The key's reservation checks it
+#: (an invalid publish reserves nothing) and tells the first blob at fault, in ``blob_id``
+#: order; the commit's guard checks the staged entries again under the same verdict.
+ENTRY_BLOBS = Rule(
+    "REFERENCE_INVALID:items",
+    f"EXISTS (SELECT 1 FROM json_each(:entry_blobs) j WHERE {_UNREFERENCEABLE})",
+    first("json_each(:entry_blobs) j", _UNREFERENCEABLE, "json_object('blob_id', j.value)"),
+    "REFERENCE_INVALID", "items",
+    "entries must name sealed blobs of this space that the producer owns or may reference")
+
+
+def entry_blob_checks(blob_ids: Sequence[str]) -> Checks:
+    """The reservation's :data:`ENTRY_BLOBS` check of a publish naming ``blob_ids``."""
+    return (ENTRY_BLOBS,), {"entry_blobs": json_list(sorted(set(blob_ids)))}
 
 
 
@@ -247,7 +266,7 @@ def commit_revision(principal: Principal, now: int, commit: RevisionCommit) -> C
         NOT_PREPARED_CASE,
         (":new_revision > :max_revision", "RESOURCE_LIMIT:expected_revision"),
         (f"EXISTS (SELECT 1 FROM {staged} AND i.action = 'upsert' AND NOT"
-         f" {referenceable('i.blob_id', ':producer_id')})", "REFERENCE_INVALID:items"),
+         f" {referenceable('i.blob_id', ':producer_id')})", ENTRY_BLOBS.verdict),
         sequence_exhausted("1"),
     ], p)]
     submission = "FROM submissions s WHERE s.submission_id = :submission_id"

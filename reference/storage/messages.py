@@ -8,11 +8,11 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
-from waypost.reference.domain.errors import WaypostError, credential_refused, from_code
+from waypost.reference.domain.errors import WaypostError
 from waypost.reference.domain.principal import Principal
-from waypost.reference.storage.authority import authority_cases, authority_params
+from waypost.reference.storage.authority import authority_params
 from waypost.reference.storage.counter import sequence_exhausted
 from waypost.reference.storage.plan import (
     GUARD_OK,
@@ -21,7 +21,6 @@ from waypost.reference.storage.plan import (
     Row,
     SqlValue,
     Statement,
-    guard_sql,
     guarded_sql,
     json_list,
     new_plan_id,
@@ -30,14 +29,9 @@ from waypost.reference.storage.plan import (
     stmt,
 )
 from waypost.reference.storage.references import referenceable
-from waypost.reference.storage.rows import decode, only, select_list
-from waypost.reference.storage.submissions import (
-    BY_KEY,
-    FOUND_COLUMNS,
-    SubmissionRecord,
-    found_from,
-    key_params,
-)
+from waypost.reference.storage.rows import decode, select_list
+from waypost.reference.storage.rules import KEY_HELD, Rule, authority_rules, details_of, guard_of
+from waypost.reference.storage.submissions import BY_KEY, OUTCOME_COLUMNS, key_params
 
 
 @dataclass(frozen=True)
@@ -60,10 +54,6 @@ class MessageSend:
     body: str
     attachment_ids: Sequence[str]
     metadata: dict[str, Any] | None
-
-
-#: The key is another attempt's, or already final: nothing is written, the outcome reads it.
-KEY_TAKEN = "KEY_TAKEN"
 
 
 def send_message(principal: Principal, now: int, message: MessageSend) -> CommitPlan:
@@ -140,12 +130,9 @@ def _send_sql(new_thread: bool, listed: bool, reply: bool,
                 FROM ({recipients}) WHERE {GUARD_OK}""",
         ))
     rules = send_rules(recipients, new_thread, reply, attachments)
-    writes = (guard_sql([(rule.condition, rule.verdict) for rule in rules]), *guarded)
-    told = "\n".join(f"        WHEN '{rule.verdict}' THEN {rule.details}" for rule in rules
-                     if rule.details is not None)
-    return writes, outcome_sql(f"g.verdict AS verdict, CASE g.verdict\n{told}\n    END AS details,"
-                               f" {FOUND_COLUMNS}",
-                               f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id")
+    return (guard_of(rules), *guarded), outcome_sql(
+        OUTCOME_COLUMNS.format(details=details_of(rules)),
+        f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id")
 
 
 #: The send's recipients as listed.
@@ -155,34 +142,13 @@ RECIPIENTS = ("SELECT value AS actor_id FROM json_each(COALESCE(:recipients, (SE
               " json_array(default_actor_id) FROM spaces WHERE space_id = :space_id)))")
 
 
-class SendRule(NamedTuple):
-    """One rule the send plan's guard checks: the verdict that names it, the SQL condition that
-    breaks it, what the outcome read tells of the breach (an SQL expression of a JSON object,
-    e.g. the first recipient at fault, or None), and the error a client gets (protocol.md §7:
-    its code, ``details.field`` and message)."""
-
-    verdict: str
-    condition: str
-    details: str | None
-    code: str
-    field: str
-    message: str
-
-    def error(self, details: dict[str, Any]) -> WaypostError:
-        """The error of this breach, with what the outcome read found."""
-        if self.code == "UNAUTHENTICATED":
-            return credential_refused()
-        return from_code(self.code, self.message,
-                         {"field": self.field, **details} if self.field else details)
-
-
 def _first(recipients: str, broken: str) -> str:
     """SQL: ``{"actor_id": …}`` of the first recipient (in order) for which ``broken`` holds."""
     return f"json_object('actor_id', ({recipients} WHERE {broken} ORDER BY key LIMIT 1))"
 
 
 def send_rules(recipients: str, new_thread: bool, reply: bool,
-               attachments: bool) -> tuple[SendRule, ...]:
+               attachments: bool) -> tuple[Rule, ...]:
     """The rules of :func:`send_message`, in the order the protocol checks them (§4.5). Those
     of an existing thread, of a reply and of attachments are left out of a send that has none
     (they could not fail there, and each costs the guard a search)."""
@@ -194,35 +160,28 @@ def send_rules(recipients: str, new_thread: bool, reply: bool,
                 " WHERE token_id = :token_id)"
     outsider = "NOT " + member.format(who="value")
     unreferenceable = f"NOT {referenceable('j.value', ':producer_id')}"
-    (live, unauthenticated), (scoped, forbidden) = authority_cases()
     rules = [
-        # the token first: a send may start from a principal checked before (its token then
-        # answers 401 here, replay or not, as a check before the plan would have)
-        SendRule(unauthenticated, live, None, "UNAUTHENTICATED", "", ""),
-        SendRule(forbidden, scoped, None, "FORBIDDEN", "scope",
-                 "the token lacks the message.send scope"),
-        SendRule(KEY_TAKEN, "EXISTS (SELECT 1 FROM submissions WHERE space_id = :space_id"
-                 " AND producer_id = :producer_id AND operation = :operation"
-                 " AND request_id = :request_id)", None, "", "", "the key's holder answers"),
-        SendRule("RECIPIENT_UNKNOWN", f"EXISTS ({recipients} WHERE {unknown})",
-                 _first(recipients, unknown), "NOT_FOUND", "recipient_ids",
-                 "recipient not found"),
+        *authority_rules("message.send"),
+        KEY_HELD,
+        Rule("RECIPIENT_UNKNOWN", f"EXISTS ({recipients} WHERE {unknown})",
+             _first(recipients, unknown), "NOT_FOUND", "recipient_ids",
+             "recipient not found"),
         # the token's mode first: a token that may send to anyone reads no recipient list
-        SendRule("RECIPIENT_NOT_GRANTED",
-                 "(SELECT recipients_mode FROM tokens WHERE token_id = :token_id) = 'listed'"
-                 f" AND EXISTS ({recipients} WHERE {ungranted})",
-                 _first(recipients, ungranted), "FORBIDDEN", "recipient_ids",
-                 "the token may not send to this recipient"),
+        Rule("RECIPIENT_NOT_GRANTED",
+             "(SELECT recipients_mode FROM tokens WHERE token_id = :token_id) = 'listed'"
+             f" AND EXISTS ({recipients} WHERE {ungranted})",
+             _first(recipients, ungranted), "FORBIDDEN", "recipient_ids",
+             "the token may not send to this recipient"),
     ]
     if not new_thread:
         rules += [
-            SendRule("THREAD_NOT_FOUND", "NOT " + member.format(who=":producer_id"), None,
-                     "NOT_FOUND", "thread.thread_id", "thread not found"),
-            SendRule("RECIPIENT_NOT_MEMBER", f"EXISTS ({recipients} WHERE {outsider})",
-                     _first(recipients, outsider), "FORBIDDEN", "recipient_ids",
-                     "recipient is not a member of the thread")]
+            Rule("THREAD_NOT_FOUND", "NOT " + member.format(who=":producer_id"), None,
+                 "NOT_FOUND", "thread.thread_id", "thread not found"),
+            Rule("RECIPIENT_NOT_MEMBER", f"EXISTS ({recipients} WHERE {outsider})",
+                 _first(recipients, outsider), "FORBIDDEN", "recipient_ids",
+                 "recipient is not a member of the thread")]
     if reply:
-        rules.append(SendRule(
+        rules.append(Rule(
             "REPLY_NOT_FOUND",
             "NOT EXISTS (SELECT 1 FROM messages r WHERE"
             " r.space_id = :space_id AND r.message_id = :in_reply_to AND r.thread_id = :thread_id"
@@ -234,7 +193,7 @@ def send_rules(recipients: str, new_thread: bool, reply: bool,
             "   WHERE token_id = :token_id AND scope = 'space.observe')))", None,
             "NOT_FOUND", "in_reply_to", "message not found"))
     if attachments:
-        rules.append(SendRule(
+        rules.append(Rule(
             "ATTACHMENT_INVALID",
             f"EXISTS (SELECT 1 FROM json_each(:attachments) j WHERE {unreferenceable})",
             "json_object('blob_id', (SELECT j.value FROM json_each(:attachments) j"
@@ -242,13 +201,13 @@ def send_rules(recipients: str, new_thread: bool, reply: bool,
             "attachment_ids", "attachments must be sealed blobs of this space that the "
             "producer owns or may reference"))
     exhausted, limit = sequence_exhausted("1")
-    rules.append(SendRule(limit, exhausted, None, "RESOURCE_LIMIT", "",
-                          "the feed's sequence counter is at its maximum"))
+    rules.append(Rule(limit, exhausted, None, "RESOURCE_LIMIT", "",
+                      "the feed's sequence counter is at its maximum"))
     return tuple(rules)
 
 
 @functools.cache
-def _rules_by_verdict() -> dict[str, SendRule]:
+def _rules_by_verdict() -> dict[str, Rule]:
     return {rule.verdict: rule for rule in send_rules(LISTED, False, True, True)}
 
 
@@ -256,27 +215,6 @@ def send_refusal(verdict: str, details: dict[str, Any]) -> WaypostError:
     """The error of a send the plan refused with ``verdict`` (not :data:`KEY_TAKEN`), with the
     details its outcome read found."""
     return _rules_by_verdict()[verdict].error(details)
-
-
-class Sent(NamedTuple):
-    """The outcome of :func:`send_message`: the verdict, what the outcome read tells of a
-    breach (the rule's details), the key's submission after the plan (ours on ``ok``, the
-    holder's on :data:`KEY_TAKEN`) and its feed sequence."""
-
-    verdict: str
-    details: dict[str, Any]
-    record: SubmissionRecord | None
-    sequence: int | None
-
-
-def sent_from(rows: Sequence[Row]) -> Sent:
-    """Decode the outcome read of :func:`send_message`."""
-    verdict, details, *row = only(rows)
-    told = json.loads(details) if details is not None else {}
-    if row[0] is None:
-        return Sent(str(verdict), told, None, None)
-    record, sequence = found_from(row)
-    return Sent(str(verdict), told, record, sequence)
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from waypost.reference.domain.principal import Principal
 from waypost.reference.storage.authority import NOT_LIVE, authority_params
@@ -25,6 +27,7 @@ from waypost.reference.storage.plan import (
     verdict_read,
 )
 from waypost.reference.storage.rows import decode, only, select_list
+from waypost.reference.storage.rules import Rule, details_of
 from waypost.reference.storage.stages import ADVANCED
 
 SETTLED = "SETTLED"
@@ -88,6 +91,12 @@ class Reservation:
     created: bool
     #: the feed sequence of the row's item, if an earlier attempt already committed it
     sequence: int | None = None
+    #: what the outcome read tells of a broken rule of the operation's own
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+#: An operation's own rules for its reservation, with the parameters they bind.
+Checks = tuple[Sequence[Rule], Mapping[str, SqlValue]]
 
 
 def key_params(principal: Principal, operation: str, request_id: str) -> dict[str, SqlValue]:
@@ -102,29 +111,23 @@ BY_KEY = """LEFT JOIN submissions s ON s.space_id = :space_id AND s.producer_id 
 async def reserve(driver: Driver, principal: Principal, now: int, operation: str,
                   request_id: str, fingerprint: bytes, submission_id: str, resource_id: str,
                   thread_id: str | None = None, feed_item_id: str | None = None,
-                  object_ref: str | None = None, blob_id: str | None = None) -> Reservation:
+                  object_ref: str | None = None, blob_id: str | None = None,
+                  checks: Checks = ((), {})) -> Reservation:
     """Reserve (space, producer, operation, request_id), fixing the fingerprint and the reserved
-    ids; an existing reservation is read back, unchanged."""
-    rows = await driver.run(reserve_plan(
-        principal, now, operation, request_id, fingerprint, submission_id, resource_id,
-        thread_id, feed_item_id, object_ref, blob_id))
-    return reservation_from(rows, submission_id)
-
-
-def reserve_plan(principal: Principal, now: int, operation: str, request_id: str,
-                 fingerprint: bytes, submission_id: str, resource_id: str,
-                 thread_id: str | None = None, feed_item_id: str | None = None,
-                 object_ref: str | None = None, blob_id: str | None = None) -> CommitPlan:
-    """The plan of :func:`reserve`."""
+    ids; an existing reservation is read back, unchanged. ``checks`` are the operation's own
+    rules (after the token's) with the parameters they bind: the first broken one refuses,
+    with what the outcome read tells of it."""
+    rules, facts = checks
     plan_id = new_plan_id()
     params: dict[str, SqlValue] = {
-        **authority_params(principal, now, operation), **key_params(principal, operation,
-                                                                    request_id),
+        **facts, **authority_params(principal, now, operation),
+        **key_params(principal, operation, request_id),
         "submission_id": submission_id, "fingerprint": fingerprint, "now": now,
         "resource_id": resource_id, "thread_id": thread_id, "feed_item_id": feed_item_id,
         "object_ref": object_ref, "blob_id": blob_id}
+    cases = [(NOT_LIVE, "UNAUTHENTICATED"), *((rule.condition, rule.verdict) for rule in rules)]
     writes = [
-        guard(plan_id, [(NOT_LIVE, "UNAUTHENTICATED")], params),
+        guard(plan_id, cases, params),
         guarded(plan_id, f"""
             INSERT INTO submissions (submission_id, space_id, producer_id, operation, request_id,
                 fingerprint, state, reserved_at, resource_id, thread_id, feed_item_id, object_ref,
@@ -135,18 +138,12 @@ def reserve_plan(principal: Principal, now: int, operation: str, request_id: str
             WHERE {GUARD_OK}
             ON CONFLICT (space_id, producer_id, operation, request_id) DO NOTHING""", params),
     ]
-    outcome = outcome_read(plan_id, f"g.verdict AS verdict, {FOUND_COLUMNS}",
+    outcome = outcome_read(plan_id, OUTCOME_COLUMNS.format(details=details_of(rules)),
                            f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id", params)
-    return plan("reserve", plan_id, writes, outcome)
-
-
-def reservation_from(rows: Sequence[Row], submission_id: str) -> Reservation:
-    """Decode a reservation's outcome read (``submission_id`` is the one it proposed)."""
-    verdict, *row = only(rows)
-    if row[0] is None:  # refused before any row was written: the key's columns are all NULL
-        return Reservation(str(verdict), None, False)
-    record, sequence = found_from(row)
-    return Reservation(str(verdict), record, record.submission_id == submission_id, sequence)
+    decided = decided_from(await driver.run(plan("reserve", plan_id, writes, outcome)))
+    created = decided.record is not None and decided.record.submission_id == submission_id
+    return Reservation(decided.verdict, decided.record, created, decided.sequence,
+                       decided.details)
 
 
 def state_read(plan_id: str, params: Mapping[str, SqlValue]) -> Statement:
@@ -186,6 +183,34 @@ def record_failure(principal: Principal, now: int, submission_id: str, status: i
 FOUND_COLUMNS = f"{SUBMISSION_COLUMNS},\n    {SEQUENCE} AS sequence"
 
 
+#: The outcome columns of a one-plan operation: verdict, details, then the key's submission.
+OUTCOME_COLUMNS = f"g.verdict AS verdict, {{details}}, {FOUND_COLUMNS}"
+
+
+class Decided(NamedTuple):
+    """The outcome of a one-plan operation: the verdict, what the outcome read tells of a breach
+    (the rule's details), the key's submission after the plan (ours on ``ok``, the holder's on
+    :data:`KEY_TAKEN`), its feed sequence, and what else the plan's outcome read chose to
+    carry (columns after the submission's)."""
+
+    verdict: str
+    details: dict[str, Any]
+    record: SubmissionRecord | None
+    sequence: int | None
+    extra: tuple[Any, ...]
+
+
+def decided_from(rows: Sequence[Row], extra: int = 0) -> Decided:
+    """Decode an outcome read of :data:`OUTCOME_COLUMNS` followed by ``extra`` columns."""
+    verdict, details, *row = only(rows)
+    told = json.loads(details) if details is not None else {}
+    found, tail = (row[:len(row) - extra], tuple(row[len(row) - extra:])) if extra else (row, ())
+    if found[0] is None:
+        return Decided(str(verdict), told, None, None, tail)
+    record, sequence = found_from(found)
+    return Decided(str(verdict), told, record, sequence, tail)
+
+
 def lookup_statement(principal: Principal, operation: str, request_id: str) -> Statement:
     """The submission of one key, with the feed sequence of its item if any (decoded by
     :func:`found_from`)."""
@@ -207,18 +232,23 @@ class AckLine:
     changed: bool
 
 
+#: SQL: a committed ACK's per-item results as recorded at commit, for the submission ``s``, as
+#: one JSON array of ``[position, item_id, stage, receipt_version, changed]`` (decoded by
+#: :func:`ack_lines_from`): one value, so that an outcome read can carry it.
+ACK_LINES = f"""(SELECT json_group_array(json_array(position, item_id,
+        CASE WHEN {ADVANCED} THEN requested_stage ELSE prior_stage END,
+        CASE WHEN {ADVANCED} THEN prior_version + 1 ELSE prior_version END,
+        CASE WHEN {ADVANCED} THEN 1 ELSE 0 END))
+    FROM submission_ack_items WHERE submission_id = s.submission_id)"""
+
+
 def ack_items_statement(submission_id: str) -> Statement:
-    """Per-item ACK results as recorded at commit, decoded by :func:`ack_line_from`."""
-    columns = select_list(
-        AckLine, stage=f"CASE WHEN {ADVANCED} THEN requested_stage ELSE prior_stage END",
-        receipt_version=f"CASE WHEN {ADVANCED} THEN prior_version + 1 ELSE prior_version END",
-        changed=ADVANCED)
-    return stmt(f"""
-        SELECT {columns}
-        FROM submission_ack_items WHERE submission_id = :sid ORDER BY position""",
-        {"sid": submission_id})
+    """A committed ACK's :data:`ACK_LINES`, decoded by :func:`ack_lines_from`."""
+    return stmt(f"SELECT {ACK_LINES} AS lines FROM submissions s WHERE s.submission_id = :sid",
+                {"sid": submission_id})
 
 
-def ack_line_from(row: Row) -> AckLine:
-    """Decode a row of :func:`ack_items_statement`."""
-    return decode(AckLine, row, receipt_version=int, changed=bool)
+def ack_lines_from(lines: str | None) -> list[AckLine]:
+    """Decode :data:`ACK_LINES`, in the ACK's order."""
+    return [AckLine(str(item_id), str(stage), int(version), bool(changed))
+            for _, item_id, stage, version, changed in sorted(json.loads(lines or "[]"))]

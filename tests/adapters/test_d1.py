@@ -116,7 +116,7 @@ def test_every_write_is_whole_plans_in_batches_never_a_transaction(d1: Api) -> N
         batch(d1, [Statement("BEGIN")])  # and D1 would refuse one anyway
 
 
-def test_a_send_and_a_feed_read_are_one_batch_once_the_token_is_known(d1: Api) -> None:
+def test_a_send_a_feed_read_and_an_ack_are_one_batch_once_the_token_is_known(d1: Api) -> None:
     sent: list[Sequence[Statement]] = []
     driver(d1).on_batch = sent.append
     try:
@@ -138,10 +138,23 @@ def test_a_send_and_a_feed_read_are_one_batch_once_the_token_is_known(d1: Api) -
     try:
         d1.feed("s1/bob")
         sent.clear()
-        d1.feed("s1/bob")  # the checkpoint, the page, the token's and view's check: one batch
+        page = d1.feed("s1/bob")  # the checkpoint, the page, the token's and view's check
     finally:
         driver(d1).on_batch = None
     assert len(sent) == 1
+    sent.clear()
+    driver(d1).on_batch = sent.append
+    try:
+        ack = d1.as_("s1/bob", "POST", "/v1/acks", {
+            "request_id": rid(), "items": [{"item_id": message["feed_item_id"],
+                                            "stage": "processed"}],
+            "checkpoint": {"cursor": page["next_cursor"]}})
+    finally:
+        driver(d1).on_batch = None
+    assert ack.status_code == 200, ack.text
+    assert ack.json()["items"][0] == {"item_id": message["feed_item_id"], "stage": "processed",
+                                      "receipt_version": 1, "changed": True}
+    assert len(sent) == 1  # the key, the rules, the receipts, the checkpoint and the answer
 
 
 def test_a_failed_guard_writes_nothing(d1: Api) -> None:

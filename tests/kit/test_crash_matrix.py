@@ -25,19 +25,21 @@ def test_the_whole_matrix_is_green_and_explained() -> None:
     outcome = {(c.operation, c.point): c.outcome for c in matrix.cells}
     # Before the commit a reservation survives and the retry finishes it with its ids; after
     # the commit the lookup already holds the result and the retry replays it.
-    for operation in ("memory.publish", "receipt.ack", "blob.commit"):
+    for operation in ("memory.publish", "blob.commit"):
         assert outcome[(operation, "reserve.after")] == "resumed"
         assert outcome[(operation, "commit.before")] == "resumed"
         # commit.durable fires after the first durable group: the reservation's
         assert outcome[(operation, "commit.durable")] == "resumed"
-    assert outcome[("message.send", "commit.durable")] == "committed"
     for operation in ("message.send", "memory.publish", "receipt.ack", "blob.commit"):
         assert outcome[(operation, "commit.after")] == "committed"
         assert outcome[(operation, "response.before")] == "committed"
-    # A send is one plan: nothing of it exists before its commit, all of it after.
-    for point in ("reserve.after", "object.after_write", "prepare.after"):
-        assert outcome[("message.send", point)] == "not reached"
-    assert outcome[("message.send", "commit.before")] == "not committed"
+    # A send and an ACK are one plan each: nothing of them exists before the commit, all after.
+    for operation in ("message.send", "receipt.ack"):
+        for point in ("reserve.after", "object.after_write", "prepare.after"):
+            assert outcome[(operation, point)] == "not reached"
+        assert outcome[(operation, "commit.before")] == "not committed"
+        assert outcome[(operation, "commit.durable")] == "committed"
+    assert outcome[("receipt.ack", "ack.after_commit")] == "committed"
     assert outcome[("memory.publish", "prepare.after")] == "resumed"
     assert outcome[("blob.put", "upload.after_store")] == "stored"
     assert outcome[("message.send", "seal.before_commit")] == "not reached"

@@ -166,6 +166,15 @@ def test_who_may_publish_read_and_reference(mem: Api) -> None:
     foreign = sealed_blob(mem, "dave-writer", b"dave's")
     assert must_fail(publish(mem, 0, items=[item("a", bobs)]), 422, "REFERENCE_INVALID")
     assert must_fail(publish(mem, 0, items=[item("a", foreign)]), 422, "REFERENCE_INVALID")
+    # The reservation's guard names the first blob at fault, in blob_id order, and reserves
+    # nothing: the key stays free.
+    refused = publish(mem, 0, request_id="pub-refs",
+                      items=[item("a", mine), item("b", max(bobs, foreign)),
+                             item("c", min(bobs, foreign))])
+    details = must_fail(refused, 422, "REFERENCE_INVALID", "items")["details"]
+    assert details == {"field": "items", "blob_id": min(bobs, foreign)}
+    must_fail(mem.as_("writer", "GET", "/v1/submissions/memory.publish/pub-refs"), 404,
+              "NOT_FOUND")
     assert must_fail(publish(mem, 0, who="reader", items=[]), 403, "FORBIDDEN")
     assert must_fail(publish(mem, 0, who="bob", items=[]), 404, "NOT_FOUND")
     assert must_fail(mem.as_("bob", "GET", NOTES), 404, "NOT_FOUND")

@@ -1,4 +1,4 @@
-"""Submissions (protocol.md §5): lookup, client-computable fingerprints, resume of a pending key."""
+"""Submissions (protocol.md §5): lookup, client-computable fingerprints, an ACK's key."""
 
 from __future__ import annotations
 
@@ -8,9 +8,6 @@ from typing import Any
 import rfc8785
 
 from tests.support.api import Api, must_fail
-from waypost.reference.server import served_context
-from waypost.reference.service.context import Context
-from waypost.reference.storage import submissions as sql
 
 
 def test_lookup_returns_state_fingerprint_and_result(api: Api) -> None:
@@ -46,50 +43,37 @@ def test_lookups_see_only_the_callers_own_keys(api: Api) -> None:
            "INVALID_REQUEST", "request_id")
 
 
-def _context(api: Api) -> Context:
-    ctx: Context = served_context(api.client.app)
-    return ctx
-
-
-def _reserve_ack(api: Api, who: str, body: dict[str, Any], position: int | None) -> None:
-    """Leave an ACK key reserved but uncommitted, as a crash after reservation would."""
-    from waypost.reference.domain.canonical import digest
-    from waypost.reference.domain.requests import parse_ack
-    from waypost.reference.storage.tokens import load_token
-
-    ctx = _context(api)
-    assert api.client.portal is not None
-    state = api.client.portal.call(load_token, ctx.driver, api.tokens[who].split(".")[0])
-    assert state is not None
-    fingerprint = digest(parse_ack(body, ctx.limits).normalised(position))
-    reservation = api.client.portal.call(
-        lambda: sql.reserve(ctx.driver, state.principal, ctx.clock.now_ms(), "receipt.ack",
-                            body["request_id"], fingerprint, f"sub_{body['request_id']}",
-                            state.principal.consumer.consumer_id))
-    assert reservation.created
-
-
-def test_a_pending_ack_is_checked_again_when_retried(api: Api) -> None:
-    """An unfinished ACK whose cursor went stale (view changed) must not move the new view's
-    checkpoint when retried; its receipts must not land for items now invisible."""
+def test_an_ack_whose_view_changed_saves_nothing(api: Api) -> None:
+    """A cursor of the view before a change: 409 CURSOR_STALE, the key stays free, the new
+    view's checkpoint does not move (WP-RCPT-9). Bob's token is remembered from his feed read,
+    so the ACK starts from the old principal and its plan finds the view changed."""
     sent = api.must_send("s1/alice", recipient_ids=["bob"])
     page = api.feed("s1/bob")
-    body = {"request_id": "pending-ack", "items": [], "checkpoint": {"cursor": page["next_cursor"]}}
-    _reserve_ack(api, "s1/bob", body, int(sent["sequence"]))
+    body = {"request_id": "stale-ack", "items": [], "checkpoint": {"cursor": page["next_cursor"]}}
     api.must_admin("POST", "/admin/v1/spaces/s1/consumers/bob-inbox/view",
                    {"request_id": "view-2", "view": "inbox"})
-    must_fail(api.as_("s1/bob", "POST", "/v1/acks", body), 409, "CURSOR_STALE")
+    must_fail(api.as_("s1/bob", "POST", "/v1/acks", body), 409, "CURSOR_STALE", "cursor")
+    must_fail(api.as_("s1/bob", "GET", "/v1/submissions/receipt.ack/stale-ack"), 404,
+              "NOT_FOUND")
     assert [i["item_id"] for i in api.feed("s1/bob")["items"]] == [sent["feed_item_id"]]
 
 
-def test_a_pending_ack_cannot_be_finished_through_another_consumer(api: Api) -> None:
+def test_an_ack_key_is_the_actors_whatever_the_consumer(api: Api) -> None:
+    """The key belongs to the actor (§5.1): the same ACK through another consumer of the same
+    actor replays the first answer and writes nothing; another ACK under it conflicts."""
     sent = api.must_send("s1/alice", recipient_ids=["bob"])
-    body = {"request_id": "pending-other",
-            "items": [{"item_id": sent["feed_item_id"], "stage": "received"}]}
-    _reserve_ack(api, "s1/bob", body, None)
+    body = {"request_id": "ack-other", "items": [{"item_id": sent["feed_item_id"],
+                                                  "stage": "received"}]}
+    first = api.as_("s1/bob", "POST", "/v1/acks", body)
+    assert first.status_code == 200
+    assert first.json()["items"][0]["changed"] is True
     api.consumer("s1", "bob", "bob-second", "inbox")
     api.token("s1", "bob", "bob-second", name="bob-second")
-    must_fail(api.as_("bob-second", "POST", "/v1/acks", body), 409, "IDEMPOTENCY_CONFLICT")
-    finished = api.as_("s1/bob", "POST", "/v1/acks", body)
-    assert finished.status_code == 200
-    assert finished.json()["items"][0]["changed"] is True
+    again = api.as_("bob-second", "POST", "/v1/acks", body)
+    assert (again.status_code, again.json()) == (200, first.json())
+    assert again.headers["waypost-replayed"] == "true"
+    body["items"][0]["stage"] = "processed"
+    must_fail(api.as_("bob-second", "POST", "/v1/acks", body), 409, "IDEMPOTENCY_CONFLICT",
+              "request_id")
+    receipts = [i for i in api.all_items("s1/alice") if i["type"] == "receipt"]
+    assert len(receipts) == 1

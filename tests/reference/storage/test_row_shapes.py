@@ -39,7 +39,8 @@ class _Reserving:
 
     async def run(self, plan: CommitPlan) -> list[tuple[Any, ...]]:
         self.plan = plan
-        return [("UNAUTHENTICATED", *([None] * (len(names(submissions.SubmissionRecord)) + 1)))]
+        return [("UNAUTHENTICATED", None,
+                 *([None] * (len(names(submissions.SubmissionRecord)) + 1)))]
 
 
 def _reserve_outcome() -> Statement:
@@ -66,11 +67,13 @@ def _shapes() -> Iterator[tuple[str, Statement, tuple[str, ...]]]:
         ("feed current", feed.current_statement(PRINCIPAL, 0), ("verdict",)),
         ("submission by key", submissions.lookup_statement(PRINCIPAL, "message.send", "r"),
          (*record, "sequence")),
-        ("reservation", _reserve_outcome(), ("verdict", *record, "sequence")),
-        ("ack results", submissions.ack_items_statement("sub"), names(submissions.AckLine)),
+        ("reservation", _reserve_outcome(), ("verdict", "details", *record, "sequence")),
+        ("ack results", submissions.ack_items_statement("sub"), ("lines",)),
         ("failure recorded", submissions.record_failure(PRINCIPAL, 0, "sub", 400, "X", "").outcome,
          verdict),
-        ("ack", acks.acknowledge(PRINCIPAL, 0, "sub", [], None).outcome, verdict),
+        ("ack", acks.acknowledge(PRINCIPAL, 0, acks.AckWrite("r", b"\0" * 32, "sub", [], None,
+                                                             "")).outcome,
+         ("verdict", "details", *record, "sequence", "lines")),
         ("message send", messages.send_message(PRINCIPAL, 0, message).outcome,
          ("verdict", "details", *record, "sequence")),
         ("message", messages.message_statements("s1", "msg")[0], names(messages.MessageRow)),
