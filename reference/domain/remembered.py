@@ -5,10 +5,12 @@ principal that can change may start from a principal checked before, reading not
 the token's liveness (not revoked, not expired, its actor and consumer not disabled — the
 actor's ``authority_version`` moves only when it is disabled) and, for a read through the
 consumer's view, that view's revision (a new view or filter gives a new revision). The rest of
-a principal never changes for a token: its space, actor, consumer, scopes and grants. A send's
-plan checks the token first in its guard (``storage/authority.py``); a feed read checks token
-and view in the page's snapshot (``storage/feed.py``, ``current_statement``). On D1 such an
-operation is one round trip instead of two (docs/d1.md).
+a principal never changes for a token: its space, actor, consumer, scopes and grants. A send's,
+an ACK's, a prepare's and a commit's plan check the token first in their guard
+(``storage/rules.py``, ``authority_rules``); a feed read checks token and view in the page's
+snapshot (``storage/feed.py``, ``current_statement``); a PUT and a publish read the token's
+liveness in the batch of their first reads (``storage/authority.py``, ``live_statement``). On
+D1 each saves the round trip of the token's read (docs/d1.md).
 """
 
 from __future__ import annotations

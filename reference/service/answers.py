@@ -56,7 +56,11 @@ def acknowledged(record: sql.SubmissionRecord, lines: list[sql.AckLine]) -> dict
 async def _prepared(ctx: Context, record: sql.SubmissionRecord,
                     _sequence: int | None) -> dict[str, Any]:
     (rows,) = await ctx.driver.read([upload_sql.upload_by_submission(record.submission_id)])
-    upload = upload_sql.upload_from(rows[0])
+    return prepared(upload_sql.upload_from(rows[0]))
+
+
+def prepared(upload: upload_sql.UploadRow) -> dict[str, Any]:
+    """A prepared upload's answer (WP-HTTP-15)."""
     return {"upload_id": upload.upload_id, "blob_id": upload.blob_id,
             "upload_url": f"/v1/uploads/{upload.upload_id}/content",
             "expires_at": values.format_timestamp(upload.expires_at)}
@@ -66,7 +70,11 @@ async def _sealed(ctx: Context, record: sql.SubmissionRecord,
                   _sequence: int | None) -> dict[str, Any]:
     assert record.blob_id is not None
     (rows,) = await ctx.driver.read([upload_sql.blob_by_id(record.blob_id)])
-    blob = upload_sql.blob_from(rows[0])
+    return sealed(upload_sql.blob_from(rows[0]))
+
+
+def sealed(blob: upload_sql.BlobRow) -> dict[str, Any]:
+    """A sealed blob's answer to ``blob.commit`` (WP-HTTP-15)."""
     return {"blob_id": blob.blob_id, "size": blob.size, "sha256": blob.sha256.hex(),
             "content_type": blob.content_type}
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from waypost.reference.domain import parsing, ranges, values
@@ -15,16 +15,17 @@ from waypost.reference.domain.errors import (
     NotReady,
     ReferenceInvalid,
     UploadExpired,
+    credential_refused,
     not_found,
 )
 from waypost.reference.domain.principal import Principal
 from waypost.reference.service import answers, submissions
 from waypost.reference.service.context import Context, Outcome
-from waypost.reference.storage import references
-from waypost.reference.storage import submissions as submission_sql
+from waypost.reference.storage import authority, references
 from waypost.reference.storage import uploads as sql
 from waypost.reference.storage.blob_store import FactsMismatch, ObjectFacts
 from waypost.reference.storage.plan import verdict_from
+from waypost.reference.storage.rules import KEY_TAKEN
 
 PREPARE, COMMIT = "blob.prepare", "blob.commit"
 
@@ -35,7 +36,8 @@ def _need_write(principal: Principal) -> None:
 
 
 async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
-    """Fix the blob id, the object reference and the expected facts of an upload slot."""
+    """Fix the blob id, the object reference and the expected facts of an upload slot: one
+    plan, which claims the key and writes the upload (or reads back the key's holder)."""
     body = parsing.fields(raw, "", ["request_id", "size", "sha256", "content_type"],
                           ["filename"])
     request_id = values.request_id(body["request_id"])
@@ -52,37 +54,24 @@ async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         filename = values.line(body["filename"], "filename", values.BLOB_TEXT_BYTES)
         normalised["filename"] = filename
     _need_write(principal)
+    now = ctx.clock.now_ms()
+    slot = sql.Slot(values.new_id("sub"), values.new_id("upl"), values.new_id("blb"),
+                    values.new_id("obj"), size, sha256, content_type, filename,
+                    now + ctx.limits.upload_expiry_seconds * 1000)
     fingerprint = digest(normalised)
-    found = await submissions.find(ctx, principal, PREPARE, request_id)
-    if found is None:
-        upload_id, blob_id = values.new_id("upl"), values.new_id("blb")
-        record, _ = submissions.reserved(await submission_sql.reserve(
-            ctx.driver, principal, ctx.clock.now_ms(), PREPARE, request_id, fingerprint,
-            values.new_id("sub"), upload_id, object_ref=values.new_id("obj"), blob_id=blob_id))
-        ctx.faults.hit("reserve.after")
-    else:
-        record = found[0]
-    submissions.check_fingerprint(record, fingerprint)
-    if record.pending:
-        assert record.object_ref is not None
-        assert record.blob_id is not None
-        now = ctx.clock.now_ms()
-        slot = sql.Slot(record.submission_id, record.resource_id, record.blob_id,
-                        record.object_ref, size, sha256, content_type, filename,
-                        now + ctx.limits.upload_expiry_seconds * 1000)
-        ctx.faults.hit("commit.before")
-        verdict = verdict_from(await ctx.driver.run(sql.prepare(principal, now, slot))).verdict
-        ctx.faults.hit("commit.after")
-        if verdict not in ("ok", submission_sql.SETTLED):
-            raise submissions.refuse(verdict, "upload")
-        prepared = replace(record, state="committed", result_status=201)
-        outcome = await answers.stable_result(ctx, PREPARE, prepared, None)
-        if verdict == "ok":
-            return outcome
-        outcome.replayed = True
-        return outcome
-    outcome = await answers.stable_result(ctx, PREPARE, record, None)
-    outcome.replayed = True
+    ctx.faults.hit("commit.before")
+    decided, upload = sql.prepared_from(await ctx.driver.run(
+        sql.prepare(principal, now, request_id, fingerprint, slot)))
+    ctx.faults.hit("commit.after")
+    if decided.verdict not in ("ok", KEY_TAKEN):
+        raise submissions.refuse(decided.verdict, "upload")
+    assert decided.record is not None
+    if decided.verdict == KEY_TAKEN:
+        submissions.check_fingerprint(decided.record, fingerprint)
+    if upload is None:  # a prepare is one plan: its key's holder has its upload
+        raise RuntimeError(f"blob.prepare {decided.record.submission_id} has no upload")
+    outcome = Outcome(201, answers.prepared(upload))
+    outcome.replayed = decided.verdict == KEY_TAKEN
     return outcome
 
 
@@ -102,8 +91,14 @@ async def check_referenceable(ctx: Context, principal: Principal, blob_ids: Sequ
 
 
 async def _mine(ctx: Context, principal: Principal, upload_id: str) -> sql.UploadRow:
+    """The caller's upload (404 otherwise), read with the token's liveness in one batch: the
+    PUT may start from a principal checked before (``domain/remembered.py``)."""
     uid = values.object_id(upload_id, "upload_id")
-    (rows,) = await ctx.driver.read([sql.upload_statement(principal.space_id, uid)])
+    rows, live = await ctx.driver.read([sql.upload_statement(principal.space_id, uid),
+                                        authority.live_statement(principal,
+                                                                 ctx.clock.now_ms())])
+    if not authority.live_from(live):
+        raise credential_refused()
     upload = sql.upload_from(rows[0]) if rows else None
     if upload is None or upload.owner_id != principal.actor_id:
         raise not_found("upload")
@@ -137,45 +132,38 @@ async def put_content(ctx: Context, principal: Principal, upload_id: str,
 
 
 async def commit(ctx: Context, principal: Principal, upload_id: str, raw: Any) -> Outcome:
-    """``blob.commit``: seal the stored upload into an immutable blob."""
+    """``blob.commit``: seal the stored upload into an immutable blob, in one plan that claims
+    the key (or reads back the key's holder)."""
     body = parsing.fields(raw, "", ["request_id"])
     request_id = values.request_id(body["request_id"])
     _need_write(principal)
     uid = values.object_id(upload_id, "upload_id")
     fingerprint = digest({"upload_id": uid})
-    found = await submissions.find(ctx, principal, COMMIT, request_id)
-    if found is None:
-        await _mine(ctx, principal, uid)
-        record, _ = submissions.reserved(await submission_sql.reserve(
-            ctx.driver, principal, ctx.clock.now_ms(), COMMIT, request_id, fingerprint,
-            values.new_id("sub"), uid))
-        ctx.faults.hit("reserve.after")
-    else:
-        record = found[0]
-    submissions.check_fingerprint(record, fingerprint)
-    if record.pending:
-        plan = sql.seal(principal, ctx.clock.now_ms(), record.submission_id, uid)
-        ctx.faults.hit("seal.before_commit")
-        ctx.faults.hit("commit.before")
-        verdict = verdict_from(await ctx.driver.run(plan)).verdict
-        ctx.faults.hit("commit.after")
-        if verdict == "NOT_READY":
-            raise NotReady("the upload has no verified content yet", field="upload_id")
-        if verdict not in ("ok", "UPLOAD_EXPIRED", submission_sql.SETTLED):
-            raise submissions.refuse(verdict, "upload")
-        found = await submissions.find(ctx, principal, COMMIT, request_id)
-        assert found is not None
-        if verdict == "ok":
-            return await answers.stable_result(ctx, COMMIT, found[0], None)
-        if verdict == "UPLOAD_EXPIRED":
-            raise UploadExpired(answers.RECORDED_MESSAGES["UPLOAD_EXPIRED"])
-    record = found[0] if found else record
+    plan = sql.seal(principal, ctx.clock.now_ms(), request_id, fingerprint,
+                    values.new_id("sub"), uid)
+    ctx.faults.hit("seal.before_commit")
+    ctx.faults.hit("commit.before")
+    decided, blob = sql.sealed_from(await ctx.driver.run(plan))
+    ctx.faults.hit("commit.after")
+    verdict = decided.verdict
+    if verdict == sql.UPLOAD_NOT_FOUND:
+        raise not_found("upload")
+    if verdict == sql.NOT_READY:
+        raise NotReady("the upload has no verified content yet", field="upload_id")
+    if verdict not in ("ok", sql.EXPIRED, KEY_TAKEN):
+        raise submissions.refuse(verdict, "upload")
+    record = decided.record
+    assert record is not None
+    if verdict == KEY_TAKEN:
+        submissions.check_fingerprint(record, fingerprint)
     if record.state == "failed":
         error = UploadExpired(answers.RECORDED_MESSAGES["UPLOAD_EXPIRED"])
-        error.replayed = True
+        error.replayed = verdict == KEY_TAKEN
         raise error
-    outcome = await answers.stable_result(ctx, COMMIT, record, None)
-    outcome.replayed = True
+    if blob is None:  # a commit is one plan: its key's holder is final
+        raise RuntimeError(f"blob.commit {record.submission_id} is {record.state}")
+    outcome = Outcome(200, answers.sealed(blob))
+    outcome.replayed = verdict == KEY_TAKEN
     return outcome
 
 

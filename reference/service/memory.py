@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from waypost.reference.domain.errors import (
     InvalidRequest,
     ResourceLimit,
     WaypostError,
+    credential_refused,
     from_code,
     not_found,
 )
@@ -35,10 +37,11 @@ from waypost.reference.domain.principal import Principal
 from waypost.reference.service import answers, blobs, submissions
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.feed import parse_limit
+from waypost.reference.storage import authority
 from waypost.reference.storage import memory as sql
 from waypost.reference.storage import submissions as submission_sql
 from waypost.reference.storage.blob_store import one_chunk
-from waypost.reference.storage.plan import verdict_from
+from waypost.reference.storage.plan import Row, verdict_from
 
 OPERATION = "memory.publish"
 
@@ -50,22 +53,21 @@ def _collection_body(collection: sql.CollectionRow) -> dict[str, Any]:
 
 
 async def _collection(ctx: Context, principal: Principal, collection_id: str) -> sql.CollectionRow:
-    """The collection, if the token holds any grant on it; otherwise exactly like a missing
-    one (also in another space)."""
     cid = values.object_id(collection_id, "collection_id")
-    (rows,) = await ctx.driver.read([sql.collection_statement(principal.space_id, cid)])
-    granted = principal.grants.may(cid, "read") or principal.grants.may(cid, "write")
-    if not rows or not granted:
+    return _granted(principal, (await ctx.driver.read([
+        sql.collection_statement(principal.space_id, cid)]))[0])
+
+
+def _granted(principal: Principal, rows: Sequence[Row]) -> sql.CollectionRow:
+    """The collection read, if the token holds any grant on it; otherwise exactly like a
+    missing one (also in another space)."""
+    if not rows:
         raise not_found("collection")
-    return sql.collection_from(rows[0])
-
-
-async def _state(ctx: Context, space_id: str, collection_id: str, revision: int
-                 ) -> dict[str, Entry]:
-    if revision == 0:
-        return {}
-    (rows,) = await ctx.driver.read([sql.entries_statement(space_id, collection_id, revision)])
-    return {entry.item_id: entry for entry in map(sql.entry_from, rows)}
+    collection = sql.collection_from(rows[0])
+    cid = collection.collection_id
+    if not (principal.grants.may(cid, "read") or principal.grants.may(cid, "write")):
+        raise not_found("collection")
+    return collection
 
 
 async def _changes(ctx: Context, principal: Principal, request: PublishMemory) -> Changes:
@@ -116,26 +118,52 @@ class Outlook:
     unchanged: bool = False
 
 
-async def _outlook(ctx: Context, principal: Principal, request: PublishMemory,
-                   changes: Changes, collection: sql.CollectionRow | None = None) -> Outlook:
-    """Read the head (unless ``collection`` was just read); on the expected revision, derive
-    the next state (invalid input raises)."""
-    if collection is None:
-        collection = await _collection(ctx, principal, request.collection_id)
-    head = collection.current_revision
-    if head != request.expected_revision:
-        return Outlook(collection)
-    parent = await _state(ctx, principal.space_id, collection.collection_id, head)
-    state = _next(parent, request, changes, ctx)
-    fingerprint, document = fingerprint_and_manifest(collection.collection_id, head + 1, head,
-                                                     state)
+@dataclass(frozen=True)
+class Head:
+    """A collection as a publish on ``expected_revision`` reads it, in one snapshot: the entries
+    and state fingerprint of that revision when it is the head (else ``None``: a conflict)."""
+
+    collection: sql.CollectionRow
+    parent: dict[str, Entry] | None
+    parent_fingerprint: bytes
+
+
+def _head_from(principal: Principal, request: PublishMemory,
+               rows: Sequence[Sequence[Row]]) -> Head:
+    """Decode :func:`...storage.memory.head_statements`: the collection must be one the token
+    holds a grant on (else exactly like a missing one), and its source actor's to publish."""
+    found, entries, revision = rows
+    collection = _granted(principal, found)
+    if (collection.source_actor_id != principal.actor_id
+            or not principal.grants.may(collection.collection_id, "write")):
+        raise Forbidden("only the collection's source actor with a write grant publishes",
+                        field="collection_id")
+    if collection.current_revision != request.expected_revision:
+        return Head(collection, None, EMPTY_FINGERPRINT)
     parent_fingerprint = EMPTY_FINGERPRINT
-    if head:
-        (rows,) = await ctx.driver.read([sql.revision_statement(
-            principal.space_id, collection.collection_id, head)])
-        parent_fingerprint = sql.revision_from(rows[0]).state_fingerprint
-    unchanged = fingerprint == parent_fingerprint
-    if not unchanged and head >= values.MAX_REVISION:
+    if revision:
+        parent_fingerprint = sql.revision_from(revision[0]).state_fingerprint
+    return Head(collection, {entry.item_id: entry for entry in map(sql.entry_from, entries)},
+                parent_fingerprint)
+
+
+async def _read_head(ctx: Context, principal: Principal, request: PublishMemory) -> Head:
+    return _head_from(principal, request, await ctx.driver.read(sql.head_statements(
+        principal.space_id, request.collection_id, request.expected_revision)))
+
+
+def _outlook(ctx: Context, request: PublishMemory, changes: Changes, head: Head) -> Outlook:
+    """What the publish would do on ``head``: on the expected revision, the next state (invalid
+    input raises); else a conflict."""
+    collection = head.collection
+    if head.parent is None:
+        return Outlook(collection)
+    revision = request.expected_revision
+    state = _next(head.parent, request, changes, ctx)
+    fingerprint, document = fingerprint_and_manifest(collection.collection_id, revision + 1,
+                                                     revision, state)
+    unchanged = fingerprint == head.parent_fingerprint
+    if not unchanged and revision >= values.MAX_REVISION:
         raise ResourceLimit("the collection is at the largest revision", field="expected_revision",
                             limit="revision", max=values.MAX_REVISION)
     return Outlook(collection, state, fingerprint, document, unchanged)
@@ -143,32 +171,35 @@ async def _outlook(ctx: Context, principal: Principal, request: PublishMemory,
 
 async def publish(ctx: Context, principal: Principal, collection_id: str, raw: Any) -> Outcome:
     """Publish a revision if ``expected_revision`` is the head (CAS), answer ``changed:false``
-    for the head's own state, or record ``REVISION_CONFLICT``; replay a settled key."""
+    for the head's own state, or record ``REVISION_CONFLICT``; replay a settled key. The
+    collection, its head, the key and the token's liveness are read in one batch."""
     request = parse_publish(raw, collection_id, ctx.limits)
     if not principal.has("memory.write"):
         raise Forbidden("the token lacks the memory.write scope", field="scope")
-    collection = await _collection(ctx, principal, request.collection_id)
-    if (collection.source_actor_id != principal.actor_id
-            or not principal.grants.may(collection.collection_id, "write")):
-        raise Forbidden("only the collection's source actor with a write grant publishes",
-                        field="collection_id")
+    *head_rows, key_rows, live = await ctx.driver.read([
+        *sql.head_statements(principal.space_id, request.collection_id,
+                             request.expected_revision),
+        submission_sql.lookup_statement(principal, OPERATION, request.request_id),
+        authority.live_statement(principal, ctx.clock.now_ms())])
+    if not authority.live_from(live):  # it may be a principal checked before: a replay too
+        raise credential_refused()
+    head = _head_from(principal, request, head_rows)
     fingerprint = digest(request.normalised)
-    found = await submissions.find(ctx, principal, OPERATION, request.request_id)
     outlook = None
-    if found is None:
+    if not key_rows:
         changes = await _changes(ctx, principal, request)
         # invalid input fails here or in the reservation's check, before the key is reserved
-        outlook = await _outlook(ctx, principal, request, changes, collection)
+        outlook = _outlook(ctx, request, changes, head)
         record, _ = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
-            fingerprint, values.new_id("sub"), collection.collection_id,
+            fingerprint, values.new_id("sub"), head.collection.collection_id,
             feed_item_id=values.new_id("fi"), object_ref=values.new_id("obj"),
             blob_id=values.new_id("blb"),
             checks=sql.entry_blob_checks([item.blob_id for item in changes.items])),
             [sql.ENTRY_BLOBS])
         ctx.faults.hit("reserve.after")
     else:
-        record = found[0]
+        record = submission_sql.found_from(key_rows[0])[0]
     submissions.check_fingerprint(record, fingerprint)
     if not record.pending:
         return await submissions.replay(ctx, OPERATION, record, None)
@@ -184,7 +215,8 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
     for _attempt in range(3):  # the head may reach expected_revision between read and commit
         if outlook is None:
             try:
-                outlook = await _outlook(ctx, principal, request, changes)
+                outlook = _outlook(ctx, request, changes, await _read_head(ctx, principal,
+                                                                           request))
             except (InvalidRequest, ResourceLimit) as error:
                 # The head reached expected_revision after the key was reserved and the input
                 # is invalid on it: that is this key's stable result from now on.
@@ -195,23 +227,23 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
             record.submission_id, outlook.collection.collection_id, request.expected_revision,
             request.mode, outlook.fingerprint, EMPTY_FINGERPRINT, values.new_id("upl")))
         ctx.faults.hit("commit.before")
-        verdict = verdict_from(await ctx.driver.run(plan)).verdict
+        decided = submission_sql.decided_from(await ctx.driver.run(plan))
         ctx.faults.hit("commit.after")
-        if verdict == "NOT_READY" and outlook.fingerprint is None:
+        if decided.verdict == "NOT_READY" and outlook.fingerprint is None:
             outlook = None
             continue
         break
+    verdict = decided.verdict
     if verdict == sql.ENTRY_BLOBS.verdict:
         raise sql.ENTRY_BLOBS.error({})
     if verdict not in ("ok", sql.CONFLICT, sql.UNCHANGED, submission_sql.SETTLED):
         raise submissions.refuse(verdict, "collection")
     if verdict == "ok":
         ctx.signal.committed(principal.space_id)
-    found = await submissions.find(ctx, principal, OPERATION, request.request_id)
-    assert found is not None
+    assert decided.record is not None
     if verdict == submission_sql.SETTLED:
-        return await submissions.replay(ctx, OPERATION, found[0], None)
-    outcome = await answers.stable_result(ctx, OPERATION, found[0], None)
+        return await submissions.replay(ctx, OPERATION, decided.record, None)
+    outcome = await answers.stable_result(ctx, OPERATION, decided.record, None)
     if outcome.status >= 400:  # the recorded conflict, in the very words a replay will use
         recorded = outcome.body["error"]
         raise from_code(recorded["code"], recorded["message"], recorded["details"])

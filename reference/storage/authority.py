@@ -1,9 +1,12 @@
-"""Guard conditions that re-check a principal's authority inside a commit plan (P02)."""
+"""Guard conditions that re-check a principal's authority inside a commit plan, and the read of a
+token's liveness beside an operation's own reads (P02)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from waypost.reference.domain.principal import Principal
-from waypost.reference.storage.plan import SqlValue
+from waypost.reference.storage.plan import Row, SqlValue, Statement, stmt
 
 #: True when the token, its actor and its consumer are no longer live at ``:now``.
 NOT_LIVE = """NOT EXISTS (
@@ -28,3 +31,15 @@ def authority_params(principal: Principal, now: int, scope: str) -> dict[str, Sq
 def authority_cases() -> list[tuple[str, str]]:
     """The first guard cases of every data-plane write."""
     return [(NOT_LIVE, "UNAUTHENTICATED"), (LACKS_SCOPE, "FORBIDDEN")]
+
+
+def live_statement(principal: Principal, now: int) -> Statement:
+    """A read of whether the token is still live at ``now`` (1 or 0, see :func:`live_from`), to
+    travel in the same batch as the reads of an operation that starts from a principal checked
+    before and writes only after them."""
+    return stmt(f"SELECT NOT {NOT_LIVE} AS live", authority_params(principal, now, ""))
+
+
+def live_from(rows: Sequence[Row]) -> bool:
+    """The answer of :func:`live_statement`."""
+    return bool(rows[0][0])

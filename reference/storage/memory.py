@@ -37,6 +37,7 @@ from waypost.reference.storage.submissions import (
     NOT_PREPARED_CASE,
     SETTLED_CASE,
     Checks,
+    record_read,
     settle_on_verdict,
     state_read,
 )
@@ -163,6 +164,23 @@ def entries_statement(space_id: str, collection_id: str, revision: int) -> State
                     WHERE space_id = :space_id AND collection_id = :cid AND revision = :revision
                     ORDER BY item_id""",
                 {"space_id": space_id, "cid": collection_id, "revision": revision})
+
+
+def head_statements(space_id: str, collection_id: str, expected: int) -> list[Statement]:
+    """What a publish on ``expected`` builds from, read in one snapshot: the collection
+    (:func:`collection_from`), the entries of revision ``expected`` if it is the head (else
+    none: the publish conflicts), and that revision's metadata (:func:`revision_from`; none
+    for revision 0)."""
+    p: dict[str, SqlValue] = {"space_id": space_id, "cid": collection_id, "revision": expected}
+    return [
+        collection_statement(space_id, collection_id),
+        stmt(f"""SELECT {ENTRY_COLUMNS} FROM memory_revision_items
+                 WHERE space_id = :space_id AND collection_id = :cid AND revision = :revision
+                   AND :revision = (SELECT current_revision FROM collections
+                                    WHERE space_id = :space_id AND collection_id = :cid)
+                 ORDER BY item_id""", p),
+        revision_statement(space_id, collection_id, expected),
+    ]
 
 
 def page_statement(space_id: str, collection_id: str, revision: int, after: str,
@@ -338,5 +356,5 @@ def commit_revision(principal: Principal, now: int, commit: RevisionCommit) -> C
                 AND EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id
                     AND state IN ('committed', 'failed'))""", p),
     ]
-    return plan("commit_revision", plan_id, writes, state_read(plan_id, p))
+    return plan("commit_revision", plan_id, writes, record_read(plan_id, p))
 

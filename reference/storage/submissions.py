@@ -153,6 +153,14 @@ def state_read(plan_id: str, params: Mapping[str, SqlValue]) -> Statement:
                         params, state="s.state")
 
 
+def record_read(plan_id: str, params: Mapping[str, SqlValue]) -> Statement:
+    """The outcome read of a plan about ``:submission_id`` that answers from it: the verdict
+    and the submission after the plan (decoded by :func:`decided_from`, no details)."""
+    return outcome_read(plan_id, OUTCOME_COLUMNS.format(details="NULL AS details"),
+                        "JOIN submissions s ON s.submission_id = :submission_id\n"
+                        "    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id", params)
+
+
 def settle_on_verdict(plan_id: str, verdict: str, sets: str,
                       params: Mapping[str, SqlValue]) -> Statement:
     """The write that makes a guard's refusal ``verdict`` the key's stable result: ``sets``

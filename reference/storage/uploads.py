@@ -4,12 +4,14 @@ exactly one wins."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from waypost.reference.domain.principal import Principal
-from waypost.reference.storage.authority import authority_cases, authority_params
+from waypost.reference.storage.authority import authority_params
 from waypost.reference.storage.plan import (
     GUARD_OK,
     CommitPlan,
@@ -18,15 +20,25 @@ from waypost.reference.storage.plan import (
     Statement,
     Verdict,
     guard,
+    guard_sql,
     guarded,
+    guarded_sql,
     new_plan_id,
+    outcome_sql,
     plan,
     stmt,
     verdict_read,
 )
 from waypost.reference.storage.references import reference_grant
 from waypost.reference.storage.rows import decode, names, only, select_list
-from waypost.reference.storage.submissions import SETTLED_CASE, settle_on_verdict, state_read
+from waypost.reference.storage.rules import KEY_HELD, authority_rules, details_of, guard_of
+from waypost.reference.storage.submissions import (
+    BY_KEY,
+    OUTCOME_COLUMNS,
+    Decided,
+    decided_from,
+    key_params,
+)
 
 
 @dataclass(frozen=True)
@@ -66,27 +78,57 @@ class Slot:
     expires_at: int
 
 
-def prepare(principal: Principal, now: int, slot: Slot) -> CommitPlan:
-    """The upload row and the submission's stable result, in one plan."""
-    plan_id = new_plan_id()
+def prepare(principal: Principal, now: int, request_id: str, fingerprint: bytes,
+            slot: Slot) -> CommitPlan:
+    """``blob.prepare`` as one plan: claim the key with its stable result and write the upload
+    row. A key another attempt holds (a prepare is one plan, so its holder is final) refuses
+    with ``KEY_TAKEN``; the outcome read gives the key's submission and its upload (decoded by
+    :func:`prepared_from`)."""
     p: dict[str, SqlValue] = {
-        **authority_params(principal, now, "blob.write"), "space_id": principal.space_id,
+        "plan": new_plan_id(), **authority_params(principal, now, "blob.write"),
+        **key_params(principal, "blob.prepare", request_id), "fingerprint": fingerprint,
         "owner_id": principal.actor_id, "submission_id": slot.submission_id,
         "upload_id": slot.upload_id, "blob_id": slot.blob_id, "object_ref": slot.object_ref,
         "size": slot.size, "sha256": slot.sha256, "content_type": slot.content_type,
         "filename": slot.filename, "expires_at": slot.expires_at}
-    writes = [guard(plan_id, [SETTLED_CASE, *authority_cases()], p)] + [
-        guarded(plan_id, sql, p) for sql in (
-            f"""INSERT INTO uploads (space_id, upload_id, blob_id, owner_id, submission_id,
-                    expected_size, expected_sha256, content_type, filename, object_ref,
-                    expires_at, created_at)
-                SELECT :space_id, :upload_id, :blob_id, :owner_id, :submission_id, :size,
-                    :sha256, :content_type, :filename, :object_ref, :expires_at, :now
-                WHERE {GUARD_OK}""",
-            f"""UPDATE submissions SET state = 'committed', result_status = 201,
-                    committed_at = :now
-                WHERE submission_id = :submission_id AND {GUARD_OK}""")]
-    return plan("prepare_upload", plan_id, writes, state_read(plan_id, p))
+    writes, outcome = _prepare_sql()
+    return plan("prepare_upload", str(p["plan"]), [stmt(sql, p) for sql in writes],
+                stmt(outcome, p))
+
+
+@functools.cache
+def _prepare_sql() -> tuple[tuple[str, ...], str]:
+    rules = (*authority_rules("blob.write"), KEY_HELD)
+    writes = tuple(guarded_sql(sql) for sql in (
+        f"""INSERT INTO submissions (submission_id, space_id, producer_id, operation,
+                request_id, fingerprint, state, reserved_at, resource_id, object_ref, blob_id,
+                result_status, committed_at)
+            SELECT :submission_id, :space_id, :producer_id, :operation, :request_id,
+                :fingerprint, 'committed', :now, :upload_id, :object_ref, :blob_id, 201, :now
+            WHERE {GUARD_OK}""",
+        f"""INSERT INTO uploads (space_id, upload_id, blob_id, owner_id, submission_id,
+                expected_size, expected_sha256, content_type, filename, object_ref,
+                expires_at, created_at)
+            SELECT :space_id, :upload_id, :blob_id, :owner_id, :submission_id, :size,
+                :sha256, :content_type, :filename, :object_ref, :expires_at, :now
+            WHERE {GUARD_OK}"""))
+    return (guard_of(rules), *writes), outcome_sql(
+        f"{OUTCOME_COLUMNS.format(details=details_of(rules))}, {_aliased(UploadRow, 'u')}",
+        f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id"
+        "\n    LEFT JOIN uploads u ON u.submission_id = s.submission_id")
+
+
+def _aliased(shape: type[Any], table: str) -> str:
+    """The columns of ``shape`` from ``table``, each named ``<table>_<column>``: after a
+    submission's columns in one outcome read, a name in both would collapse in D1's rows."""
+    return ", ".join(f"{table}.{name} AS {table}_{name}" for name in names(shape))
+
+
+def prepared_from(rows: Sequence[Row]) -> tuple[Decided, UploadRow | None]:
+    """Decode the outcome read of :func:`prepare`: the decision, and the key's upload."""
+    decided = decided_from(rows, extra=len(names(UploadRow)))
+    upload = None if decided.extra[0] is None else upload_from(decided.extra)
+    return decided, upload
 
 
 def upload_statement(space_id: str, upload_id: str) -> Statement:
@@ -118,35 +160,64 @@ def _upload_state_read(plan_id: str, params: dict[str, SqlValue]) -> Statement:
                         " AND u.upload_id = :upload_id", params, state="u.state")
 
 
-def seal(principal: Principal, now: int, submission_id: str, upload_id: str) -> CommitPlan:
-    """Seal a stored upload into a blob; an expired or cleaned one is a recorded
-    ``UPLOAD_EXPIRED``; sealing a sealed upload again answers the same blob."""
-    plan_id = new_plan_id()
+def seal(principal: Principal, now: int, request_id: str, fingerprint: bytes,
+         submission_id: str, upload_id: str) -> CommitPlan:
+    """``blob.commit`` as one plan: claim the key and seal the caller's stored upload into a
+    blob. An expired or cleaned upload is the key's recorded ``UPLOAD_EXPIRED``; sealing a
+    sealed upload again answers the same blob; a key another attempt holds refuses with
+    ``KEY_TAKEN``. The outcome read gives the key's submission and its blob (decoded by
+    :func:`sealed_from`)."""
     p: dict[str, SqlValue] = {
-        **authority_params(principal, now, "blob.write"), "space_id": principal.space_id,
+        "plan": new_plan_id(), **authority_params(principal, now, "blob.write"),
+        **key_params(principal, "blob.commit", request_id), "fingerprint": fingerprint,
         "owner_id": principal.actor_id, "submission_id": submission_id, "upload_id": upload_id}
-    mine = ("FROM uploads WHERE space_id = :space_id AND upload_id = :upload_id"
-            " AND owner_id = :owner_id")
-    writes = [guard(plan_id, [
-        SETTLED_CASE, *authority_cases(),
-        (f"NOT EXISTS (SELECT 1 {mine})", "NOT_FOUND:upload_id"),
-        (f"EXISTS (SELECT 1 {mine} AND (state IN ('cleaning', 'cleaned') OR (state <> 'sealed'"
-         " AND expires_at <= :now)))", "UPLOAD_EXPIRED"),
-        (f"EXISTS (SELECT 1 {mine} AND state = 'awaiting')", "NOT_READY"),
-    ], p)] + [guarded(plan_id, sql, p) for sql in (
+    writes, outcome = _seal_sql()
+    return plan("seal_upload", str(p["plan"]), [stmt(sql, p) for sql in writes],
+                stmt(outcome, p))
+
+
+_MINE = ("FROM uploads WHERE space_id = :space_id AND upload_id = :upload_id"
+         " AND owner_id = :owner_id")
+#: Verdicts of :func:`seal` besides ``ok`` and ``KEY_TAKEN``.
+UPLOAD_NOT_FOUND, EXPIRED, NOT_READY = "UPLOAD_NOT_FOUND", "UPLOAD_EXPIRED", "NOT_READY"
+
+
+@functools.cache
+def _seal_sql() -> tuple[tuple[str, ...], str]:
+    cases = [(rule.condition, rule.verdict)
+             for rule in (*authority_rules("blob.write"), KEY_HELD)] + [
+        (f"NOT EXISTS (SELECT 1 {_MINE})", UPLOAD_NOT_FOUND),
+        (f"EXISTS (SELECT 1 {_MINE} AND (state IN ('cleaning', 'cleaned') OR (state <> 'sealed'"
+         " AND expires_at <= :now)))", EXPIRED),
+        (f"EXISTS (SELECT 1 {_MINE} AND state = 'awaiting')", NOT_READY)]
+    settled = f"g.verdict IN ('ok', '{EXPIRED}')"
+    key = f"""INSERT INTO submissions (submission_id, space_id, producer_id, operation,
+            request_id, fingerprint, state, reserved_at, resource_id, blob_id, result_status,
+            committed_at, error_code)
+        SELECT :submission_id, :space_id, :producer_id, :operation, :request_id, :fingerprint,
+            CASE g.verdict WHEN 'ok' THEN 'committed' ELSE 'failed' END, :now, :upload_id,
+            CASE g.verdict WHEN 'ok' THEN (SELECT blob_id {_MINE}) END,
+            CASE g.verdict WHEN 'ok' THEN 200 ELSE 410 END, :now,
+            CASE g.verdict WHEN 'ok' THEN NULL ELSE '{EXPIRED}' END
+        FROM commit_guards g WHERE g.plan_id = :plan AND {settled}"""
+    writes = (key, *(guarded_sql(sql) for sql in (
         f"""INSERT INTO blobs (space_id, blob_id, owner_id, object_ref, size, sha256,
                 content_type, filename, sealed_at)
             SELECT space_id, blob_id, owner_id, object_ref, expected_size, expected_sha256,
-                content_type, filename, :now {mine} AND state = 'stored' AND {GUARD_OK}""",
+                content_type, filename, :now {_MINE} AND state = 'stored' AND {GUARD_OK}""",
         f"""UPDATE uploads SET state = 'sealed' WHERE space_id = :space_id
-            AND upload_id = :upload_id AND state = 'stored' AND {GUARD_OK}""",
-        f"""UPDATE submissions SET state = 'committed', result_status = 200,
-                committed_at = :now, blob_id = (SELECT blob_id {mine})
-            WHERE submission_id = :submission_id AND {GUARD_OK}""",
-    )]
-    writes.append(settle_on_verdict(plan_id, "UPLOAD_EXPIRED", "state = 'failed', "
-                                    "result_status = 410, error_code = 'UPLOAD_EXPIRED'", p))
-    return plan("seal_upload", plan_id, writes, state_read(plan_id, p))
+            AND upload_id = :upload_id AND state = 'stored' AND {GUARD_OK}""")))
+    return (guard_sql(cases), *writes), outcome_sql(
+        f"{OUTCOME_COLUMNS.format(details='NULL AS details')}, {_aliased(BlobRow, 'b')}",
+        f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id"
+        "\n    LEFT JOIN blobs b ON b.blob_id = s.blob_id")
+
+
+def sealed_from(rows: Sequence[Row]) -> tuple[Decided, BlobRow | None]:
+    """Decode the outcome read of :func:`seal`: the decision, and the key's blob if sealed."""
+    decided = decided_from(rows, extra=len(names(BlobRow)))
+    blob = None if decided.extra[0] is None else blob_from(decided.extra)
+    return decided, blob
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,25 @@ def test_a_send_a_feed_read_and_an_ack_are_one_batch_once_the_token_is_known(d1:
     assert len(sent) == 1  # the key, the rules, the receipts, the checkpoint and the answer
 
 
+def test_a_publish_of_a_known_token_is_a_read_and_its_three_plans(d1: Api) -> None:
+    """The collection, its head and the key in one read; reserve, stage, commit; the answer
+    from the commit's outcome read (docs/d1.md "Round trips")."""
+    with_notes(d1)
+    blob = sealed_blob(d1, "writer", b"entry")
+    assert publish(d1, 0, items=[item("a", blob)]).status_code == 201  # the token is now known
+    sent: list[Sequence[Statement]] = []
+    driver(d1).on_batch = sent.append
+    try:
+        answer = publish(d1, 1, items=[item("b", blob)])
+    finally:
+        driver(d1).on_batch = None
+    assert answer.status_code == 201, answer.text
+    assert answer.json() == {"revision": 2, "parent_revision": 1, "changed": True}
+    plans = [one[0].sql.startswith("INSERT INTO commit_guards") for one in sent]
+    assert plans == [False, True, True, True]
+    assert [e["item_id"] for e in entries(d1, 2)] == ["a", "b"]
+
+
 def test_a_failed_guard_writes_nothing(d1: Api) -> None:
     token_id = d1.tokens["s1/alice"].split(".")[0]
     state = on_loop(d1, load_token(driver(d1), token_id))

@@ -25,16 +25,18 @@ def test_the_whole_matrix_is_green_and_explained() -> None:
     outcome = {(c.operation, c.point): c.outcome for c in matrix.cells}
     # Before the commit a reservation survives and the retry finishes it with its ids; after
     # the commit the lookup already holds the result and the retry replays it.
-    for operation in ("memory.publish", "blob.commit"):
-        assert outcome[(operation, "reserve.after")] == "resumed"
-        assert outcome[(operation, "commit.before")] == "resumed"
-        # commit.durable fires after the first durable group: the reservation's
-        assert outcome[(operation, "commit.durable")] == "resumed"
-    for operation in ("message.send", "memory.publish", "receipt.ack", "blob.commit"):
+    assert outcome[("memory.publish", "reserve.after")] == "resumed"
+    assert outcome[("memory.publish", "commit.before")] == "resumed"
+    # commit.durable fires after the first durable group: the reservation's
+    assert outcome[("memory.publish", "commit.durable")] == "resumed"
+    for operation in ("message.send", "memory.publish", "receipt.ack", "blob.prepare",
+                      "blob.commit"):
         assert outcome[(operation, "commit.after")] == "committed"
         assert outcome[(operation, "response.before")] == "committed"
-    # A send and an ACK are one plan each: nothing of them exists before the commit, all after.
-    for operation in ("message.send", "receipt.ack"):
+    # A send, an ACK, a prepare and a commit are one plan each: nothing of them exists before
+    # the commit, all of it after.
+    assert outcome[("blob.commit", "seal.before_commit")] == "not committed"
+    for operation in ("message.send", "receipt.ack", "blob.prepare", "blob.commit"):
         for point in ("reserve.after", "object.after_write", "prepare.after"):
             assert outcome[(operation, point)] == "not reached"
         assert outcome[(operation, "commit.before")] == "not committed"

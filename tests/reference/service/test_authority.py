@@ -3,12 +3,13 @@ also for a send that starts from a token checked before (its plan's guard decide
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from tests.support.api import Api, must_fail, rid
+from tests.support.api import NOTES, Api, item, must_fail, prepare, put, rid
 from waypost.reference.server import served_context
 
 
@@ -113,6 +114,43 @@ def test_a_known_token_revoked_answers_401_before_any_other_refusal(api: Api) ->
     must_fail(api.as_("known", "POST", "/v1/messages", {**body, "recipient_ids": ["nobody"]}),
               401, "UNAUTHENTICATED")
     assert len(api.all_items("s1/alice")) == 1
+
+
+def test_every_write_of_a_known_token_revoked_answers_401_replays_too(mem: Api) -> None:
+    """An ACK, a prepare, a PUT, a commit and a publish start from a remembered principal
+    too: each checks the token before it writes or replays anything."""
+    sent = mem.must_send("s1/bob", recipient_ids=["alice"])
+    content = b"entry"
+    facts = {"size": len(content), "sha256": hashlib.sha256(content).hexdigest(),
+             "content_type": "text/plain"}
+    writes = {
+        "ack": ("POST", "/v1/acks", {"request_id": "a1", "items": [
+            {"item_id": sent["feed_item_id"], "stage": "received"}]}),
+        "prepare": ("POST", "/v1/blobs", {"request_id": "p1", **facts}),
+    }
+    answers = {name: mem.as_("writer", *write) for name, write in writes.items()}
+    assert [a.status_code for a in answers.values()] == [200, 201]
+    upload_id = answers["prepare"].json()["upload_id"]
+    assert put(mem, "writer", upload_id, content).status_code == 200
+    writes["commit"] = ("POST", f"/v1/uploads/{upload_id}/commit", {"request_id": "c1"})
+    blob_id = mem.as_("writer", *writes["commit"]).json()["blob_id"]
+    writes["publish"] = ("POST", f"{NOTES}/revisions", {
+        "request_id": "r1", "expected_revision": 0, "mode": "delta",
+        "items": [item("a", blob_id)]})
+    assert mem.as_("writer", *writes["publish"]).status_code == 201
+    second = prepare(mem, "writer", content)
+    for name, write in [*writes.items(), ("put", None)]:
+        # a token of its own per write (a 401 makes the server forget a token), made known by
+        # a replay, then revoked: the next request starts from the remembered principal
+        issued = mem.token("s1", "alice", "alice-inbox", name=name, collections=[
+            {"collection_id": "notes", "actions": ["read", "write"]}])
+        known = mem.as_(name, *(write or writes["prepare"]))
+        assert known.headers["waypost-replayed"] == "true"
+        mem.must_admin("POST", f"/admin/v1/tokens/{issued['token_id']}/revoke",
+                       {"request_id": rid()})
+        refused = put(mem, name, second["upload_id"], content) if write is None else (
+            mem.as_(name, *write))
+        must_fail(refused, 401, "UNAUTHENTICATED")
 
 
 def test_a_known_token_stops_when_it_expires_or_its_actor_is_disabled(hooked: Api) -> None:
