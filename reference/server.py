@@ -153,7 +153,7 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
 
 def build_app(settings: Settings) -> Starlette:
     """The embedded reference as an ASGI app (usable under any ASGI server)."""
-    return create_app(lambda: serving(settings), settings.dashboard)
+    return create_app(lambda: serving(settings), settings.dashboard, settings.test_hooks)
 
 
 def served_context(app: Any) -> Context:

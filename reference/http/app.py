@@ -252,11 +252,12 @@ async def _dashboard_root(request: Request) -> Response:
     return RedirectResponse("/dashboard/", 303)
 
 
-def create_app(ctx_factory: Any, dashboard: bool = False) -> Starlette:
+def create_app(ctx_factory: Any, dashboard: bool = False, fault_points: bool = True) -> Starlette:
     """The ASGI app. ``ctx_factory`` is an async context manager yielding the :class:`Context`,
     entered at startup and left at shutdown. ``dashboard`` serves the operator dashboard under
-    ``/dashboard/``. How connections are read and cut off is the server's
-    (:mod:`waypost.reference.http.connection_limits`)."""
+    ``/dashboard/``. ``fault_points`` says faults can be armed (the test hooks): only then does
+    a request need :class:`CloseOnAbandon` around it. How connections are read and cut off is
+    the server's (:mod:`waypost.reference.http.connection_limits`)."""
     routes: list[BaseRoute] = list(ROUTES)
     if dashboard:
         routes += [Route("/dashboard", _dashboard_root, methods=["GET"]),
@@ -281,5 +282,6 @@ def create_app(ctx_factory: Any, dashboard: bool = False) -> Starlette:
         finally:
             await stack.aclose()
 
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(CloseOnAbandon)],
+    middleware = [Middleware(CloseOnAbandon)] if fault_points else []
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
                      exception_handlers={HTTPException: _http_error})
