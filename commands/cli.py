@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -243,8 +244,23 @@ def _storage(args: argparse.Namespace, command: str) -> dict[str, Any] | None:
     return {"storage": args.storage, "gateway_url": args.gateway, "gateway_secret": secret}
 
 
-def parser() -> argparse.ArgumentParser:
-    """The full command-line interface (``waypost --help``)."""
+#: Commands whose modules are heavy to import (the kit, the consumer, the MCP SDK): each is
+#: registered by its module only when it is the command being run; otherwise it is listed by
+#: name and help alone, so that ``waypost --help`` and every other command start at once.
+LAZY_COMMANDS = {
+    "conformance": ("waypost.conformance.kit_command",
+                    "run the conformance kit (P01–P18) against a target"),
+    "consumer": ("waypost.consumer_command",
+                 "the reference consumer: a crash-safe local mailbox on SQLite"),
+    "mcp": ("waypost.mcp_command",
+            "serve the reference consumer as MCP tools for an agent (stdio or HTTP)"),
+}
+
+
+def parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command-line interface (``waypost --help``): every command in full, or, given the
+    ``command`` about to run, that one in full and the heavy others (:data:`LAZY_COMMANDS`)
+    by name and help only."""
     top = argparse.ArgumentParser(
         prog="waypost",
         description="Waypost/1 reference server and conformance kit.")
@@ -333,15 +349,11 @@ def parser() -> argparse.ArgumentParser:
     boot.add_argument("--space-id", default="demo", help="id of the demo space (default: demo)")
     boot.set_defaults(run=_bootstrap)
 
-    from waypost.conformance.kit_command import add_commands
-
-    add_commands(commands)
-    from waypost.consumer_command import add_commands as add_consumer_commands
-
-    add_consumer_commands(commands)
-    from waypost.mcp_command import add_commands as add_mcp_commands
-
-    add_mcp_commands(commands)
+    for name, (module, help_text) in LAZY_COMMANDS.items():
+        if command is None or command == name:
+            importlib.import_module(module).add_commands(commands)
+        else:
+            commands.add_parser(name, help=help_text)
 
     bench = commands.add_parser("bench", help="benchmarks (JSON with the machine and a baseline)",
                                 description="Benchmarks. Each prints JSON: the machine, a "
@@ -442,9 +454,15 @@ def _limit_arguments(serve: argparse.ArgumentParser) -> None:
                             "sign-in limit use")
 
 
+def _command_in(argv: Sequence[str]) -> str:
+    """The command word of ``argv`` (its first argument that is not an option), or ``""``."""
+    return next((word for word in argv if not word.startswith("-")), "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``waypost`` console script."""
-    args = parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = parser(_command_in(words)).parse_args(words)
     code: int = args.run(args)
     return code
 

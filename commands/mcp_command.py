@@ -11,17 +11,16 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-import anyio
+from typing import TYPE_CHECKING
 
 from waypost.consumer_command import DEFAULT_DB, run_alone, seconds
-from waypost.reference.agent_mcp import server as mcp_server
-from waypost.reference.agent_mcp import transports
-from waypost.reference.agent_mcp.blobs import Files, private_files
-from waypost.reference.agent_mcp.tools import Agent, Link
 from waypost.reference.consumer import faults
 from waypost.reference.consumer.client import CALL_SECONDS, Api, ConsumerError
 from waypost.reference.consumer.store import LocalStore
+
+if TYPE_CHECKING:  # the MCP SDK takes most of a second to import: only when serving
+    from waypost.reference.agent_mcp.blobs import Files
+    from waypost.reference.agent_mcp.tools import Agent
 
 
 def _token(token_file: str | None) -> str:
@@ -45,6 +44,8 @@ def _files(args: argparse.Namespace) -> Files:
     """The folder of ``attach`` and ``read_blob`` (``--files``, else the agent's own folder
     beside the local file, created if missing), less the local file, its journals and the
     token file."""
+    from waypost.reference.agent_mcp.blobs import Files, private_files
+
     db = Path(args.db)
     if args.files is not None:
         root = Path(args.files).expanduser()
@@ -64,6 +65,8 @@ def _files(args: argparse.Namespace) -> Files:
 def _agent(args: argparse.Namespace, token: str, store: LocalStore, files: Files) -> Agent:
     """The agent, with the local file opened at start as its first link; each call that runs
     while the others are busy opens a link of its own (a connection and an HTTP client)."""
+    from waypost.reference.agent_mcp.tools import Agent, Link
+
     db, server_url = Path(args.db), args.server
 
     def connect() -> Link:
@@ -99,6 +102,11 @@ def run(args: argparse.Namespace) -> int:
         store.close()
         print(f"waypost mcp: {error}", file=sys.stderr)
         return 2
+    import anyio
+
+    from waypost.reference.agent_mcp import server as mcp_server
+    from waypost.reference.agent_mcp import transports
+
     agent = _agent(args, token, store, files)
     server = mcp_server.build(agent)
     try:

@@ -1,0 +1,54 @@
+"""The CLI starts at once: a command imports only what it runs (the kit, the MCP SDK and the
+server's stack load when their command runs), checked on the import graph, not on a clock."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from waypost.cli import LAZY_COMMANDS, parser
+
+#: Packages that take a tenth of a second or more to import, and which command needs each.
+HEAVY = ("hypothesis", "schemathesis", "mcp", "httpx", "uvicorn", "starlette", "jinja2")
+
+
+def _imported(*argv: str) -> list[str]:
+    """The heavy packages imported by building the parser ``waypost ARGV`` runs with and
+    parsing ARGV (``--help`` included: argparse exits after printing it)."""
+    script = (
+        "import sys\n"
+        "from waypost.cli import _command_in, parser\n"
+        f"argv = {list(argv)!r}\n"
+        "try:\n"
+        "    parser(_command_in(argv)).parse_args(argv)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "import json\n"
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=True)
+    imported: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return imported
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["serve", "--help"],
+                                  ["gateway", "--help"], ["gc", "--help"],
+                                  ["admin", "bootstrap", "--help"], ["bench", "--help"],
+                                  ["bench", "send", "--help"]])
+def test_commands_of_the_server_import_none_of_the_heavy_packages(argv: list[str]) -> None:
+    assert _imported(*argv) == []
+
+
+@pytest.mark.parametrize("command", ["consumer", "mcp"])
+def test_the_consumer_and_the_mcp_entry_load_only_their_http_client(command: str) -> None:
+    assert _imported(command, "--help") == ["httpx"]
+
+
+def test_the_lazy_commands_are_listed_as_in_the_full_interface() -> None:
+    """Their names and help, written in cli.py, are those their modules register."""
+    full = parser().format_help()
+    assert parser("serve").format_help() == full
+    assert all(f"    {name}" in full for name in LAZY_COMMANDS)
