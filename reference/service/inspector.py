@@ -5,6 +5,7 @@ least of all a consumer's progress."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,26 +157,49 @@ def _revision(value: str, field: str) -> int:
     return int(_position(value, field, "0"))
 
 
+def _head(found: Sequence[Any]) -> int:
+    """The head revision of the collection read (``404`` if there is none)."""
+    if not found:
+        raise not_found("collection")
+    return int(collection_from(found[0]).current_revision)
+
+
+def _published(revision: int, head: int) -> int:
+    """A revision the collection has (0, the empty state, up to its head), else ``404``."""
+    if revision > head:
+        raise not_found("revision")
+    return revision
+
+
 async def entries(ctx: Context, space_id: str, collection_id: str, revision: str,
                   after: str | None) -> Page:
-    """A page of a fixed revision's entries (tombstones included), by item id."""
+    """A page of a fixed revision's entries (tombstones included), by item id; a collection or
+    revision that does not exist is ``404``."""
     cid = values.object_id(collection_id, "collection_id")
-    (rows,) = await ctx.driver.read([sql.entries(space_id, cid, _revision(revision, "revision"),
-                                                 after or "", PAGE + 1)])
-    found = [sql.entry_from(row) for row in rows]
-    more = len(found) > PAGE
-    return Page(found[:PAGE], found[PAGE - 1].item_id if more else None)
+    number = _revision(revision, "revision")
+    found, rows = await ctx.driver.read([
+        collection_statement(space_id, cid),
+        sql.entries(space_id, cid, number, after or "", PAGE + 1)])
+    _published(number, _head(found))
+    entries_found = [sql.entry_from(row) for row in rows]
+    more = len(entries_found) > PAGE
+    return Page(entries_found[:PAGE], entries_found[PAGE - 1].item_id if more else None)
 
 
 async def diff(ctx: Context, space_id: str, collection_id: str, query: dict[str, str]) -> Page:
-    """A page of the entries that differ between revisions ``from`` and ``to``."""
+    """A page of the entries that differ between revisions ``from`` and ``to``; a collection
+    or either revision that does not exist is ``404``."""
     cid = values.object_id(collection_id, "collection_id")
     a, b = _revision(query.get("from", ""), "from"), _revision(query.get("to", ""), "to")
-    (rows,) = await ctx.driver.read([sql.diff(space_id, cid, a, b, query.get("after", ""),
-                                              PAGE + 1)])
-    found = [sql.diff_from(row) for row in rows]
-    more = len(found) > PAGE
-    return Page(found[:PAGE], found[PAGE - 1].item_id if more else None)
+    found, rows = await ctx.driver.read([
+        collection_statement(space_id, cid),
+        sql.diff(space_id, cid, a, b, query.get("after", ""), PAGE + 1)])
+    head = _head(found)
+    _published(a, head)
+    _published(b, head)
+    changed = [sql.diff_from(row) for row in rows]
+    more = len(changed) > PAGE
+    return Page(changed[:PAGE], changed[PAGE - 1].item_id if more else None)
 
 
 async def uploads(ctx: Context, space_id: str, after: str | None) -> Page:

@@ -216,6 +216,35 @@ def test_revisions_entries_and_their_difference(both: tuple[Api, Dash]) -> None:
         ("a", "active"), ("b", "active"), ("c", "tombstone")]
 
 
+def test_nothing_that_does_not_exist_gets_a_page(both: tuple[Api, Dash]) -> None:
+    """A revision past the head, a diff naming one, a missing collection (its page, a revision
+    and a diff of it), message, space, actor and token: each is the 404 error page."""
+    api, dash = both
+    _populate(api)  # notes at revision 3
+    space = "/dashboard/spaces/s1"
+    base = f"{space}/collections/notes"
+    missing = [
+        (f"{base}/revisions/4", {}), (f"{base}/revisions/99", {}),
+        (f"{base}/diff", {"from": "1", "to": "99"}), (f"{base}/diff", {"from": "98", "to": "99"}),
+        (f"{space}/collections/nothing", {}), (f"{space}/collections/nothing/revisions/0", {}),
+        (f"{space}/collections/nothing/diff", {"from": "0", "to": "0"}),
+        (f"{space}/messages/msg_00000000000000000000000000000000", {}),
+        ("/dashboard/spaces/nothing", {}), ("/dashboard/spaces/nothing/feed", {}),
+        (f"{space}/tokens/tok_00000000000000000000000000000000/replace", {}),
+    ]
+    for path, query in missing:
+        answer = dash.page(path, **query)
+        assert answer.status_code == 404, (path, query, answer.text[-500:])
+        assert "NOT_FOUND" in answer.text, path
+    for path in (f"{space}/actors/nobody/disable",
+                 f"{space}/tokens/tok_00000000000000000000000000000000/revoke"):
+        refused = dash.post(path, "dash-missing-" + path.rsplit("/", 2)[-2])
+        assert refused.status_code == 404, (path, refused.text[-500:])
+    assert dash.page(f"{base}/revisions/3").status_code == 200
+    assert dash.page(f"{base}/revisions/0").status_code == 200
+    assert dash.page(f"{base}/diff", **{"from": "0", "to": "3"}).status_code == 200
+
+
 def test_consumers_show_their_checkpoints_and_lag(both: tuple[Api, Dash]) -> None:
     api, dash = both
     for n in range(3):
