@@ -293,7 +293,8 @@ def reachable(url: str, bounds: Bounds | None = None) -> bool:
 
 def for_run(client: httpx.Client, admin_token: str, ledger: Ledger, wanted: set[str] | None,
             replay_dir: Path, run_id: str, *, command: Sequence[str] = DEFAULT_COMMAND,
-            flows: Sequence[str] = FLOWS, on_cell: OnCell | None = None,
+            flows: Sequence[str] = FLOWS, points: Sequence[str] = POINTS,
+            on_cell: OnCell | None = None,
             bounds: Bounds | None = None
             ) -> dict[str, tuple[PropertyViolation, PropertyViolation, Path]]:
     """P17 in a kit run: the matrix against the run's target, its checks counted in the run's
@@ -304,8 +305,8 @@ def for_run(client: httpx.Client, admin_token: str, ledger: Ledger, wanted: set[
     url = str(client.base_url).rstrip("/")
     if (wanted is not None and PID not in wanted) or not reachable(url, bounds):
         return {}
-    matrix = consumer_matrix(url, admin_token, command=command, flows=flows, on_cell=on_cell,
-                             bounds=bounds)
+    matrix = consumer_matrix(url, admin_token, command=command, flows=flows, points=points,
+                             on_cell=on_cell, bounds=bounds)
     found = _server_failures(matrix, ledger)
     mine = _matrix_failure(matrix, ledger)
     if mine is not None:

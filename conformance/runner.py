@@ -46,16 +46,19 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Profile:
-    """How much to explore: examples (fresh spaces each) × steps per example, and how long
-    Hypothesis may spend shrinking a failure (each shrink step reruns a whole example)."""
+    """How much to explore: examples (fresh spaces each) × steps per example, how long
+    Hypothesis may spend shrinking a failure (each shrink step reruns a whole example), and how
+    many of the consumer's fault points P17 crashes it at, with every flow (None: all of them;
+    a sample is drawn from the run's seed)."""
 
     examples: int
     steps: int
     shrink_seconds: float
+    consumer_points: int | None = None
 
 
 PROFILES = {
-    "quick": Profile(examples=15, steps=25, shrink_seconds=20),
+    "quick": Profile(examples=15, steps=25, shrink_seconds=20, consumer_points=1),
     "ci": Profile(examples=80, steps=50, shrink_seconds=60),
     "thorough": Profile(examples=500, steps=80, shrink_seconds=300),
 }
@@ -92,6 +95,8 @@ class Report:
     hostile: list[hostile.HostileRow] = field(default_factory=list)  # the hostile-input phase
     fuzz: FuzzReport | None = None  # the fuzz phase (ci and thorough runs of the CLI)
     requirements: list[coverage.Row] = field(default_factory=list)  # by requirement id
+    #: the consumer's fault points P17 sampled (a quick run), or None: all of them
+    consumer_sample: tuple[str, ...] | None = None
 
     @property
     def failed(self) -> bool:
@@ -237,9 +242,14 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     with shrinking_budget(budget):
         explored = _explore(kit, chosen, seed, replay_dir, report, shrink=budget > 0)
     if fixtures is None:
+        points = consumer_matrix.POINTS
+        if chosen.consumer_points is not None:
+            points = tuple(random.Random(seed).sample(points, chosen.consumer_points))
+            report.consumer_sample = points
         matrix = consumer_matrix.for_run(  # P17: the reference consumer
             client, admin_token, kit.ledger, wanted, replay_dir, report.run_id,
-            on_cell=progress.cell if progress is not None else None, bounds=bounds)
+            points=points, on_cell=progress.cell if progress is not None else None,
+            bounds=bounds)
         for pid, cells in matrix.items():
             explored.setdefault(pid, cells)  # the exploration's own replay first
     for pid, found in explored.items():
@@ -261,6 +271,13 @@ def _results(report: Report, kit: KitRun, proxy: FaultProxy | None, wanted: set[
         ({"test hooks"} if kit.session.hook_faults else set())
         | ({f"fault proxy ({', '.join(sorted(proxy.used))})"} if proxy and proxy.used else set()))
     report.outcomes = [_outcome(prop, kit, wanted, expected, failures) for prop in CATALOGUE]
+    sampled = report.consumer_sample
+    for outcome in report.outcomes:
+        if sampled is not None and outcome.prop.pid == consumer_matrix.PID and not (
+                outcome.message):
+            outcome.message = (f"a sample: point {', '.join(sampled)} of "
+                               f"{len(consumer_matrix.POINTS)}, with every flow; "
+                               "'waypost conformance consumer-matrix' runs them all")
     if through_fixtures:
         not_run(report.outcomes)
     report.outcomes.append(hostile_row)

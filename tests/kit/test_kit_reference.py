@@ -66,6 +66,11 @@ def test_the_cli_runs_the_kit_against_the_sqlite_target(tmp_path: Path) -> None:
     assert "| P06 Feed order and completeness | pass |" in markdown
     assert "seed 7" in result.stdout
     assert "example" in result.stderr  # progress was shown
+    # a quick run crashes the consumer at one of its points, with every flow, and says so
+    assert result.stderr.count("P17 consumer matrix: cell ") == 3
+    p17 = next(line for line in result.stdout.splitlines() if " P17 " in line)
+    assert " pass " in p17
+    assert "a sample: point " in p17
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["failed"] is False
     assert [p["id"] for p in report["properties"]] == [p.pid for p in CATALOGUE] + ["HOSTILE"]
