@@ -30,6 +30,7 @@ from waypost.conformance.reproducible import seed_only_draws
 from waypost.conformance.targets import check_target
 from waypost.properties.bounds import Bounds
 from waypost.properties.catalogue import CATALOGUE, Property
+from waypost.properties.consumer_checks import PID as CONSUMER_PID
 from waypost.properties.fixtures import Fixtures, FixturesExhausted
 from waypost.properties.http import Session
 from waypost.properties.limit_phase import LimitOutcome, limit_phase
@@ -273,7 +274,7 @@ def _results(report: Report, kit: KitRun, proxy: FaultProxy | None, wanted: set[
     report.outcomes = [_outcome(prop, kit, wanted, expected, failures) for prop in CATALOGUE]
     sampled = report.consumer_sample
     for outcome in report.outcomes:
-        if sampled is not None and outcome.prop.pid == consumer_matrix.PID and not (
+        if sampled is not None and outcome.prop.pid == CONSUMER_PID and not (
                 outcome.message):
             outcome.message = (f"a sample: point {', '.join(sampled)} of "
                                f"{len(consumer_matrix.POINTS)}, with every flow; "
