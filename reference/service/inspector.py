@@ -74,8 +74,12 @@ async def feed(ctx: Context, space_id: str, query: dict[str, str]) -> Page:
 @dataclass(frozen=True)
 class MessageView:
     message: sql.MessageRow
-    body: str
-    metadata: str | None
+    #: the body's text as written, its options, its source (None when it has none)
+    text: str
+    options: list[str]
+    source_uri: str | None
+    #: the metadata as labelled fields: each key with its value (JSON text unless a string)
+    metadata: list[tuple[str, str]] | None
     recipients: list[str]
     attachments: list[sql.AttachmentRow]
     #: each receipt's versions in order, by consumer
@@ -99,15 +103,18 @@ async def message(ctx: Context, space_id: str, message_id: str) -> MessageView:
     receipts: dict[str, list[sql.ReceiptStep]] = {}
     for step in map(sql.step_from, steps[:MAX_RECEIPT_STEPS]):
         receipts.setdefault(step.receipt_id, []).append(step)
-    raw = verified_body(row)
-    metadata = None if row.metadata_json is None else _pretty(row.metadata_json)
-    return MessageView(row, _pretty(raw.decode()), metadata, texts(recipients),
+    body = json.loads(verified_body(row))
+    metadata = None if row.metadata_json is None else _fields(json.loads(row.metadata_json))
+    return MessageView(row, str(body["text"]), [str(o) for o in body.get("options") or []],
+                       body.get("source_uri"), metadata, texts(recipients),
                        [sql.AttachmentRow(*a) for a in attachments], receipts,
                        receipts_cut=len(steps) > MAX_RECEIPT_STEPS)
 
 
-def _pretty(text: str) -> str:
-    return json.dumps(json.loads(text), indent=2, ensure_ascii=False, sort_keys=True)
+def _fields(metadata: dict[str, Any]) -> list[tuple[str, str]]:
+    """Metadata as labelled fields, by key: a string as written, anything else as JSON."""
+    return [(key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+            for key, value in sorted(metadata.items())]
 
 
 def behind_text(behind: int) -> str:

@@ -262,3 +262,62 @@ def test_the_difference_between_two_revisions(page: Page, server: str, http: Htt
         ["drop", "removed"], ["edit", "changed"], ["new", "added"]]
     assert two in rows[1]
 
+
+
+@pytest.fixture(scope="module")
+def every_page(http: Http) -> list[str]:
+    """A space with something on every page (long ids, a message with an attachment, an ACK,
+    two revisions, uploads) and the path of each page the dashboard has."""
+    alice = http.space("wide", [{"collection_id": "notes", "actions": ["read", "write"]}])
+    blob = _blob(http, alice, b"wide content")
+    sent = http.as_(alice, "POST", "/v1/messages", json={
+        "request_id": "wide-send", "recipient_ids": ["bob"], "thread": {"new": True},
+        "kind": "question", "subject": "a subject long enough to need a second line " * 3,
+        "body": {"text": "a body " * 200, "options": ["yes", "no"]}, "attachment_ids": [blob]})
+    assert sent.status_code == 201, sent.text
+    bob = str(http.admin("/admin/v1/spaces/wide/tokens", {
+        "request_id": "wide-bob-token", "actor_id": "bob", "consumer_id": "bob-inbox",
+        "scopes": ["message.read", "receipt.write"], "recipients": {"mode": "any"},
+        "collections": [], "blob_references": []})["token"])
+    acked = http.as_(bob, "POST", "/v1/acks", json={
+        "request_id": "wide-ack", "items": [{"item_id": sent.json()["feed_item_id"],
+                                             "stage": "received"}]})
+    assert acked.status_code == 200, acked.text
+    for revision in (0, 1):
+        published = http.as_(alice, "POST", "/v1/collections/notes/revisions", json={
+            "request_id": f"wide-pub-{revision}", "expected_revision": revision,
+            "mode": "delta", "items": [{"item_id": f"i{revision}", "path": "a/" * 100 + f"{revision}.md",
+                                        "blob_id": blob, "metadata": {"k": "v" * 300}}]})
+        assert published.status_code == 201, published.text
+    token_id = alice.split(".")[0]
+    space = "/dashboard/spaces/wide"
+    return ["/dashboard/", space, f"{space}/feed", f"{space}/messages/{sent.json()['message_id']}",
+            f"{space}/consumers", f"{space}/collections/notes",
+            f"{space}/collections/notes/revisions/2",
+            f"{space}/collections/notes/diff?from=0&to=2", f"{space}/uploads",
+            f"{space}/tokens/{token_id}/replace", f"{space}/collections/nothing"]
+
+
+@pytest.mark.parametrize("width", [400, 1280])
+def test_every_page_fits_a_phone_and_a_desk(page: Page, server: str, every_page: list[str],
+                                            width: int,
+                                            tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No page scrolls sideways: wide tables scroll in their own box, the header wraps, and
+    its links stay on the dark bar (a screenshot of each page is kept to look at)."""
+    shots = tmp_path_factory.mktemp(f"width-{width}")
+    page.set_viewport_size({"width": width, "height": 900})
+    sign_in(page, server)
+    for path in every_page:
+        page.goto(f"{server}{path}")
+        page.screenshot(path=str(shots / f"{len(list(shots.iterdir())):02d}.png"), full_page=True)
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, (width, path, overflow)
+        header = page.locator("header").bounding_box()
+        assert header is not None
+        for link in page.locator("header a").all():
+            box = link.bounding_box()
+            assert box is not None
+            assert box["x"] + box["width"] <= width, (path, link.inner_text())
+            assert box["y"] + box["height"] <= header["y"] + header["height"], (
+                path, link.inner_text())
+

@@ -159,6 +159,19 @@ def test_a_message_page_shows_markup_as_text_with_every_receipt_version(
     assert "body &lt;script&gt;" in page.text
     rows = re.findall(r"<td>(\d)</td><td>(received|processed)</td>", page.text)
     assert rows == [("1", "received"), ("2", "processed")]
+    # the text as text, its options, source and metadata as labelled fields: no raw JSON
+    assert f'<div id="body" class="text">body {html.escape(SCRIPT, quote=False)}</div>' in (
+        page.text.replace("&#34;", '"').replace("&#39;", "'"))
+    assert '&#34;text&#34;' not in page.text
+    assert "source_uri" not in page.text
+    assert re.search(r'<td id="options"><span class="muted">none</span></td>', page.text)
+    assert re.search(r"<tr><th>k</th><td>&lt;script&gt;", page.text)
+    answered = api.must_send("s1/alice", recipient_ids=["bob"], kind="question",
+                             body={"text": "pick one", "options": ["yes", "<no>"],
+                                   "source_uri": "https://example.test/q"})
+    question = dash.page(f"/dashboard/spaces/s1/messages/{answered['message_id']}").text
+    assert re.findall(r'<span class="option">([^<]*)</span>', question) == ["yes", "&lt;no&gt;"]
+    assert '<td id="source">https://example.test/q</td>' in question
 
 
 def test_a_cut_receipt_history_says_so(both: tuple[Api, Dash],
