@@ -106,6 +106,7 @@ def test_bootstrap_reports_a_wrong_admin_token(server: str) -> None:
     assert "export" not in result.stdout
 
 
+@pytest.mark.slow  # a kit run and its baseline: seconds of load, the slow tier's
 def test_bench_kit_reports_json_with_machine_and_baseline(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "waypost.cli", "bench", "kit", "--profile", "quick",
@@ -120,6 +121,7 @@ def test_bench_kit_reports_json_with_machine_and_baseline(tmp_path: Path) -> Non
     assert "POST /v1/messages" in bench["time"]["by_request"]
 
 
+@pytest.mark.slow  # two servers under load per client: the slow tier's
 @pytest.mark.parametrize("client", ["auto", "python"])
 def test_bench_send_reports_each_send_beside_the_floor(tmp_path: Path, client: str) -> None:
     result = subprocess.run(

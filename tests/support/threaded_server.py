@@ -26,10 +26,13 @@ class _Server(uvicorn.Server):
 @contextmanager
 def serving_app(app: Any, **config: Any) -> Iterator[str]:
     """``app`` served by uvicorn on a free loopback port until the block ends; its base URL.
-    ``config`` goes to ``uvicorn.Config`` (e.g. ``http=`` a protocol class)."""
+    ``config`` goes to ``uvicorn.Config`` (e.g. ``http=`` a protocol class). At the end, an
+    answer still running (a server that trickles on purpose) is cancelled after a second
+    rather than waited for."""
     port = free_port()
     server = _Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                    **{"log_level": "critical", **config}))
+                                    **{"log_level": "critical", "timeout_graceful_shutdown": 1,
+                                       **config}))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     assert server.up.wait(timeout=30), "the server did not start"
