@@ -217,6 +217,15 @@ async def uploads(ctx: Context, space_id: str, after: str | None) -> Page:
     return Page(found[:PAGE], found[PAGE - 1].upload_id if more else None)
 
 
+async def actor(ctx: Context, space_id: str, actor_id: str) -> listings.ActorRow:
+    """An actor of ``space_id``; one of another space, or none, is not found."""
+    (rows,) = await ctx.driver.read([listings.actor(
+        values.object_id(space_id, "space_id"), values.object_id(actor_id, "actor_id"))])
+    if not rows:
+        raise not_found("actor")
+    return listings.actor_from(rows[0])
+
+
 async def token_grants(ctx: Context, space_id: str, token_id: str) -> sql.TokenGrants:
     """A token of ``space_id`` with its grants; a token of another space is not found."""
     (rows,) = await ctx.driver.read([sql.token_grants(

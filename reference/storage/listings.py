@@ -96,6 +96,13 @@ def actors(space_id: str) -> Statement:
                 {"space_id": space_id})
 
 
+def actor(space_id: str, actor_id: str) -> Statement:
+    """One actor of the space (none if it has no such actor), decoded by :func:`actor_from`."""
+    return stmt(f"""SELECT {select_list(ActorRow)}
+                   FROM actors WHERE space_id = :space_id AND actor_id = :actor_id""",
+                {"space_id": space_id, "actor_id": actor_id})
+
+
 def actor_from(row: Row) -> ActorRow:
     """Decode a row of the listing of actors."""
     return decode(ActorRow, row, disabled=bool)

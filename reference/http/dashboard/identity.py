@@ -77,9 +77,29 @@ async def _create_actor(request: Request, session: Session, form: Form) -> Respo
     return redirect(f"/spaces/{space_id}")
 
 
+def _unconfirmed(request: Request, session: Session, form: Form, title: str, verb: str,
+                 consequence: str) -> Response | None:
+    """A change that cannot be undone happens only from a form that says ``confirm=yes``: any
+    other post of it answers this page, which asks, carrying the same request id (so the
+    change, once confirmed, is the one the first form meant); None when confirmed."""
+    if field(form, "confirm") == "yes":
+        return None
+    return render("confirm.html", session=session, title=title, verb=verb,
+                  consequence=consequence, action=request.url.path,
+                  request_id=field(form, "request_id"),
+                  back=f"/dashboard/spaces/{_path(request, 'space_id')}")
+
+
 async def _disable_actor(request: Request, session: Session, form: Form) -> Response:
-    space_id = _path(request, "space_id")
-    await control.disable_actor(context(request), space_id, _path(request, "actor_id"),
+    space_id, actor_id = _path(request, "space_id"), _path(request, "actor_id")
+    ctx = context(request)
+    await inspector.actor(ctx, space_id, actor_id)  # the URL's space's own
+    asked = _unconfirmed(request, session, form, f"Disable actor {actor_id}?", "Disable",
+                         f"Every token of {actor_id} stops working at once, and the actor "
+                         "cannot be enabled again.")
+    if asked is not None:
+        return asked
+    await control.disable_actor(ctx, space_id, actor_id,
                                 {"request_id": field(form, "request_id")})
     return redirect(f"/spaces/{space_id}")
 
@@ -161,6 +181,11 @@ async def _issue_token(request: Request, session: Session, form: Form) -> Respon
 async def _revoke_token(request: Request, session: Session, form: Form) -> Response:
     space_id, token_id = _path(request, "space_id"), _path(request, "token_id")
     await inspector.token_grants(context(request), space_id, token_id)  # the URL's space's own
+    asked = _unconfirmed(request, session, form, f"Revoke token {token_id}?", "Revoke",
+                         "Every request with this token is refused from now on; a revoked "
+                         "token cannot be restored.")
+    if asked is not None:
+        return asked
     await control.revoke_token(context(request), token_id,
                                {"request_id": field(form, "request_id")})
     return redirect(f"/spaces/{space_id}")

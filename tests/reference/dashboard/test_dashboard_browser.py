@@ -170,6 +170,9 @@ def test_create_an_actor_and_a_token_then_revoke_it(page: Page, server: str, htt
     assert http.as_(token, "GET", "/v1/feed").status_code == 200
     page.goto(f"{server}/dashboard/spaces/ids")
     page.locator(f"tr[data-token='{token_id}'] button.revoke").click()
+    expect(page.locator("#confirm-title")).to_contain_text(f"Revoke token {token_id}?")
+    assert http.as_(token, "GET", "/v1/feed").status_code == 200  # not yet
+    page.click("#confirm")
     expect(page.locator(f"tr[data-token='{token_id}']")).to_contain_text("revoked")
     refused = http.as_(token, "GET", "/v1/feed")
     assert refused.status_code == 401

@@ -73,10 +73,21 @@ def test_create_an_actor_issue_replay_rotate_and_revoke_its_token(both: tuple[Ap
     new = next(t for t in listing if t["token_id"] == api.tokens["dora2"].split(".")[0])
     assert new["scopes"] == ["message.read", "space.observe"]
 
-    revoked = dash.post(f"/dashboard/spaces/s1/tokens/{new['token_id']}/revoke", "dash-rv1")
+    # revoke and disable ask first, whatever the browser runs: nothing happens unconfirmed
+    revoke = f"/dashboard/spaces/s1/tokens/{new['token_id']}/revoke"
+    asked = dash.post(revoke, "dash-rv1")
+    assert asked.status_code == 200
+    assert 'id="confirm-title">Revoke token' in asked.text
+    assert 'name="request_id" value="dash-rv1"' in asked.text
+    assert api.as_("dora2", "GET", "/v1/feed").status_code == 200
+    revoked = dash.post(revoke, "dash-rv1", confirm="yes")
     assert revoked.status_code == 303
     assert api.as_("dora2", "GET", "/v1/feed").status_code == 401
-    disabled = dash.post("/dashboard/spaces/s1/actors/dora/disable", "dash-d1")
+    asked = dash.post("/dashboard/spaces/s1/actors/dora/disable", "dash-d1", confirm="no")
+    assert 'id="confirm-title">Disable actor dora?' in asked.text
+    actors = api.admin("GET", "/admin/v1/spaces/s1").json()["actors"]
+    assert next(a for a in actors if a["actor_id"] == "dora")["disabled"] is False
+    disabled = dash.post("/dashboard/spaces/s1/actors/dora/disable", "dash-d1", confirm="yes")
     assert disabled.status_code == 303
     actors = api.admin("GET", "/admin/v1/spaces/s1").json()["actors"]
     assert next(a for a in actors if a["actor_id"] == "dora")["disabled"] is True
