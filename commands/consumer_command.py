@@ -67,7 +67,7 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) ->
 def _init(args: argparse.Namespace, store: LocalStore) -> Any:
     server = args.server or os.environ.get("WAYPOST_URL")
     if not server:
-        raise ConsumerError("init needs --server URL (or WAYPOST_URL)")
+        raise ConsumerError("init needs --url URL (or WAYPOST_URL)")
     if not server.startswith(("http://", "https://")):
         raise ConsumerError(f"not an http(s) URL: {server}")
     profile = store.init_profile(server, args.label)
@@ -275,9 +275,12 @@ def _common() -> argparse.ArgumentParser:
     common.add_argument("--db", default=os.environ.get("WAYPOST_CONSUMER_DB", DEFAULT_DB),
                         help="the consumer's local SQLite file (default: $WAYPOST_CONSUMER_DB, "
                              f"else ./{DEFAULT_DB})")
-    common.add_argument("--server", default=None, metavar="URL",
+    common.add_argument("--url", dest="server", default=None, metavar="URL",
                         help="the server's base URL: fixed by init (default there: "
                              "$WAYPOST_URL); later commands check it matches")
+    # the flag's old name, kept for one release (and for consumers the kit's P17 drives)
+    common.add_argument("--server", dest="server", default=argparse.SUPPRESS,
+                        help=argparse.SUPPRESS)
     common.add_argument("--token-file", default=None, metavar="FILE",
                         help="read the bearer token from FILE; without it the token itself "
                              "is taken from $WAYPOST_TOKEN; never stored or printed")

@@ -1,5 +1,5 @@
 """``waypost mcp``: the reference consumer as MCP tools for an agent, over stdio (default) or
-Streamable HTTP. One local file (``--db``), one server (``--server``), one token
+Streamable HTTP. One local file (``--db``), one server (``--url``), one token
 (``WAYPOST_TOKEN`` or ``--token-file``; never stored, echoed or logged)."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         faults.arm_from_environment()
         if not args.server:
-            raise ConsumerError("needs --server URL (or WAYPOST_URL)")
+            raise ConsumerError("needs --url URL (or WAYPOST_URL)")
         if not args.server.startswith(("http://", "https://")):
             raise ConsumerError(f"not an http(s) URL: {args.server}")
         token = _token(args.token_file)
@@ -122,7 +122,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--server", default=os.environ.get("WAYPOST_URL"), metavar="URL",
+    # --server: the flag's old name, kept for one release
+    command.add_argument("--server", dest="server", default=argparse.SUPPRESS,
+                         help=argparse.SUPPRESS)
+    command.add_argument("--url", dest="server", default=os.environ.get("WAYPOST_URL"),
+                         metavar="URL",
                          help="the Waypost server's base URL (default: $WAYPOST_URL); a local "
                               "file belongs to one server")
     command.add_argument("--db", default=os.environ.get("WAYPOST_CONSUMER_DB", DEFAULT_DB),

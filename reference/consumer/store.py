@@ -41,7 +41,7 @@ class LocalStore:
     def __init__(self, path: Path, *, create: bool = False) -> None:
         if not create and not path.exists():
             raise ConsumerError(f"no consumer database at {path}: run 'waypost consumer init "
-                                "--db FILE --server URL' first")
+                                "--db FILE --url URL' first")
         self.path = path
         try:
             self.connection = apsw.Connection(str(path))

@@ -52,3 +52,18 @@ def test_the_lazy_commands_are_listed_as_in_the_full_interface() -> None:
     full = parser().format_help()
     assert parser("serve").format_help() == full
     assert all(f"    {name}" in full for name in LAZY_COMMANDS)
+
+
+@pytest.mark.parametrize("argv", [["consumer", "init"], ["consumer", "list"], ["mcp"]])
+def test_the_servers_address_is_url_with_server_a_hidden_alias(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """One name for one flag (``admin bootstrap``, the consumer and the MCP entry alike)."""
+    command = parser(argv[0])
+    with pytest.raises(SystemExit):
+        command.parse_args([*argv, "--help"])
+    shown = capsys.readouterr().out
+    assert "--url URL" in shown
+    assert "--server" not in shown
+    for flag in ("--url", "--server"):
+        parsed = command.parse_args([*argv, flag, "http://127.0.0.1:9"])
+        assert parsed.server == "http://127.0.0.1:9"

@@ -112,8 +112,8 @@ def test_two_agents_exchange_messages_through_a_crash(demo: tuple[str, dict[str,
                                                       tmp_path: Path) -> None:
     url, tokens = demo
     alice, bob = tmp_path / "alice.db", tmp_path / "bob.db"
-    must(tokens["alice"], alice, "init", "--server", url)
-    must(tokens["bob"], bob, "init", "--server", url)
+    must(tokens["alice"], alice, "init", "--url", url)
+    must(tokens["bob"], bob, "init", "--server", url)  # the flag's old name, one release more
     sent = must(tokens["alice"], alice, "send", "--to", "bob", "--subject", "Plan",
                 "--text", "Shall we meet?", "--kind", "question")
     assert sent["state"] == "committed"
@@ -207,8 +207,8 @@ def test_a_publish_survives_a_crash_once_and_readers_pin_the_revision(
         demo: tuple[str, dict[str, str]], tmp_path: Path) -> None:
     url, tokens = demo
     alice, bob = tmp_path / "alice.db", tmp_path / "bob.db"
-    must(tokens["alice"], alice, "init", "--server", url)
-    must(tokens["bob"], bob, "init", "--server", url)
+    must(tokens["alice"], alice, "init", "--url", url)
+    must(tokens["bob"], bob, "init", "--server", url)  # the flag's old name, one release more
     blob_id = _sealed_note(url, tokens["alice"], b"# Notes\nremember the milk\n")
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tokens['alice']}"}) as c:
         head = c.get("/v1/collections/notes").json()["current_revision"]
