@@ -100,7 +100,10 @@ def _sync(args: argparse.Namespace, store: LocalStore) -> Any:
 
 
 def _list(args: argparse.Namespace, store: LocalStore) -> Any:
-    return views.work_items(store, None if args.state == "all" else args.state)
+    """The work items (``--json``: that list alone, as scripts read it); shown to a person,
+    the receipts received after them."""
+    items = views.work_items(store, None if args.state == "all" else args.state)
+    return items if args.json else {"work": items, "receipts": views.receipts(store)}
 
 
 def _show(args: argparse.Namespace, store: LocalStore) -> Any:
@@ -182,6 +185,8 @@ def _status(args: argparse.Namespace, store: LocalStore) -> Any:
 
 ITEM_COLUMNS = (("item_id", "ITEM"), ("sequence", "SEQ"), ("type", "TYPE"), ("sender", "FROM"),
                 ("subject", "SUBJECT"), ("state", "STATE"))
+RECEIPT_COLUMNS = (("subject", "ITEM"), ("actor", "BY"), ("stage", "STAGE"),
+                   ("version", "VERSION"), ("updated_at", "AT"))
 OUTBOUND_COLUMNS = (("request_id", "REQUEST ID"), ("operation", "OPERATION"), ("state", "STATE"),
                     ("attempts", "TRIES"), ("result_status", "STATUS"), ("error_code", "ERROR"))
 
@@ -189,7 +194,10 @@ OUTBOUND_COLUMNS = (("request_id", "REQUEST ID"), ("operation", "OPERATION"), ("
 def human(command: str, result: Any) -> str:
     """The default, human-readable rendering of a command's result."""
     if command == "list":
-        return table(result, ITEM_COLUMNS) if result else "no work items"
+        work = table(result["work"], ITEM_COLUMNS) if result["work"] else "no work items"
+        if not result["receipts"]:
+            return work + "\nno receipts"
+        return f"{work}\n\nreceipts:\n{table(result['receipts'], RECEIPT_COLUMNS)}"
     if command == "show":
         message = result.get("message")
         lines = [f"{k}: {visible(str(v))}" for k, v in result["item"].items()]

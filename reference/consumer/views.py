@@ -24,6 +24,16 @@ def work_items(store: LocalStore, state: str | None = None) -> list[Row]:
     return store.rows(_ITEMS + " WHERE w.state = ? ORDER BY f.sequence", (state,))
 
 
+def receipts(store: LocalStore) -> list[Row]:
+    """The receipts this consumer has received (others' progress on its actor's items), in
+    feed order: which item, who, which stage and version."""
+    return store.rows("""
+        SELECT f.sequence, r.subject_item_id AS subject, r.actor_id AS actor, r.stage,
+               r.receipt_version AS version, r.updated_at
+          FROM local_receipt_updates r JOIN local_feed_items f ON f.item_id = r.item_id
+         ORDER BY f.sequence""")
+
+
 def item(store: LocalStore, item_id: str) -> dict[str, Any]:
     """One received item with its message (body, recipients, options, attachments) or its
     pinned memory revision (entries), and its work record."""

@@ -133,6 +133,13 @@ def test_two_agents_exchange_messages_through_a_crash(demo: tuple[str, dict[str,
     must(tokens["alice"], alice, "sync")
     replies = [i for i in must(tokens["alice"], alice, "list") if i["type"] == "message"]
     assert [r["subject"] for r in replies] == ["Re: Plan"]
+    # shown to alice, her list ends with bob's receipts on her message: received, processed
+    shown_list = consumer(tokens["alice"], alice, "list").stdout
+    work, receipts = shown_list.split("\n\nreceipts:\n")
+    assert "Re: Plan" in work
+    rows = [line.split() for line in receipts.splitlines()[1:]]
+    assert [(row[1], row[2], row[3]) for row in rows] == [("bob", "received", "1"),
+                                                          ("bob", "processed", "2")]
     status = must(tokens["bob"], bob, "status")
     assert status["work"]["done"] == 1
     assert status["outbound"]["pending"] == 0
