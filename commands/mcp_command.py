@@ -8,6 +8,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -157,6 +158,54 @@ def add_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--port", type=int, default=8788,
                          help="with --http: the port (default: 8788; 0: any free port)")
     command.set_defaults(run=run)
+    configs = command.add_subparsers(dest="mcp_command", metavar="[config]")
+    config = configs.add_parser(
+        "config", help="print an MCP client's entry for this agent, with your own paths",
+        description="Print the JSON an MCP client (Claude Desktop, an IDE…) needs to start "
+                    "this agent's MCP server: the absolute path of this installation's waypost "
+                    "executable, the server's URL and the absolute path of the local file. The "
+                    "token is left as a placeholder for the client's environment (or use "
+                    "--token-file, whose absolute path is written instead): nothing secret is "
+                    "printed.")
+    config.add_argument("--url", dest="server", default=os.environ.get("WAYPOST_URL"),
+                        metavar="URL", help="the Waypost server's base URL (default: "
+                                            "$WAYPOST_URL)")
+    config.add_argument("--db", default=os.environ.get("WAYPOST_CONSUMER_DB", DEFAULT_DB),
+                        help=f"the agent's local file (default: ./{DEFAULT_DB})")
+    config.add_argument("--token-file", default=None, metavar="FILE",
+                        help="the agent's token file, named in the entry by its absolute path")
+    config.add_argument("--name", default="waypost",
+                        help="the entry's name in mcpServers (default: waypost)")
+    config.set_defaults(run=print_config)
+
+
+def client_entry(args: argparse.Namespace, executable: str) -> dict[str, object]:
+    """The ``mcpServers`` document for this agent: ``executable`` started with absolute paths."""
+    entry: dict[str, object] = {
+        "command": executable,
+        "args": ["mcp", "--url", args.server, "--db", str(Path(args.db).expanduser().resolve())]}
+    if args.token_file is not None:
+        assert isinstance(entry["args"], list)
+        entry["args"] += ["--token-file", str(Path(args.token_file).expanduser().resolve())]
+    else:
+        entry["env"] = {"WAYPOST_TOKEN": "<the agent's token>"}
+    return {"mcpServers": {args.name: entry}}
+
+
+def print_config(args: argparse.Namespace) -> int:
+    """``waypost mcp config``: the client entry, started by this installation's executable."""
+    if not args.server or not args.server.startswith(("http://", "https://")):
+        print("waypost mcp config: needs --url http(s)://… (or WAYPOST_URL)", file=sys.stderr)
+        return 2
+    beside = Path(sys.executable).with_name("waypost")
+    found = shutil.which("waypost")
+    executable = str(beside) if beside.exists() else str(Path(found).resolve()) if found else ""
+    if not executable:
+        print("waypost mcp config: no waypost executable beside this Python or on PATH",
+              file=sys.stderr)
+        return 2
+    print(json.dumps(client_entry(args, executable), indent=2))
+    return 0
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

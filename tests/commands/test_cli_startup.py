@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from waypost.cli import LAZY_COMMANDS, parser
+from waypost.cli import LAZY_COMMANDS, main, parser
 
 #: Packages that take a tenth of a second or more to import, and which command needs each.
 HEAVY = ("hypothesis", "schemathesis", "mcp", "httpx", "uvicorn", "starlette", "jinja2")
@@ -67,3 +68,23 @@ def test_the_servers_address_is_url_with_server_a_hidden_alias(
     for flag in ("--url", "--server"):
         parsed = command.parse_args([*argv, flag, "http://127.0.0.1:9"])
         assert parsed.server == "http://127.0.0.1:9"
+
+
+def test_mcp_config_prints_the_clients_entry_with_absolute_paths(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WAYPOST_TOKEN", "tok_secret.never-printed")
+    assert main(["mcp", "config", "--url", "http://127.0.0.1:8787", "--db", "alice.db",
+                 "--name", "alice"]) == 0
+    entry = json.loads(capsys.readouterr().out)["mcpServers"]["alice"]
+    assert Path(entry["command"]).is_absolute()
+    assert Path(entry["command"]).exists()
+    assert entry["args"] == ["mcp", "--url", "http://127.0.0.1:8787", "--db",
+                             str(tmp_path.resolve() / "alice.db")]
+    assert entry["env"] == {"WAYPOST_TOKEN": "<the agent's token>"}
+    assert main(["mcp", "config", "--url", "http://x.test", "--token-file", "a.token"]) == 0
+    assert "secret" not in (printed := capsys.readouterr().out)
+    assert str(tmp_path.resolve() / "a.token") in printed
+    serving = parser("mcp").parse_args(["mcp", "--url", "http://127.0.0.1:8787"])
+    assert (serving.mcp_command, serving.server) == (None, "http://127.0.0.1:8787")
