@@ -25,6 +25,12 @@ class FeedRow:
     collection_id: str | None
     committed_at: int
     subject: str | None
+    #: a receipt item's subject (the message or the collection of the item it is about, and that
+    #: item's type), the consumer and the stage it reports
+    receipt_of: str | None = None
+    receipt_of_type: str | None = None
+    receipt_consumer: str | None = None
+    receipt_stage: str | None = None
 
 
 #: The feed filters the page may set, each an equality on one column of ``feed_items`` with an
@@ -39,7 +45,12 @@ def feed_page(space_id: str, before: str, limit: int, item_type: str | None,
     """Up to ``limit`` items before ``before``, newest first, filtered where a filter is set.
     Only the filters set are in the ``WHERE`` (an ``:x IS NULL OR`` form would keep SQLite
     from using the index of the filtered column)."""
-    columns = select_list(FeedRow, "f.", sequence=SEQUENCE, subject="m.subject")
+    columns = select_list(FeedRow, "f.", sequence=SEQUENCE, subject="m.subject",
+                          receipt_of="ru.subject_resource_id",
+                          receipt_of_type="(SELECT s.item_type FROM feed_items s"
+                                          " WHERE s.item_id = ru.subject_item_id)",
+                          receipt_consumer="ru.consumer_id",
+                          receipt_stage="ru.stage")
     params: dict[str, SqlValue] = {"space_id": space_id, "before": before, "limit": limit}
     conditions = ["f.space_id = :space_id", "f.sequence < CAST(:before AS INTEGER)"]
     indexed = False
@@ -54,6 +65,8 @@ def feed_page(space_id: str, before: str, limit: int, item_type: str | None,
         FROM feed_items f
         LEFT JOIN messages m ON f.item_type = 'message' AND m.space_id = f.space_id
             AND m.message_id = f.resource_id
+        LEFT JOIN feed_receipt_updates ru ON f.item_type = 'receipt'
+            AND ru.space_id = f.space_id AND ru.item_id = f.item_id
         WHERE {" AND ".join(conditions)}
         ORDER BY f.sequence DESC LIMIT :limit""", params)
 

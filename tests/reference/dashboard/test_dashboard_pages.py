@@ -226,6 +226,18 @@ def test_the_feed_filters_and_pages(both: tuple[Api, Dash]) -> None:
         assert "INVALID_REQUEST" in refused.text
 
 
+def test_feed_rows_say_which_message_thread_and_consumer(both: tuple[Api, Dash]) -> None:
+    api, dash = both
+    sent = _populate(api)  # bob's consumer acknowledged alice's message twice
+    receipts = dash.page("/dashboard/spaces/s1/feed", type="receipt").text
+    link = f'<a href="/dashboard/spaces/s1/messages/{sent["message_id"]}">{sent["message_id"]}</a>'
+    assert receipts.count(f"processed, of {link}, by consumer bob-inbox") == 1
+    assert receipts.count(f"received, of {link}, by consumer bob-inbox") == 1
+    messages = dash.page("/dashboard/spaces/s1/feed", type="message").text
+    assert f'href="/dashboard/spaces/s1/feed?thread={sent["thread_id"]}"' in messages
+    assert link in messages
+
+
 def test_revisions_entries_and_their_difference(both: tuple[Api, Dash]) -> None:
     api, dash = both
     _populate(api)
