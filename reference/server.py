@@ -22,6 +22,7 @@ from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.domain.clock import SystemClock
 from waypost.reference.domain.errors import StorageUnavailable
 from waypost.reference.domain.faults import Abandoned, Faults
+from waypost.reference.domain.keys import derive as derive_keys
 from waypost.reference.domain.published_limits import D1_LIMITS, Limits
 from waypost.reference.domain.sessions import SessionPolicy
 from waypost.reference.http.app import create_app
@@ -57,7 +58,9 @@ class Settings:
 
 
 def cursor_key(data_dir: Path) -> bytes:
-    """The HMAC key for cursors: 32 random bytes made once, kept so cursors survive restarts.
+    """The server's secret, from which every key is derived (``domain/keys.py``; cursors' key
+    among them, hence the file's name): 32 random bytes made once, kept so that cursors and
+    dashboard sessions survive restarts.
     Written to a temp file, fsynced, then linked into place: a crash leaves no half key."""
     path = data_dir / CURSOR_KEY
     if not path.exists():
@@ -134,6 +137,7 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
         driver = SqliteDriver(settings.data_dir / DATABASE, synchronous=settings.synchronous,
                               on_durable=lambda: faults.hit("commit.durable"))
         blobs = FileBlobStore(settings.data_dir / "objects", durable=settings.synchronous == "FULL")
+    keys = derive_keys(cursor_key(settings.data_dir))
     try:
         await driver.migrate()
         yield Context(
@@ -141,7 +145,9 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
             blobs=blobs,
             limits=limits,
             clock=SystemClock(),
-            cursor_key=cursor_key(settings.data_dir),
+            cursor_key=keys.cursors,
+            csrf_key=keys.csrf,
+            session_key=keys.sessions,
             admin_digest=token_digest(settings.admin_token) if settings.admin_token else None,
             test_hooks=settings.test_hooks,
             faults=faults,

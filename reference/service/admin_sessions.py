@@ -1,8 +1,9 @@
 """Dashboard sign-in, session checks, sign-out and CSRF tokens (docs/dashboard.md).
 
-The browser holds a random session id; the database holds only its SHA-256 digest with the
-session's times. A CSRF token is an HMAC of the session id under a key derived from the
-server's cursor key, so it needs no storage and dies with its session.
+The browser holds a random session id; the database holds only an HMAC of it (the sessions'
+key) with the session's times. A CSRF token is an HMAC of the session id under the CSRF key, so
+it needs no storage and dies with its session. Both keys are derived from the server's secret
+with HKDF, each for its purpose (``domain/keys.py``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ class SignInRefused(Unauthenticated):
     """The admin token presented on the sign-in form is not the operator's."""
 
 
-def session_digest(session_id: str) -> bytes:
-    return hashlib.sha256(session_id.encode()).digest()
+def session_digest(ctx: Context, session_id: str) -> bytes:
+    """What a session is stored under: an HMAC of its id with the sessions' key, so that the
+    stored digests alone open nothing."""
+    return hmac.new(ctx.session_key, session_id.encode(), hashlib.sha256).digest()
 
 
 async def sign_in(ctx: Context, presented: str, address: str) -> str:
@@ -41,7 +44,7 @@ async def sign_in(ctx: Context, presented: str, address: str) -> str:
     session_id = secrets.token_urlsafe(32)
     policy = ctx.sessions
     outcome = sql.outcome_from(await ctx.driver.run(sql.create(
-        session_digest(session_id), now, policy.idle_ms, now + policy.absolute_ms)))
+        session_digest(ctx, session_id), now, policy.idle_ms, now + policy.absolute_ms)))
     if outcome.verdict != "ok" or not outcome.live:
         raise RuntimeError(f"a new admin session was not created: {outcome.verdict}")
     return session_id
@@ -53,7 +56,7 @@ async def is_live(ctx: Context, session_id: str | None) -> bool:
     so most page views write nothing."""
     if not session_id:
         return False
-    digest = session_digest(session_id)
+    digest = session_digest(ctx, session_id)
     (rows,) = await ctx.driver.read([sql.read(digest)])
     if not rows:
         return False
@@ -68,13 +71,12 @@ async def is_live(ctx: Context, session_id: str | None) -> bool:
 
 async def sign_out(ctx: Context, session_id: str) -> None:
     """Revoke the session (an unknown or already revoked one stays as it is)."""
-    await ctx.driver.run(sql.revoke(session_digest(session_id), ctx.clock.now_ms()))
+    await ctx.driver.run(sql.revoke(session_digest(ctx, session_id), ctx.clock.now_ms()))
 
 
 def csrf_token(ctx: Context, session_id: str) -> str:
     """The CSRF token every state-changing form of this session carries."""
-    key = hashlib.sha256(b"waypost dashboard csrf\0" + ctx.cursor_key).digest()
-    return hmac.new(key, session_id.encode(), hashlib.sha256).hexdigest()
+    return hmac.new(ctx.csrf_key, session_id.encode(), hashlib.sha256).hexdigest()
 
 
 def csrf_valid(ctx: Context, session_id: str, presented: str | None) -> bool:

@@ -52,8 +52,11 @@ class Context:
     driver: Driver
     blobs: BlobStore
     clock: SystemClock
+    #: the keys derived from the server's secret (``domain/keys.py``), one per purpose
     cursor_key: bytes
     admin_digest: bytes | None
+    csrf_key: bytes
+    session_key: bytes
     limits: Limits = field(default_factory=Limits)
     signal: FeedSignal = field(default_factory=FeedSignal)
     test_hooks: bool = False

@@ -4,6 +4,7 @@ CSRF, rate-limited sign-ins, cookie flags and the Content-Security-Policy."""
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import subprocess
 import sys
@@ -18,8 +19,9 @@ from starlette.testclient import TestClient
 
 from tests.support.api import ADMIN_TOKEN, Api
 from tests.support.dashboard_client import Dash
+from waypost.reference.domain.keys import derive
 from waypost.reference.domain.sessions import SessionPolicy
-from waypost.reference.server import DATABASE, Settings, build_app
+from waypost.reference.server import DATABASE, Settings, build_app, cursor_key
 
 IDLE_S, LIFETIME_S = 600, 1800
 
@@ -91,7 +93,10 @@ def test_the_database_holds_only_a_digest_of_the_session_id(dash: Dash, data_dir
     assert dash.page("/dashboard/").status_code == 200
     db = apsw.Connection(str(data_dir / DATABASE))
     digests = [bytes(row[0]) for row in db.execute("SELECT session_digest FROM admin_sessions")]
-    assert digests == [hashlib.sha256(session_id.encode()).digest()]
+    # an HMAC under the sessions' key, derived from the secret in the data directory
+    key = derive(cursor_key(data_dir)).sessions
+    assert digests == [hmac.new(key, session_id.encode(), hashlib.sha256).digest()]
+    assert digests != [hashlib.sha256(session_id.encode()).digest()]
     db.close()
     for file in data_dir.glob(f"{DATABASE}*"):  # the database and its write-ahead log
         assert session_id.encode() not in file.read_bytes(), file.name

@@ -129,3 +129,21 @@ def test_canonical_json_is_rfc8785_byte_for_byte(value: Any) -> None:
         return
     assert canonical_json(value) == expected
 
+
+
+def test_each_purpose_has_a_key_of_its_own_derived_with_hkdf() -> None:
+    """RFC 5869 HKDF-SHA256 of the secret, info "waypost/1 <purpose>", no salt: a port that
+    derives the same way shares cursors and sessions with this server's data directory."""
+    import hashlib
+    import hmac
+
+    from waypost.reference.domain.keys import Keys, derive
+
+    secret = bytes(range(32))
+    keys = derive(secret)
+    assert len(set(keys)) == 3
+    for purpose, key in zip(Keys._fields, keys, strict=True):
+        prk = hmac.new(b"\0" * 32, secret, hashlib.sha256).digest()  # extract, salt = zeros
+        expected = hmac.new(prk, f"waypost/1 {purpose}".encode() + b"\1", hashlib.sha256)
+        assert key == expected.digest()  # expand: one block of 32 bytes
+    assert derive(secret) == keys
