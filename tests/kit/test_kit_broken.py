@@ -7,6 +7,7 @@ the variant through the ASGI app (the defects are about logic, not transport).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import itertools
@@ -27,6 +28,7 @@ from waypost.reference.domain.errors import Forbidden, NotFound
 from waypost.reference.server import served_context
 from waypost.reference.service import acks, auth, feed, memory, messages, submissions
 from waypost.reference.service.context import Context, Outcome
+from waypost.reference.storage import feed as feed_sql
 from waypost.reference.storage import memory as memory_sql
 from waypost.reference.storage.plan import CommitPlan, Statement
 
@@ -59,6 +61,9 @@ def receipts_may_regress(mp: pytest.MonkeyPatch, client: TestClient) -> None:
     ctx.driver.call_writer(  # type: ignore[attr-defined]
         lambda connection: connection.execute("DROP TRIGGER receipts_forward_only"))
     mp.setattr(plan, "ADVANCED", "(requested_stage <> prior_stage)")
+    # the plan's SQL is built once: a fresh cache for the patched text, the original's after
+    plan._ack_sql.cache_clear()
+    mp.setattr(plan, "_ack_sql", functools.cache(plan._ack_sql.__wrapped__))
 
 
 def foreign_ids_answer_differently(mp: pytest.MonkeyPatch, client: TestClient) -> None:
@@ -77,20 +82,21 @@ def foreign_ids_answer_differently(mp: pytest.MonkeyPatch, client: TestClient) -
 
 
 def cursor_not_bound_to_consumer(mp: pytest.MonkeyPatch, client: TestClient) -> None:
-    def check_binding(principal: Any, decoded: Any) -> None:
-        return None
-    mp.setattr(feed, "check_binding", check_binding)
-    mp.setattr(acks, "check_binding", check_binding)
+    def binding_fault(principal: Any, decoded: Any) -> str:
+        return ""
+    mp.setattr(feed, "binding_fault", binding_fault)
+    mp.setattr(acks, "binding_fault", binding_fault)
 
 
 def ack_saved_partially(mp: pytest.MonkeyPatch, client: TestClient) -> None:
     original = acks.acknowledge
 
-    async def acknowledge(ctx: Context, principal: Any, raw: Any) -> Outcome:
+    async def acknowledge(ctx: Context, principal: Any, raw: Any,
+                          remembered: bool = False) -> Outcome:
         try:
-            return await original(ctx, principal, raw)
+            return await original(ctx, principal, raw, remembered)
         except NotFound:
-            (rows,) = await ctx.driver.read([acks.feed_sql.visible_items_statement(
+            (rows,) = await ctx.driver.read([feed_sql.visible_items_statement(
                 principal, [item["item_id"] for item in raw["items"]])])
             visible = {row[0] for row in rows if row[1] != "receipt"}
             kept = [item for item in raw["items"] if item["item_id"] in visible]

@@ -29,11 +29,12 @@ def ack_split_in_two(mp: pytest.MonkeyPatch) -> None:
     """An ACK past the bound is saved as two ACKs, answered as one."""
     original = acks.acknowledge
 
-    async def acknowledge(ctx: Context, principal: Any, raw: Any) -> Outcome:
+    async def acknowledge(ctx: Context, principal: Any, raw: Any,
+                          remembered: bool = False) -> Outcome:
         bound = ctx.limits.ack_items
         if not (isinstance(raw, dict) and isinstance(raw.get("items"), list)
                 and len(raw["items"]) > bound):
-            return await original(ctx, principal, raw)
+            return await original(ctx, principal, raw, remembered)
         rest = {key: value for key, value in raw.items() if key != "checkpoint"}
         first = await original(ctx, principal, {**rest, "items": raw["items"][:bound]})
         second = await original(ctx, principal, {**raw, "request_id": raw["request_id"] + ".2",
