@@ -142,13 +142,14 @@ def upload_by_submission(submission_id: str) -> Statement:
 
 
 def mark_stored(space_id: str, upload_id: str, now: int) -> CommitPlan:
-    """The verified content is in place: awaiting → stored, unless expired or being cleaned."""
+    """The verified content is in place: awaiting → stored, unless expired (stored or not: an
+    expired upload can no longer be sealed) or being cleaned."""
     plan_id = new_plan_id()
     p: dict[str, SqlValue] = {"space_id": space_id, "upload_id": upload_id, "now": now}
     here = "space_id = :space_id AND upload_id = :upload_id"
     writes = [guard(plan_id, [
         (f"EXISTS (SELECT 1 FROM uploads WHERE {here} AND (state IN ('cleaning', 'cleaned')"
-         " OR (state = 'awaiting' AND expires_at <= :now)))", "UPLOAD_EXPIRED")], p),
+         " OR (state IN ('awaiting', 'stored') AND expires_at <= :now)))", "UPLOAD_EXPIRED")], p),
         guarded(plan_id, f"""UPDATE uploads SET state = 'stored', stored_at = :now
                              WHERE {here} AND state = 'awaiting' AND {GUARD_OK}""", p)]
     return plan("mark_stored", plan_id, writes, _upload_state_read(plan_id, p))

@@ -112,6 +112,8 @@ def test_expired_uploads_cannot_be_stored_or_sealed(hooked: Api) -> None:
     clock = api.admin("POST", "/_test/clock", {"advance_ms": 3600 * 1000 + 1})
     assert clock.status_code == 200
     must_fail(put(api, "s1/alice", waiting["upload_id"], data), 410, "UPLOAD_EXPIRED")
+    # stored before its expiry, it can no longer be sealed: a PUT again says so (WP-UPL-7)
+    must_fail(put(api, "s1/alice", stored["upload_id"], data), 410, "UPLOAD_EXPIRED")
     first = seal(api, "s1/alice", stored["upload_id"], "late-seal")
     must_fail(first, 410, "UPLOAD_EXPIRED")
     again = seal(api, "s1/alice", stored["upload_id"], "late-seal")
