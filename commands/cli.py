@@ -459,12 +459,35 @@ def _command_in(argv: Sequence[str]) -> str:
     return next((word for word in argv if not word.startswith("-")), "")
 
 
+#: The extra that installs each package the base install lacks (pyproject.toml).
+EXTRA_OF = {"hypothesis": "kit", "schemathesis": "kit", "mcp": "mcp", "mcp_types": "mcp",
+            "pydantic": "mcp"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``waypost`` console script."""
     words = sys.argv[1:] if argv is None else list(argv)
-    args = parser(_command_in(words)).parse_args(words)
-    code: int = args.run(args)
+    try:
+        args = parser(_command_in(words)).parse_args(words)
+        code: int = args.run(args)
+    except ModuleNotFoundError as error:
+        extra = EXTRA_OF.get((error.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(f"waypost {' '.join(_words_of(words))}: needs {error.name}, which the base install "
+              f"leaves out: pip install 'waypost[{extra}]'", file=sys.stderr)
+        return 2
     return code
+
+
+def _words_of(argv: Sequence[str]) -> list[str]:
+    """The command words of ``argv`` (up to its first option), for a message."""
+    words: list[str] = []
+    for word in argv:
+        if word.startswith("-"):
+            break
+        words.append(word)
+    return words[:2]
 
 
 if __name__ == "__main__":

@@ -83,6 +83,11 @@ def _ready(url: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Open (or create) the local file for the server, then serve until the client leaves
     (stdio) or the process is interrupted (HTTP)."""
+    import anyio  # the SDK first: without the mcp extra, nothing is created
+
+    from waypost.reference.agent_mcp import server as mcp_server
+    from waypost.reference.agent_mcp import transports
+
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="waypost mcp: %(levelname)s %(name)s: %(message)s")
     try:
@@ -103,11 +108,6 @@ def run(args: argparse.Namespace) -> int:
         store.close()
         print(f"waypost mcp: {error}", file=sys.stderr)
         return 2
-    import anyio
-
-    from waypost.reference.agent_mcp import server as mcp_server
-    from waypost.reference.agent_mcp import transports
-
     agent = _agent(args, token, store, files)
     server = mcp_server.build(agent)
     try:

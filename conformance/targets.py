@@ -48,11 +48,11 @@ class ChildProcess:
     stop_seconds = 10.0
 
     def __init__(self, arguments: list[str], env: dict[str, str],
-                 module: str = "waypost.cli") -> None:
+                 module: str = "waypost.cli", python: str = sys.executable) -> None:
         self.log: list[str] = []
         self.ready = threading.Event()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", module, *arguments], env={**os.environ, **env},
+            [python, "-m", module, *arguments], env={**os.environ, **env},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)  # with any children (the gateway's workerd): one group
         threading.Thread(target=self._drain, daemon=True).start()
@@ -89,12 +89,12 @@ class ServerProcess(ChildProcess):
     what = "the reference server"
 
     def __init__(self, data_dir: Path, admin_token: str, *extra: str,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, python: str = sys.executable) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         super().__init__(["serve", "--data-dir", str(data_dir), "--port", str(self.port),
                           "--log-level", "info", *extra],
-                         {**(env or {}), "WAYPOST_ADMIN_TOKEN": admin_token})
+                         {**(env or {}), "WAYPOST_ADMIN_TOKEN": admin_token}, python=python)
 
     def is_ready(self, line: str) -> bool:
         return "Uvicorn running on" in line

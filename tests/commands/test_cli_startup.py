@@ -88,3 +88,28 @@ def test_mcp_config_prints_the_clients_entry_with_absolute_paths(
     assert str(tmp_path.resolve() / "a.token") in printed
     serving = parser("mcp").parse_args(["mcp", "--url", "http://127.0.0.1:8787"])
     assert (serving.mcp_command, serving.server) == (None, "http://127.0.0.1:8787")
+
+
+@pytest.mark.parametrize(("argv", "extra"), [
+    (["conformance", "--target", "sqlite"], "kit"),
+    (["conformance", "replay", "x.json"], "kit"),
+    (["bench", "kit"], "kit"),
+    (["mcp", "--url", "http://127.0.0.1:9", "--db", "agent.db"], "mcp"),
+])
+def test_a_command_whose_extra_is_missing_names_the_extra_in_one_line(
+        argv: list[str], extra: str, tmp_path: Path) -> None:
+    """As the base install (``pip install waypost``) runs them: the kit's and the MCP SDK's
+    packages are absent, and the command says which extra brings them, creating nothing."""
+    script = ("import sys\n"
+              "for name in ('hypothesis', 'schemathesis', 'mcp', 'mcp_types', 'pydantic'):\n"
+              "    sys.modules[name] = None  # import of NAME halted: as if not installed\n"
+              "from waypost.cli import main\n"
+              f"raise SystemExit(main({argv!r}))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"waypost {argv[0]}")
+    assert line.endswith(f"pip install 'waypost[{extra}]'")
+    assert list(tmp_path.iterdir()) == []
