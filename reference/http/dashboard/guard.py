@@ -123,6 +123,8 @@ async def _session(request: Request) -> Session | None:
 
 Page = Callable[[Request, Session], Awaitable[Response]]
 Action = Callable[[Request, Session, Form], Awaitable[Response]]
+#: The page of a form the server refused, shown again with the values sent and the error.
+Refused = Callable[[Request, Session, Form, WaypostError], Awaitable[Response]]
 
 
 def page(handler: Page) -> Callable[[Request], Awaitable[Response]]:
@@ -138,10 +140,11 @@ def page(handler: Page) -> Callable[[Request], Awaitable[Response]]:
     return endpoint
 
 
-def action(handler: Action, without_session: Callable[[], Response] | None = None
-           ) -> Callable[[Request], Awaitable[Response]]:
+def action(handler: Action, without_session: Callable[[], Response] | None = None,
+           refused: Refused | None = None) -> Callable[[Request], Awaitable[Response]]:
     """A form post for a live session whose form carries the session's CSRF token; without a
-    live session, ``without_session()`` or else a ``401`` page."""
+    live session, ``without_session()`` or else a ``401`` page. A refusal (a 4xx) answers
+    ``refused(…)``, the form's page with what was sent, where given; else the error page."""
 
     async def endpoint(request: Request) -> Response:
         session = await _guarded_session(request)
@@ -159,7 +162,12 @@ def action(handler: Action, without_session: Callable[[], Response] | None = Non
             if not admin_sessions.csrf_valid(context(request), live.id, field(form, "csrf")):
                 return render("error.html", 403, session=live, error={
                     "code": "FORBIDDEN", "message": "the form's CSRF token is missing or wrong"})
-            return await handler(request, live, form)
+            try:
+                return await handler(request, live, form)
+            except WaypostError as error:
+                if refused is None or error.status >= 500:
+                    raise
+                return await refused(request, live, form, error)
         return await _guarded(work, live)
     return endpoint
 

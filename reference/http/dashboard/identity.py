@@ -9,9 +9,19 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from waypost.reference.domain.errors import InvalidRequest
+from waypost.reference.domain.errors import InvalidRequest, WaypostError
 from waypost.reference.http.dashboard import charts
-from waypost.reference.http.dashboard.guard import Form, Session, action, field, page, redirect, render
+from waypost.reference.http.dashboard.guard import (
+    Form,
+    Refused,
+    Session,
+    action,
+    field,
+    page,
+    redirect,
+    render,
+)
+from waypost.reference.http.dashboard.refused_forms import refused
 from waypost.reference.http.endpoints import context
 from waypost.reference.service import control, inspector, listings, token_replacement
 from waypost.reference.service.context import Context
@@ -43,11 +53,12 @@ async def space_overview(ctx: Context, space_id: str, tokens_after: str | None =
     lag: dict[str, int] = {}
     for row in progress.checkpoints:  # newest view revision first: its checkpoint counts
         lag.setdefault(row.consumer_id, min(row.behind, inspector.MAX_BEHIND))
-    return {"space": space, "activity": charts.bars(
+    return {"space": space, "activity": charts.columns(
                 "feed items per hour, last 24 hours (UTC)",
-                [(f"{hour % 24:02d}:00", count) for hour, count in hours]),
-            "lag": charts.bars(f"items behind, per consumer (counted up to "
-                               f"{inspector.MAX_BEHIND:,})", sorted(lag.items()))}
+                [(f"{hour % 24:02d}:00", count) for hour, count in hours], label_every=6),
+            "lag": charts.rows(f"items behind, per consumer (counted up to "
+                               f"{inspector.MAX_BEHIND:,})", sorted(lag.items()),
+                              empty="no consumer has read yet")}
 
 
 async def _space(request: Request, session: Session) -> Response:
@@ -218,15 +229,59 @@ async def _replace_token(request: Request, session: Session, form: Form) -> Resp
                   replaced=token_id)
 
 
+#: Protocol fields of a refusal → the inputs of the forms they come from.
+SPACE_FIELDS = {"default_actor": "actor_id", "default_actor.actor_id": "actor_id",
+                "default_actor.kind": "kind", "default_actor.display_name": "actor_display_name"}
+GRANT_FIELDS = {"recipients": "recipients_mode", "recipients.mode": "recipients_mode",
+                "recipients.actor_ids": "recipient_ids", "scopes": "scopes"}
+
+
+def typed_grants(form: Form) -> dict[str, Any]:
+    """The grant fields as the user sent them, as the token form's initial values."""
+    return {"scopes": form.get("scopes", []), "mode": field(form, "recipients_mode"),
+            **{name: field(form, name)
+               for name in ("recipient_ids", "collections", "blob_references", "expires_at")}}
+
+
+async def _spaces_again(request: Request, session: Session, form: Form,
+                        error: WaypostError) -> Response:
+    spaces, after = await listings.spaces_page(context(request), None)
+    return render("spaces.html", error.status, session=session, spaces=spaces, kinds=ACTOR_KINDS,
+                  page={"next": after}, failed=refused("create-space", form, error, SPACE_FIELDS))
+
+
+def _space_again(form_id: str) -> Refused:
+    """The space page again, with the refused form ``form_id`` as it was sent."""
+
+    async def again(request: Request, session: Session, form: Form,
+                    error: WaypostError) -> Response:
+        overview = await space_overview(context(request), _path(request, "space_id"))
+        tokens = form_id == "issue-token"
+        return render("space.html", error.status, session=session, kinds=ACTOR_KINDS,
+                      views=VIEWS, scopes=SCOPES, params={"tokens_after": "", "threads_after": ""},
+                      failed=refused(form_id, form, error, GRANT_FIELDS if tokens else None),
+                      initial=typed_grants(form) if tokens else {}, **overview)
+    return again
+
+
+async def _replace_again(request: Request, session: Session, form: Form,
+                         error: WaypostError) -> Response:
+    grants = await inspector.token_grants(context(request), _path(request, "space_id"),
+                                          _path(request, "token_id"))
+    return render("token_replace.html", error.status, session=session, token=grants,
+                  scopes=SCOPES, initial=typed_grants(form),
+                  failed=refused("replace-token", form, error, GRANT_FIELDS))
+
+
 index = page(_index)
 space = page(_space)
-create_space = action(_create_space)
-create_actor = action(_create_actor)
+create_space = action(_create_space, refused=_spaces_again)
+create_actor = action(_create_actor, refused=_space_again("create-actor"))
 disable_actor = action(_disable_actor)
-create_consumer = action(_create_consumer)
+create_consumer = action(_create_consumer, refused=_space_again("create-consumer"))
 change_view = action(_change_view)
-create_collection = action(_create_collection)
-issue_token = action(_issue_token)
+create_collection = action(_create_collection, refused=_space_again("create-collection"))
+issue_token = action(_issue_token, refused=_space_again("issue-token"))
 revoke_token = action(_revoke_token)
 replace_form = page(_replace_form)
-replace_token = action(_replace_token)
+replace_token = action(_replace_token, refused=_replace_again)

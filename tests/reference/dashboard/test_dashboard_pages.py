@@ -129,13 +129,79 @@ def test_a_resubmitted_rotate_form_replays_its_outcome(both: tuple[Api, Dash]) -
     assert "revoked already" in fresh.text
 
 
-def test_control_plane_errors_are_pages_with_the_code(both: tuple[Api, Dash]) -> None:
+def _refused_field(page: str, form_id: str) -> tuple[str, str]:
+    """The input marked invalid in the form ``form_id`` and the error shown next to it."""
+    form = page[page.index(f'id="{form_id}"'):]
+    form = form[:form.index("</form>")]
+    found = re.search(r'<input type="text" name="([^"]+)"[^>]*aria-invalid="true"[^>]*>'
+                      r'</label><span class="field-error" id="' + form_id + r'-error"'
+                      r' role="alert">([^<]*)</span>', form)
+    assert found is not None, form
+    return found.group(1), html.unescape(found.group(2))
+
+
+def _value_of(page: str, form_id: str, name: str) -> str:
+    form = page[page.index(f'id="{form_id}"'):]
+    found = re.search(rf'name="{name}"[^>]* value="([^"]*)"', form[:form.index("</form>")])
+    assert found is not None, name
+    return html.unescape(found.group(1))
+
+
+def test_a_refused_form_comes_back_as_sent_with_the_error_next_to_its_field(
+        both: tuple[Api, Dash]) -> None:
     _, dash = both
-    taken = dash.post("/dashboard/spaces/s1/actors", "dash-x1", actor_id="bob", kind="agent",
-                      display_name="B")
+    taken = dash.post("/dashboard/spaces/s1/actors", "dash-x1", actor_id="bob", kind="service",
+                      display_name=f"B {SCRIPT}")
     assert taken.status_code == 400
-    assert "INVALID_REQUEST" in taken.text
-    assert "already exists" in taken.text
+    assert _refused_field(taken.text, "create-actor") == ("actor_id", "actor_id already exists "
+                                                          "(reason: already_exists)")
+    assert _value_of(taken.text, "create-actor", "actor_id") == "bob"
+    assert _value_of(taken.text, "create-actor", "display_name") == f"B {SCRIPT}"
+    assert SCRIPT not in taken.text  # what was typed is shown escaped
+    assert "<option selected>service</option>" in taken.text
+    assert "dash-x1" not in taken.text  # the corrected form is a new request
+    space = dash.post("/dashboard/spaces", "dash-x2", space_id="s3", display_name="Three",
+                      source_uri="https://example.test/3", actor_id="bad id!", kind="agent",
+                      actor_display_name="Ann")
+    assert space.status_code == 400
+    assert _refused_field(space.text, "create-space")[0] == "actor_id"
+    assert _value_of(space.text, "create-space", "source_uri") == "https://example.test/3"
+    assert _value_of(space.text, "create-space", "actor_display_name") == "Ann"
+
+
+def test_a_refused_token_form_keeps_every_grant_typed(both: tuple[Api, Dash]) -> None:
+    _, dash = both
+    refused = dash.post("/dashboard/spaces/s1/tokens", "dash-t1", actor_id="alice",
+                        consumer_id="alice-inbox", scopes=["message.send", "memory.read"],
+                        recipients_mode="listed", recipient_ids="bob",
+                        collections="notes read", blob_references="", expires_at="")
+    assert refused.status_code == 400
+    form = refused.text[refused.text.index('id="issue-token"'):]
+    form = form[:form.index("</form>")]
+    assert 'name="collections" rows="2" cols="40" aria-invalid="true"' in form
+    assert ">notes read</textarea></label><span class=\"field-error\"" in form
+    assert 'value="message.send" checked' in form
+    assert 'value="memory.read" checked' in form
+    assert 'value="message.read" checked' not in form
+    assert '<option value="listed" selected>' in form
+    assert _value_of(refused.text, "issue-token", "recipient_ids") == "bob"
+    assert _value_of(refused.text, "issue-token", "consumer_id") == "alice-inbox"
+    wrong = dash.post("/dashboard/spaces/s1/tokens", "dash-t2", actor_id="nobody",
+                      consumer_id="alice-inbox", scopes=["message.send"], recipients_mode="any")
+    assert wrong.status_code == 404
+    assert _refused_field(wrong.text, "issue-token")[0] == "actor_id"
+
+
+def test_errors_of_a_form_without_a_page_of_its_own_are_the_error_page(
+        both: tuple[Api, Dash]) -> None:
+    _, dash = both
+    missing = dash.post("/dashboard/spaces/nowhere/actors", "dash-x3", actor_id="x",
+                        kind="agent", display_name="X")
+    assert missing.status_code == 404
+    assert 'id="error"' in missing.text
+    view = dash.post("/dashboard/spaces/s1/consumers/bob-inbox/view", "dash-x4", view="nope")
+    assert view.status_code == 400
+    assert "INVALID_REQUEST" in view.text
 
 
 def _populate(api: Api) -> dict[str, Any]:
@@ -298,6 +364,10 @@ def test_consumers_show_their_checkpoints_and_lag(both: tuple[Api, Dash]) -> Non
     space = dash.page("/dashboard/spaces/s1").text
     assert '<figure id="chart-activity">' in space
     assert "<title>bob-inbox: 2</title>" in space
+    lag = space[space.index('<figure id="chart-lag">'):]
+    lag = lag[:lag.index("</figure>")]
+    assert ">bob-inbox</text>" in lag  # named, and its value printed for a touch screen
+    assert re.search(r'<text class="value"[^>]*>2</text>', lag)
 
 
 def test_lag_is_counted_up_to_a_cap_and_shown_as_more(both: tuple[Api, Dash],
@@ -317,6 +387,10 @@ def test_lag_is_counted_up_to_a_cap_and_shown_as_more(both: tuple[Api, Dash],
     assert behind["bob-inbox"] == 3  # counting stopped one past the cap
     space = dash.page("/dashboard/spaces/s1").text
     assert "<title>bob-inbox: 2</title>" in space
+    lag = space[space.index('<figure id="chart-lag">'):]
+    lag = lag[:lag.index("</figure>")]
+    assert ">bob-inbox</text>" in lag  # named, and its value printed for a touch screen
+    assert re.search(r'<text class="value"[^>]*>2</text>', lag)
 
 
 def _dump(data_dir: Path) -> dict[str, list[Any]]:
