@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from waypost.reference.consumer import answers, faults
+from waypost.reference.consumer import answers, faults, own
 from waypost.reference.consumer.client import Api, ServerError
 from waypost.reference.consumer.store import LocalStore, Row, now_ms
 
@@ -172,6 +172,8 @@ def record(store: LocalStore, outbound_id: int, state: str, status: int,
             " AND state = 'pending'",
             (state, status, json.dumps(answer, sort_keys=True), error.code if error else None,
              error.message if error else None, now_ms(), outbound_id))
+        if state == "committed" and (mine := own.settle(store, outbound_id)):
+            enqueue_ack(store, [(item_id, "processed") for item_id in mine], None)
 
 
 def submit(store: LocalStore, api: Api, row: Row) -> None:

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from waypost.reference.consumer import outbox
+from waypost.reference.consumer import outbox, own
 from waypost.reference.consumer.store import LocalStore, Profile, now_ms
 
 #: Feed item types a consumer works on and acknowledges (receipt items cannot be acknowledged).
@@ -108,9 +108,11 @@ def insert_revision(store: LocalStore, item_id: str, revision: dict[str, Any],
              _json(entry.get("metadata")), entry.get("deleted_in_revision")))
 
 
-def insert_items(store: LocalStore, page: Page, epoch: int) -> None:
+def insert_items(store: LocalStore, page: Page, epoch: int) -> set[str]:
     """Every item of the page with what was read for it and, for messages and revisions, a
-    pending work record (an item seen before keeps its record)."""
+    work record (an item seen before keeps its record): pending, or done for an item this
+    file's own write created; those items."""
+    mine = set()
     for item in page.items:
         insert_item(store, item, epoch)
         if item["type"] == "message":
@@ -122,8 +124,13 @@ def insert_items(store: LocalStore, page: Page, epoch: int) -> None:
             insert_revision(store, item["item_id"], revision,
                             page.revisions[(revision["collection_id"], int(revision["revision"]))])
         if item["type"] in WORK_TYPES:
+            state = "done" if own.written_here(store, item) else "pending"
             store.execute("INSERT INTO local_work (item_id, state, updated_at) VALUES (?, ?, ?)"
-                          " ON CONFLICT (item_id) DO NOTHING", (item["item_id"], "pending", now_ms()))
+                          " ON CONFLICT (item_id) DO NOTHING", (item["item_id"], state, now_ms()))
+            if state == "done" and store.value("SELECT state FROM local_work WHERE item_id = ?",
+                                               (item["item_id"],)) == "done":
+                mine.add(item["item_id"])
+    return mine
 
 
 def save_checkpoint(store: LocalStore, profile: Profile, page: Page) -> None:
@@ -142,7 +149,8 @@ def store_page(store: LocalStore, profile: Profile, page: Page) -> int | None:
     if not page.last_sequence:
         return None
     with store.transaction():
-        insert_items(store, page, profile.view_epoch)
+        mine = insert_items(store, page, profile.view_epoch)
         save_checkpoint(store, profile, page)
-        return outbox.enqueue_ack(store, [(item, "received") for item in page.work_items],
-                                  page.next_cursor)
+        return outbox.enqueue_ack(
+            store, [(item, "processed" if item in mine else "received")
+                    for item in page.work_items], page.next_cursor)

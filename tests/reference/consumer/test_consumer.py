@@ -18,7 +18,7 @@ import pytest
 
 from waypost.bootstrap import provision
 from waypost.conformance.targets import ServerProcess
-from waypost.reference.consumer import outbox
+from waypost.reference.consumer import outbox, records
 from waypost.reference.consumer.faults import CRASH_EXIT
 from waypost.reference.consumer.store import LocalStore
 
@@ -74,6 +74,38 @@ def test_an_outbound_write_keeps_its_request_id_and_final_result(store: LocalSto
     outbox.record(store, outbound_id, "committed", 201, {"message_id": "msg_1"})
     refused(store, "UPDATE local_outbound SET state = 'pending', result_status = NULL",
             "final result")
+
+
+def _revision_item(item_id: str, sequence: int, collection_id: str, revision: int
+                   ) -> dict[str, Any]:
+    return {"item_id": item_id, "sequence": sequence, "type": "memory_revision",
+            "producer_id": "alice", "recipient_ids": [], "thread_id": None, "committed_at": "now",
+            "memory_revision": {"collection_id": collection_id, "revision": revision,
+                                "parent_revision": revision - 1, "manifest_blob_id": None}}
+
+
+def test_an_item_this_files_own_write_created_is_done_not_work(store: LocalStore) -> None:
+    """Own writes are not work: answered after its item was stored, the write's answer marks
+    the item done; stored after the answer, the item is stored done. Either way its ACK is
+    ``processed`` (docs/consumer.md, "Own writes"); another actor's item stays pending."""
+    sent = outbox.enqueue_send(store, outbox.Send(("bob",), "Hi", "text"))
+    outbox.record(store, sent, "committed", 201, {"message_id": "msg_1", "feed_item_id": "fi_1",
+                                                  "thread_id": "th_1", "sequence": 7})
+    assert store.value("SELECT state FROM local_work WHERE item_id = 'fi_1'") == "done"
+    published = outbox.enqueue_publish(store, outbox.Publish("notes", 2, "delta", ()))
+    outbox.record(store, published, "committed", 201, {"revision": 3, "parent_revision": 2,
+                                                        "changed": True})
+    page = records.Page([_revision_item("fi_2", 8, "notes", 3),
+                         _revision_item("fi_3", 9, "plans", 3)], "cursor-9", False, 9,
+                        revisions={("notes", 3): [], ("plans", 3): []})
+    records.store_page(store, store.require_profile(), page)
+    states = store.rows("SELECT item_id, state FROM local_work ORDER BY item_id")
+    assert [(r["item_id"], r["state"]) for r in states] == [
+        ("fi_1", "done"), ("fi_2", "done"), ("fi_3", "pending")]
+    acked = store.rows("SELECT item_id, stage FROM local_outbound_ack_items ORDER BY outbound_id,"
+                       " position")
+    assert [(r["item_id"], r["stage"]) for r in acked] == [
+        ("fi_1", "processed"), ("fi_2", "processed"), ("fi_3", "received")]
 
 
 # Over real HTTP: a server process and consumer processes.
@@ -235,6 +267,9 @@ def test_a_publish_survives_a_crash_once_and_readers_pin_the_revision(
         assert c.get("/v1/collections/notes").json()["current_revision"] == head + 1
         lookup = c.get(f"/v1/submissions/memory.publish/{published['request_id']}").json()
     assert lookup["result"]["body"]["revision"] == head + 1
+    # her own revision reached her feed: not work for her, done and acknowledged processed
+    own = [i for i in must(tokens["alice"], alice, "list") if i["type"] == "memory_revision"]
+    assert [i["state"] for i in own] == ["done"]
     # bob, a reader of notes, syncs: the revision is pinned in his file with its entries.
     must(tokens["bob"], bob, "sync")
     pinned = [i for i in must(tokens["bob"], bob, "list") if i["type"] == "memory_revision"]
