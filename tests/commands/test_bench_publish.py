@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow
 def test_bench_publish_reports_json_with_machine_baseline_sizes_and_upload(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = subprocess.run(
@@ -50,6 +53,7 @@ def test_bench_publish_reports_json_with_machine_baseline_sizes_and_upload(tmp_p
     assert upload["server_peak_rss_growth_mib"] >= 0
 
 
+@pytest.mark.slow
 def test_bench_publish_refuses_sizes_over_the_published_limit(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "waypost.cli", "bench", "publish", "--sizes", "10001",

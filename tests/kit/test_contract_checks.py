@@ -316,6 +316,7 @@ def _one_at_a_time(app: ASGIApp) -> ASGIApp:
     return wrapped
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("serial", [False, True], ids=["reference", "one-at-a-time"])
 def test_a_stalled_upload_stalls_no_other_request(tmp_path: Path, kit_admin: str,
                                                   monkeypatch: pytest.MonkeyPatch,

@@ -59,6 +59,7 @@ def test_each_fault_reaches_the_deployment_as_it_says(deployment: ServerProcess)
     assert proxy.used == {"drop_request", "drop_response", "duplicate", "delay"}
 
 
+@pytest.mark.slow
 def test_the_kit_uses_the_proxy_where_there_are_no_hooks(deployment: ServerProcess,
                                                          tmp_path: Path) -> None:
     result = subprocess.run(

@@ -49,6 +49,7 @@ def counts(stdout: str) -> dict[str, int]:
     return found
 
 
+@pytest.mark.slow
 def test_the_reference_passes_a_dev_fuzz_run_over_http(tmp_path: Path) -> None:
     result = fuzz_cli("--target", "sqlite", "--profile", "dev", "--seed", "1",
                       "--report-json", "fuzz.json", "--junit", "fuzz.xml", cwd=tmp_path)
@@ -103,6 +104,7 @@ def message_read_loses_a_member(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(messages, "read_message", read_message)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("patch", "kind"), [
     (message_read_fails, "server error"),
     (message_read_loses_a_member, "schema violation"),

@@ -164,6 +164,7 @@ def test_each_finding_put_back_fails_the_check_that_names_it(
     assert check in note
 
 
+@pytest.mark.slow
 def test_the_command_runs_alone_with_its_reports(tmp_path: Path) -> None:
     """``waypost conformance hostile --target sqlite`` starts the reference without test
     hooks, so every check applies, and writes JSON and JUnit."""

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
+import pytest
 from starlette.testclient import TestClient
 
 from tests.support.inprocess import kit_client
@@ -43,6 +44,7 @@ def published(client: TestClient) -> dict[str, int]:
     return limits
 
 
+@pytest.mark.slow
 def test_every_published_limit_holds_at_its_boundary_on_the_reference(
         tmp_path: Path, kit_app: KitApp, kit_admin: str) -> None:
     with kit_app(tmp_path / "data") as client:

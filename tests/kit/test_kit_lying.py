@@ -202,6 +202,7 @@ def test_the_transport_ends_a_walk_that_does_not_move_on(tmp_path: Path) -> None
         assert caught.value.bound == "walk"
 
 
+@pytest.mark.slow
 def test_a_long_poll_may_take_its_wait_past_the_deadline(tmp_path: Path) -> None:
     """The deadline of a call is ``--timeout`` plus the wait the kit asked the server for."""
     with lying_server("honest", tmp_path / "data", ADMIN) as (url, _), \

@@ -27,6 +27,7 @@ from waypost.conformance.load_command import is_loopback
 STORE_ATTR = dis.opmap["STORE_ATTR"]
 
 
+@pytest.mark.slow
 def test_a_short_run_against_sqlite_has_no_anomaly(tmp_path: Path) -> None:
     report_path = tmp_path / "load.json"
     done = subprocess.run(
@@ -97,6 +98,7 @@ def switching_inside(filename: str) -> Iterator[None]:
         threading.settrace(None)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_the_counts_of_concurrent_clients_add_up(kit_app: KitApp, kit_admin: str,
                                                  tmp_path: Path) -> None:
     """Each client thread's answers count once in the report, however the threads

@@ -163,6 +163,7 @@ def test_the_markdown_and_terminal_tables_list_every_requirement() -> None:
     assert text.splitlines()[-1] == coverage.summary(rows)
 
 
+@pytest.mark.slow
 def test_what_a_run_checked_is_what_the_source_says_each_check_may_check(
         tmp_path: Path, kit_app: Any, kit_admin: str) -> None:
     """Every id a named check cited in a real run is among the ids ``check_sites`` reads for

@@ -166,6 +166,7 @@ def test_a_listing_of_fault_points_is_read_as_hostile_input(body: Any) -> None:
         kit.listed_fault_points(body)
 
 
+@pytest.mark.slow
 def test_the_crash_matrix_takes_the_points_the_target_lists(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The columns are the target's points (``cleanup.after_claim`` among them), then any point
@@ -187,6 +188,7 @@ def test_the_crash_matrix_takes_the_points_the_target_lists(
     assert not matrix.green
 
 
+@pytest.mark.slow
 def test_blob_commit_meets_the_sweeper_at_cleanup_after_claim(tmp_path: Path) -> None:
     """A server sweeping every 0.2 s: the sweeper claims the expired upload and faults there;
     the commit after it is a recorded ``410 UPLOAD_EXPIRED``. Other writes never pass it."""

@@ -15,6 +15,7 @@ import asyncio
 import gzip
 import hashlib
 import json
+import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -426,6 +427,21 @@ def _sealed(url: str, token: str, content: bytes) -> str:
     sealed = setup_call(url, token, "POST", f"/v1/uploads/{slot['upload_id']}/commit",
                         json={"request_id": f"s-{digest[:16]}"}).json()
     return str(sealed["blob_id"])
+
+
+def scene_template(folder: Path, admin_token: str) -> tuple[Path, dict[str, str]]:
+    """The demo scene (:func:`set_scene`) set once in ``folder/data`` and the server stopped:
+    a data folder each test copies (:func:`scene_copy`) instead of setting it again. The
+    folder and the tokens."""
+    with lying_server("honest", folder / "data", admin_token) as (url, _):
+        tokens = set_scene(url, admin_token)
+    return folder / "data", tokens
+
+
+def scene_copy(template: tuple[Path, dict[str, str]], data_dir: Path) -> dict[str, str]:
+    """A copy of the scene's data folder at ``data_dir``; its tokens."""
+    shutil.copytree(template[0], data_dir)
+    return dict(template[1])
 
 
 @contextmanager

@@ -21,7 +21,8 @@ from tests.support.lying_server import (
     local_contents,
     lying_server,
     outside_the_api,
-    set_scene,
+    scene_copy,
+    scene_template,
 )
 
 ADMIN = "lying-admin"
@@ -87,12 +88,19 @@ class Scene:
 
 
 
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    return scene_template(tmp_path_factory.mktemp("scene"), ADMIN)
+
+
 @pytest.fixture
-def scene(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Scene]:
-    """The mode's lying server with the demo space (``set_scene``); bob's consumer file is
-    initialised."""
+def scene(request: pytest.FixtureRequest, tmp_path: Path,
+          template: tuple[Path, dict[str, str]]) -> Iterator[Scene]:
+    """The mode's lying server with the demo space (``set_scene``, set once a module and
+    copied); bob's consumer file is initialised."""
+    tokens = scene_copy(template, tmp_path / "data")
     with lying_server(request.param, tmp_path / "data", ADMIN) as (url, lying):
-        here = Scene(url, lying, set_scene(url, ADMIN), tmp_path / "bob.db")
+        here = Scene(url, lying, tokens, tmp_path / "bob.db")
         assert here.consumer("init", "--server", url).status == 0
         yield here
 
@@ -193,6 +201,7 @@ def test_control_characters_are_shown_never_sent_to_the_terminal(scene: Scene) -
     _safe(status)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scene", ["trickle"], indirect=True)
 def test_a_trickling_server_is_cut_off_at_the_timeout(scene: Scene) -> None:
     (run,) = _syncs(scene, times=1)
@@ -201,7 +210,8 @@ def test_a_trickling_server_is_cut_off_at_the_timeout(scene: Scene) -> None:
     assert run.seconds < TIMEOUT + 10
 
 
-@pytest.mark.parametrize("scene", ["always_500", "always_503", "redirect"], indirect=True)
+@pytest.mark.parametrize("scene", ["always_500", pytest.param("always_503", marks=pytest.mark.slow),
+                                   "redirect"], indirect=True)
 def test_failing_and_redirecting_servers_end_in_one_line(scene: Scene) -> None:
     (run,) = _syncs(scene, times=1)
     assert run.status == FAILED, run.stderr

@@ -167,6 +167,7 @@ def test_a_request_past_its_total_deadline_is_cut_off(
     assert "not complete in time" in _logged(server, "request cut off (408)")[0]
 
 
+@pytest.mark.slow
 def test_eight_slow_clients_do_not_keep_a_ninth_out(serve: Callable[..., ServerProcess]) -> None:
     """All 8 slots are held by clients sending a byte every 0.2 s; a normal client that
     retries on 503 as told is served once they are cut off."""

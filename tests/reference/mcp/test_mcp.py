@@ -109,6 +109,7 @@ def test_tools_are_few_strict_and_small(space: dict[str, str], tmp_path: Path) -
     run(main)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_two_agents_exchange_a_message_and_a_reply(space: dict[str, str], tmp_path: Path,
                                                    transport: str) -> None:
@@ -157,6 +158,7 @@ def test_two_agents_exchange_a_message_and_a_reply(space: dict[str, str], tmp_pa
     run(main)
 
 
+@pytest.mark.slow
 def test_memory_publish_read_and_a_conflict(space: dict[str, str], tmp_path: Path) -> None:
     url = space["url"]
     (tmp_path / "alice-files").mkdir()  # the default --files of alice.db (bob's: made by mcp)
@@ -205,6 +207,7 @@ def test_memory_publish_read_and_a_conflict(space: dict[str, str], tmp_path: Pat
     run(main)
 
 
+@pytest.mark.slow
 def test_files_stay_inside_the_agents_folder(space: dict[str, str], tmp_path: Path) -> None:
     """attach and read_blob save_to reach only the --files folder: by default a folder of the
     agent's own beside the --db file (created on start), not the db file's folder, which holds
@@ -290,6 +293,7 @@ def test_a_symlinked_database_keeps_every_name_of_its_files(space: dict[str, str
     run(main)
 
 
+@pytest.mark.slow
 def test_mark_done_says_when_the_server_refused_the_ack(space: dict[str, str],
                                                         tmp_path: Path) -> None:
     """bob's token may read but not acknowledge: mark_done moves the item locally and
@@ -362,6 +366,7 @@ def test_an_inbox_page_of_twenty_is_small(space: dict[str, str], tmp_path: Path)
     run(main)
 
 
+@pytest.mark.slow
 def test_streamable_http_needs_the_token_and_serves_the_tools(space: dict[str, str],
                                                              tmp_path: Path) -> None:
     url = space["url"]
@@ -395,6 +400,7 @@ def test_streamable_http_needs_the_token_and_serves_the_tools(space: dict[str, s
     assert space["alice"] not in (tmp_path / "err.log").read_text()
 
 
+@pytest.mark.slow
 def test_the_command_needs_a_token_and_keeps_a_file_to_its_server(space: dict[str, str],
                                                                    tmp_path: Path) -> None:
     db = tmp_path / "c.db"

@@ -85,6 +85,7 @@ def _send_killed_then_repeated(space: dict[str, str], tmp_path: Path, point: str
     assert _attempts(db) == [("committed", 1 + int(delivered))]
 
 
+@pytest.mark.slow
 def test_a_send_killed_after_its_submission_is_sent_once(space: dict[str, str],
                                                          tmp_path: Path) -> None:
     _send_killed_then_repeated(space, tmp_path, "outbound.after_submit")

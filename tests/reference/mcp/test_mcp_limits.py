@@ -28,6 +28,9 @@ from waypost.conformance.targets import free_port
 from waypost.reference.consumer import outbox
 from waypost.reference.consumer.store import LocalStore
 
+#: Each test drives real ``waypost mcp`` processes for a second or more: the slow tier.
+pytestmark = pytest.mark.slow
+
 ADMIN = "mcp-limits-admin"
 #: Seconds a call that needs only the local file may take while another hangs (the hung one
 #: waits for the HTTP client's 60-second timeout).

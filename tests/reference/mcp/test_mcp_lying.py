@@ -19,7 +19,8 @@ from tests.support.lying_server import (
     local_contents,
     lying_server,
     outside_the_api,
-    set_scene,
+    scene_copy,
+    scene_template,
 )
 from tests.support.mcp_harness import ok, over_stdio, refused, run
 
@@ -30,11 +31,18 @@ BOUND = 30
 MAX_RSS_KIB = 200 << 10
 
 
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    return scene_template(tmp_path_factory.mktemp("scene"), ADMIN)
+
+
 @pytest.fixture
-def lie(request: pytest.FixtureRequest, tmp_path: Path
+def lie(request: pytest.FixtureRequest, tmp_path: Path, template: tuple[Path, dict[str, str]]
         ) -> Iterator[tuple[str, Lying, dict[str, str]]]:
+    """The mode's lying server on a copy of the demo space (``set_scene``, set once a module)."""
+    tokens = scene_copy(template, tmp_path / "data")
     with lying_server(request.param, tmp_path / "data", ADMIN) as (url, lying):
-        yield url, lying, set_scene(url, ADMIN)
+        yield url, lying, tokens
 
 
 def _peak_kib(db: Path) -> int:
@@ -113,9 +121,8 @@ def test_a_lying_feed_is_a_tool_error_and_stores_nothing(
     assert not [p for p in lying.paths if "passwd" in p]
 
 
-@pytest.mark.parametrize("lie", ["trickle", pytest.param("always_500", marks=pytest.mark.slow),
-                                 pytest.param("always_503", marks=pytest.mark.slow)],
-                         indirect=True)
+@pytest.mark.slow
+@pytest.mark.parametrize("lie", ["trickle", "always_500", "always_503"], indirect=True)
 def test_a_slow_or_failing_server_ends_the_call_in_time(
         lie: tuple[str, Lying, dict[str, str]], tmp_path: Path) -> None:
     async def body(client: Client, db: Path) -> None:
