@@ -12,6 +12,7 @@ from typing import Any
 
 from waypost import __version__
 from waypost.bench.command import add_load_benches
+from waypost.conformance.profiles import PROFILES
 
 #: Shorter admin tokens get a warning when the dashboard is served (docs/dashboard.md).
 MIN_ADMIN_TOKEN = 32
@@ -257,10 +258,11 @@ LAZY_COMMANDS = {
 }
 
 
-def parser(command: str | None = None) -> argparse.ArgumentParser:
+def parser(command: str | None = None, words: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The command-line interface (``waypost --help``): every command in full, or, given the
     ``command`` about to run, that one in full and the heavy others (:data:`LAZY_COMMANDS`)
-    by name and help only."""
+    by name and help only; ``words``, the whole command line, lets a lazy command load only
+    the sub-command it runs."""
     top = argparse.ArgumentParser(
         prog="waypost",
         description="Waypost/1 reference server and conformance kit.")
@@ -351,7 +353,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
 
     for name, (module, help_text) in LAZY_COMMANDS.items():
         if command is None or command == name:
-            importlib.import_module(module).add_commands(commands)
+            importlib.import_module(module).add_commands(commands, words)
         else:
             commands.add_parser(name, help=help_text)
 
@@ -366,7 +368,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
                                          "requests per step, time in HTTP vs. model and "
                                          "Hypothesis, and describe round trips per second on "
                                          "the same server as a baseline.")
-    kit.add_argument("--profile", default="ci", choices=["quick", "ci", "thorough"],
+    kit.add_argument("--profile", default="ci", choices=sorted(PROFILES),
                      help="kit profile (default: ci)")
     kit.add_argument("--seed", type=int, default=1, help="seed (default: 1)")
     kit.add_argument("--json", type=Path, default=None, help="also write the JSON here")
@@ -468,7 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``waypost`` console script."""
     words = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = parser(_command_in(words)).parse_args(words)
+        args = parser(_command_in(words), words).parse_args(words)
         code: int = args.run(args)
     except ModuleNotFoundError as error:
         extra = EXTRA_OF.get((error.name or "").split(".")[0])

@@ -321,8 +321,10 @@ def _message_arguments(command: argparse.ArgumentParser, kind: str) -> None:
                          help=f"message kind (default: {kind})")
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``consumer`` and its commands on the top-level parser."""
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+                 words: Sequence[str] = ()) -> None:
+    """Register ``consumer`` and its commands on the top-level parser (``words`` is the
+    protocol of ``cli.LAZY_COMMANDS``: every part of this command is light)."""
     consumer = commands.add_parser(
         "consumer", help="the reference consumer: a crash-safe local mailbox on SQLite",
         description="The reference consumer (P17): a client of a Waypost server with its own "

@@ -208,8 +208,10 @@ def print_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``mcp`` on the top-level parser."""
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+                 words: Sequence[str] = ()) -> None:
+    """Register ``mcp`` on the top-level parser (``words`` is the protocol of
+    ``cli.LAZY_COMMANDS``: every part of this command is light)."""
     add_arguments(commands.add_parser(
         "mcp", help="serve the reference consumer as MCP tools for an agent (stdio or HTTP)",
         description="Serve one agent's mailbox and memory as MCP tools (inbox, read_message, "

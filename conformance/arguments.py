@@ -4,7 +4,9 @@ comma-separated subset of known names."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+from collections.abc import Callable
 
 TARGET_HELP = "sqlite (default), d1 or a base URL"
 
@@ -32,3 +34,13 @@ def subset(text: str | None, known: tuple[str, ...], what: str) -> tuple[str, ..
     if unknown or not chosen:
         raise ValueError(f"unknown {what} {unknown} (known: {', '.join(known)})")
     return chosen
+
+
+def later(module: str, function: str) -> Callable[[argparse.Namespace], int]:
+    """A command's run that imports ``module`` only when it runs: the command line stays
+    light, and ``--help`` loads none of it."""
+
+    def run(args: argparse.Namespace) -> int:
+        code: int = getattr(importlib.import_module(module), function)(args)
+        return code
+    return run

@@ -26,6 +26,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from waypost.conformance import consumer_matrix, hostile
 from waypost.conformance import requirements as coverage
 from waypost.conformance.fixtures import NEEDS, fixture_rules, not_run
+from waypost.conformance.profiles import PROFILES, Profile
 from waypost.conformance.reproducible import seed_only_draws
 from waypost.conformance.targets import check_target
 from waypost.properties.bounds import Bounds
@@ -43,26 +44,6 @@ from waypost.properties.world import World
 
 if TYPE_CHECKING:
     from waypost.conformance.fuzz import FuzzReport
-
-
-@dataclass(frozen=True)
-class Profile:
-    """How much to explore: examples (fresh spaces each) × steps per example, how long
-    Hypothesis may spend shrinking a failure (each shrink step reruns a whole example), and how
-    many of the consumer's fault points P17 crashes it at, with every flow (None: all of them;
-    a sample is drawn from the run's seed)."""
-
-    examples: int
-    steps: int
-    shrink_seconds: float
-    consumer_points: int | None = None
-
-
-PROFILES = {
-    "quick": Profile(examples=15, steps=25, shrink_seconds=20, consumer_points=1),
-    "ci": Profile(examples=80, steps=50, shrink_seconds=60),
-    "thorough": Profile(examples=500, steps=80, shrink_seconds=300),
-}
 
 
 @dataclass

@@ -29,16 +29,10 @@ from typing import Any
 import httpcore
 import httpx
 
+from waypost.properties.bound_values import ANSWER_BYTES, LONGEST_WAIT, SECONDS
 from waypost.properties.paging import WALK_PAGES, Walks
 from waypost.properties.untrusted import visible
 
-#: Bytes of a JSON answer: a page of 100 items, a message of 64 KiB of text or a revision's
-#: manifest of 10,000 small entries is far below; ``request_bytes`` is 1 MiB.
-ANSWER_BYTES = 4 << 20
-#: Seconds of one call, from connecting to the last byte of the answer.
-SECONDS = 60.0
-#: The most a long poll's ``wait`` adds to its call's deadline.
-LONGEST_WAIT = 60.0
 #: Request extension: the cap of this request's answer in bytes (read at most that + 1 chunk).
 CAP = "waypost.answer_bytes"
 

@@ -3,6 +3,8 @@ server's stack load when their command runs), checked on the import graph, not o
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from waypost.cli import LAZY_COMMANDS, main, parser
+from waypost.conformance.kit_command import LAZY
 
 #: Packages that take a tenth of a second or more to import, and which command needs each.
 HEAVY = ("hypothesis", "schemathesis", "mcp", "httpx", "uvicorn", "starlette", "jinja2")
@@ -41,6 +44,30 @@ def _imported(*argv: str) -> list[str]:
                                   ["bench", "send", "--help"]])
 def test_commands_of_the_server_import_none_of_the_heavy_packages(argv: list[str]) -> None:
     assert _imported(*argv) == []
+
+
+@pytest.mark.parametrize("argv", [["conformance", "--help"], ["conformance", "replay", "--help"],
+                                  ["conformance", "crash-matrix", "--help"]])
+def test_the_kits_command_line_imports_none_of_the_kit(argv: list[str]) -> None:
+    assert _imported(*argv) == []
+
+
+def _help_of(*argv: str, loaded: tuple[str, ...] = ()) -> str:
+    """What ``waypost ARGV --help`` prints, its parser built as ``main`` builds it (with the
+    lazy sub-commands ``loaded`` registered in full)."""
+    words = [*argv, "--help"]
+    out = io.StringIO()
+    with pytest.raises(SystemExit), contextlib.redirect_stdout(out):
+        parser(words[0], [*words, *loaded]).parse_args(words)
+    return out.getvalue()
+
+
+def test_the_kits_lazy_sub_commands_are_listed_as_their_modules_register_them() -> None:
+    """Each heavy sub-command is listed by name and help (kit_command.LAZY) as its module
+    registers it when it runs; with every one of them loaded, the listing is the same."""
+    assert _help_of("conformance", loaded=tuple(LAZY)) == _help_of("conformance")
+    for name in LAZY:
+        assert _help_of("conformance", name).startswith(f"usage: waypost conformance {name}")
 
 
 @pytest.mark.parametrize("command", ["consumer", "mcp"])
