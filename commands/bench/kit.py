@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import httpx
 
 from waypost.conformance import runner
+from waypost.conformance.profiles import PROFILES
 from waypost.conformance.targets import open_target
 from waypost.properties import http as kit_http
 
@@ -55,8 +57,12 @@ def bench_kit(profile: str, seed: int, out: Path | None) -> dict[str, Any]:
     try:
         with open_target("sqlite", None) as target, \
                 httpx.Client(base_url=target.url, timeout=60) as client:
+            print(f"waypost bench kit: the baseline, then the kit ({profile}, seed {seed}) on "
+                  f"{target.url}", file=sys.stderr)
             ceiling = baseline(client)
-            report = runner.run("sqlite", client, target.admin_token, profile=profile, seed=seed)
+            report = runner.run("sqlite", client, target.admin_token, profile=profile, seed=seed,
+                                progress=runner.Progress(sys.stderr,
+                                                         PROFILES[profile].examples))
     finally:
         kit_http.Session.call = original  # type: ignore[method-assign]
     http_seconds = sum(spent.values())

@@ -119,6 +119,7 @@ def test_bench_kit_reports_json_with_machine_and_baseline(tmp_path: Path) -> Non
     assert bench["steps_per_second"] > 0
     assert 0 < bench["time"]["http_share"] <= 1
     assert "POST /v1/messages" in bench["time"]["by_request"]
+    assert "example 10 of 15" in result.stderr  # progress while it runs
 
 
 @pytest.mark.slow  # two servers under load per client: the slow tier's
