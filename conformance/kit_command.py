@@ -11,6 +11,7 @@ import httpx
 from waypost.conformance import report as reports
 from waypost.conformance import runner
 from waypost.conformance.arguments import add_target, admin_token, subset
+from waypost.conformance.compare_command import add_command as add_compare
 from waypost.conformance.consumer_matrix_command import add_command as add_consumer_matrix
 from waypost.conformance.fixtures import add_command as add_fixtures
 from waypost.conformance.fuzz import FuzzReport
@@ -69,7 +70,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                      help="JSON list of {property, reason} known to fail on this target "
                           "(default for --target sqlite or d1: conformance/expected_failures/"
                           "TARGET.json; none for a URL)")
-    kit.add_argument("--report-json", type=Path, default=None, help="write a JSON report")
+    kit.add_argument("--report-json", type=Path, default=None,
+                     help="write the JSON report (docs/report.md), which compare reads")
+    kit.add_argument("--html", type=Path, default=None,
+                     help="write the run as one self-contained HTML page")
     kit.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report")
     kit.add_argument("--report-md", type=Path, default=None,
                      help="write the requirement table (every requirement id of "
@@ -127,6 +131,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     add_load(kit_commands)
     add_fixtures(kit_commands)
     add_fuzz(kit_commands)
+    add_compare(kit_commands)
 
 
 def add_timeout(parser: argparse.ArgumentParser) -> None:
@@ -271,6 +276,8 @@ def _reports(args: argparse.Namespace, result: runner.Report) -> int:
         reports.write_json(result, args.report_json)
     if args.junit:
         reports.write_junit(result, args.junit)
+    if args.html:
+        reports.write_html(result, args.html)
     if args.trace:
         reports.write_trace(result, args.trace)
     for outcome in result.outcomes:
