@@ -5,6 +5,7 @@ plain helpers they use are in ``tests/support/``."""
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,3 +163,18 @@ def record_temporary_errors_as_final() -> Patch:
         mp.setattr(messages, "send", send)
     return patch
 
+
+# ----- the browser tier --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """pytest-playwright's launch arguments (``--headed``, ``--slowmo``…) on Debian's chromium:
+    Playwright's own browser download is not used. Its browser lives for the whole session and
+    keeps an event loop running in this thread, hence the ``browser`` tox env, a pytest process
+    of its own (later tests of a shared worker call ``asyncio.run``)."""
+    path = os.environ.get("WAYPOST_CHROMIUM") or shutil.which("chromium")
+    if path is None:  # a failure, not a skip: CI installs it (.ci/run)
+        pytest.fail("no chromium: install Debian's package (apt-get install chromium) or set "
+                    "WAYPOST_CHROMIUM to a Chromium executable")
+    return {**browser_type_launch_args, "executable_path": path}
