@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from waypost.conformance.arguments import add_target, later
+from waypost.conformance.compare_command import add_command as add_compare
 from waypost.conformance.profiles import PROFILES
 from waypost.properties.bound_values import SECONDS
 
@@ -63,7 +64,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                      help="JSON list of {property, reason} known to fail on this target "
                           "(default for --target sqlite or d1: conformance/expected_failures/"
                           "TARGET.json; none for a URL)")
-    kit.add_argument("--report-json", type=Path, default=None, help="write a JSON report")
+    kit.add_argument("--report-json", type=Path, default=None,
+                     help="write the JSON report (docs/report.md), which compare reads")
+    kit.add_argument("--html", type=Path, default=None,
+                     help="write the run as one self-contained HTML page")
     kit.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report")
     kit.add_argument("--report-md", type=Path, default=None,
                      help="write the requirement table (every requirement id of "
@@ -121,6 +125,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
             importlib.import_module(module).add_command(kit_commands)
         else:
             kit_commands.add_parser(name, help=help_text)
+    add_compare(kit_commands)  # light: it loads what it compares with when it runs
 
 
 def add_timeout(parser: argparse.ArgumentParser) -> None:

@@ -7,16 +7,19 @@ code or a subject is shown as an escape, never emitted (JSON escapes them itself
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from waypost import __version__
 from waypost.conformance import hostile
 from waypost.conformance import requirements as coverage
 from waypost.conformance.fuzz_command import junit_case
+from waypost.conformance.report_file import REPORT_VERSION
 from waypost.conformance.runner import Report
-from waypost.properties.untrusted import visible
+from waypost.properties.untrusted import visible, visible_lines
 
 MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
          "not covered": "not covered", "skipped": "skipped (--only)", "not run": "not run"}
@@ -62,7 +65,7 @@ def table(report: Report, requirements_hint: bool = True) -> str:
 def shown(text: str) -> str:
     """``text`` line by line through :func:`visible`: whatever a note let through, no control
     character reaches the terminal."""
-    return "\n".join(visible(line) for line in text.split("\n"))
+    return visible_lines(text)
 
 
 def visible_rows(rows: list[hostile.HostileRow]) -> list[hostile.HostileRow]:
@@ -85,7 +88,16 @@ def limits_table(report: Report) -> str:
 
 
 def as_json(report: Report) -> dict[str, Any]:
+    """The JSON report of a run (docs/report.md; its schema, docs/report.schema.json)."""
+    def replayed(row: dict[str, Any]) -> dict[str, Any]:
+        return {**row, "replay_command": replay_command(report, row["replay"])}
+    fuzz = report.fuzz.as_json() if report.fuzz is not None else None
+    if fuzz is not None:
+        fuzz["findings"] = [replayed(finding) for finding in fuzz["findings"]]
     return {
+        "report_version": REPORT_VERSION, "kit": {"name": "waypost", "version": __version__},
+        "started": report.started or None,
+        "describe": {"protocol": report.identity.protocol, "server": report.identity.server},
         "target": report.target, "profile": report.profile, "seed": report.seed,
         "run_id": report.run_id, "examples": report.examples, "steps": report.steps,
         "seconds": round(report.seconds, 3), "failed": report.failed,
@@ -94,13 +106,22 @@ def as_json(report: Report) -> dict[str, Any]:
                         "checks": o.checks, "checks_failed": o.failed,
                         "requirements": _requirement_counts(report, o.prop.pid),
                         "message": o.message, "evidence": o.evidence,
-                        "replay": o.replay, "expected_failure_reason": o.expected_reason or None}
+                        "replay": o.replay, "replay_command": replay_command(report, o.replay),
+                        "expected_failure_reason": o.expected_reason or None}
                        for o in report.outcomes],
-        "limits": [row.as_json() for row in report.limits],
+        "limits": [replayed(row.as_json()) for row in report.limits],
         "hostile": [row.as_json() for row in report.hostile],
-        "fuzz": report.fuzz.as_json() if report.fuzz is not None else None,
+        "fuzz": fuzz,
         "requirements": [row.as_json() for row in report.requirements],
     }
+
+
+def replay_command(report: Report, replay: str | None) -> str | None:
+    """The command that reruns a replay file of the run against its target (a run through
+    fixtures also needs its ``--fixtures`` file; a URL target its admin token)."""
+    if replay is None:
+        return None
+    return f"waypost conformance replay {shlex.quote(replay)} --target {shlex.quote(report.target)}"
 
 
 def _requirement_counts(report: Report, pid: str) -> dict[str, dict[str, int]]:
@@ -113,6 +134,15 @@ def _requirement_counts(report: Report, pid: str) -> dict[str, dict[str, int]]:
 
 def write_json(report: Report, path: Path) -> None:
     path.write_text(json.dumps(as_json(report), indent=2, default=str) + "\n")
+
+
+def write_html(report: Report, path: Path) -> None:
+    """The run's page: the comparison page of this one run (conformance/comparison_page.py)."""
+    from waypost.conformance.comparison_page import page
+    from waypost.conformance.report_file import parse
+
+    written = json.loads(json.dumps(as_json(report), default=str))  # as write_json writes it
+    path.write_text(page([parse(written, "")], writer="waypost conformance"), encoding="utf-8")
 
 
 def write_markdown(report: Report, path: Path) -> None:

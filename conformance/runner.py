@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -28,7 +29,7 @@ from waypost.conformance import requirements as coverage
 from waypost.conformance.fixtures import NEEDS, fixture_rules, not_run
 from waypost.conformance.profiles import PROFILES, Profile
 from waypost.conformance.reproducible import seed_only_draws
-from waypost.conformance.targets import check_target
+from waypost.conformance.targets import Identity, check_target, identity
 from waypost.properties.bounds import Bounds
 from waypost.properties.catalogue import CATALOGUE, Property
 from waypost.properties.consumer_checks import PID as CONSUMER_PID
@@ -79,6 +80,8 @@ class Report:
     requirements: list[coverage.Row] = field(default_factory=list)  # by requirement id
     #: the consumer's fault points P17 sampled (a quick run), or None: all of them
     consumer_sample: tuple[str, ...] | None = None
+    started: str = ""  # when the run started: UTC, ISO 8601 to the second
+    identity: Identity = field(default_factory=Identity)  # what its /v1/describe says it is
 
     @property
     def failed(self) -> bool:
@@ -207,7 +210,9 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     check_target(client, admin_token)
     chosen = PROFILES[profile]
     seed = random.randrange(2**32) if seed is None else seed
-    report = Report(target_name, profile, seed, f"run{secrets.token_hex(4)}")
+    report = Report(target_name, profile, seed, f"run{secrets.token_hex(4)}",
+                    started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    identity=identity(client))
     expected = expected or {}
     wanted = None if selected is None else {p.pid for p in selected}
     rules = rules_for(wanted) if fixtures is None else fixture_rules(rules_for(wanted))

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import httpx
 
+from waypost.properties.untrusted import visible
+
 
 @dataclass(frozen=True)
 class Target:
@@ -173,6 +175,37 @@ def open_target(name: str, admin_token: str | None, fixtures: bool = False,
         raise ValueError("a URL target needs --admin-token (or WAYPOST_ADMIN_TOKEN) to "
                          "provision its own spaces, or --fixtures")
     yield Target("url", name.rstrip("/"), admin_token)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a target's ``/v1/describe`` says it is (WP-HTTP-9): its protocol and its server
+    (name and version, e.g. ``waypost-reference/0.1.0``); None where it says nothing usable.
+    Both are the target's words: bounded and made visible here, escaped where shown."""
+
+    protocol: str | None = None
+    server: str | None = None
+
+
+#: The most characters of a target's self-description a report keeps.
+IDENTITY_CHARS = 200
+
+
+def identity(client: httpx.Client) -> Identity:
+    """The target's protocol and server as its ``/v1/describe`` names them; an answer that is
+    missing, not JSON or out of the kit's bounds names nothing (the run's checks say why)."""
+    try:
+        answer = client.get("/v1/describe")
+        described = answer.json() if answer.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):  # OutOfBounds is a TransportError
+        return Identity()
+    if not isinstance(described, dict):
+        return Identity()
+
+    def said(key: str) -> str | None:
+        value = described.get(key)
+        return visible(value[:IDENTITY_CHARS]) if isinstance(value, str) and value else None
+    return Identity(said("protocol"), said("server"))
 
 
 class TargetError(RuntimeError):

@@ -1,7 +1,8 @@
 """A deployment's answers are untrusted input: what the kit does with them before they reach a
 terminal, a report, a replay file or a URL (docs/spec.md, "The kit's own limits").
 
-- :func:`visible`: text with every control character shown as an escape, never emitted;
+- :func:`visible`: text with every control character shown as an escape, never emitted
+  (:func:`visible_lines`: the same, line breaks kept);
 - :func:`path_id`: an id checked against the id grammar (WP-VAL-4) and percent-encoded;
 - :func:`bad_segment`: a path the kit is about to request, segment by segment;
 - :func:`excerpt`: a bounded excerpt of a value, for traces, evidence and replay files.
@@ -43,6 +44,12 @@ def visible(text: str) -> str:
     if text.isprintable() and text.isascii():
         return text
     return "".join(_shown(char) for char in text)
+
+
+def visible_lines(text: str) -> str:
+    """``text`` line by line through :func:`visible`: its line breaks kept, every other
+    control character shown as an escape."""
+    return "\n".join(visible(line) for line in text.split("\n"))
 
 
 class BadId(ValueError):

@@ -5,8 +5,8 @@ plain helpers they use are in ``tests/support/``."""
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, settings
 from starlette.testclient import TestClient
 
 from tests.support.api import ADMIN_TOKEN, Api, with_notes
-from tests.support.kit import KIT_ADMIN, KitApp, Patch, patch_pages
+from tests.support.kit import KIT_ADMIN, KitApp, Patch, kit_served, patch_pages
 from tests.support.writer import Submitter
 from waypost.reference.server import Settings, build_app, served_context
 
@@ -96,17 +96,9 @@ def kit_admin() -> str:
 
 @pytest.fixture
 def kit_app() -> KitApp:
-    """``kit_app(data_dir, **settings)``: the reference as the kit's runs here serve it, like
-    the kit's sqlite target with SQLite ``synchronous=NORMAL`` (the kit checks answers, not
-    power-loss durability), and no background sweep, whose wall-clock moments would make a
-    seeded run depend on timing."""
-
-    @contextmanager
-    def serve(data_dir: Path, **extra: Any) -> Iterator[TestClient]:
-        settings = Settings(data_dir, KIT_ADMIN, synchronous="NORMAL", sweep_seconds=0, **extra)
-        with TestClient(build_app(settings)) as test_client:
-            yield test_client
-    return serve
+    """``kit_app(data_dir, **settings)``: the reference as the kit's runs here serve it
+    (``tests/support/kit.py``, ``kit_served``)."""
+    return kit_served
 
 
 @pytest.fixture
@@ -170,3 +162,19 @@ def record_temporary_errors_as_final() -> Patch:
                 raise
         mp.setattr(messages, "send", send)
     return patch
+
+
+# ----- the browser tier --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """pytest-playwright's launch arguments (``--headed``, ``--slowmo``…) on Debian's chromium:
+    Playwright's own browser download is not used. Its browser lives for the whole session and
+    keeps an event loop running in this thread, hence the ``browser`` tox env, a pytest process
+    of its own (later tests of a shared worker call ``asyncio.run``)."""
+    path = os.environ.get("WAYPOST_CHROMIUM") or shutil.which("chromium")
+    if path is None:  # a failure, not a skip: CI installs it (.ci/run)
+        pytest.fail("no chromium: install Debian's package (apt-get install chromium) or set "
+                    "WAYPOST_CHROMIUM to a Chromium executable")
+    return {**browser_type_launch_args, "executable_path": path}

@@ -118,7 +118,9 @@ def test_the_reports_list_each_limit_with_its_value_and_both_results(tmp_path: P
     assert data["limits"][0] == {"limit": "ack_items", "value": 20, "properties": ["P10"],
                                  "accepted_at_limit": "accepted",
                                  "refused_above_limit": "refused", "result": "pass",
-                                 "note": "an ACK", "replay": None}
+                                 "note": "an ACK", "replay": None, "replay_command": None}
+    assert data["limits"][1]["replay_command"] == (
+        "waypost conformance replay replays/x.json --target sqlite")
     reports.write_junit(report, tmp_path / "r.xml")
     suite = ET.parse(tmp_path / "r.xml").getroot()
     cases = {case.get("name"): case for case in suite.iter("testcase")}

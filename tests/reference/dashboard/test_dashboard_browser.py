@@ -5,8 +5,6 @@ The data plane is reached with httpx. Run by the ``browser`` tox env, alone in i
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -22,19 +20,6 @@ pytestmark = pytest.mark.browser
 ADMIN = "browser-admin-token"
 IDLE_SECONDS = 1800  # the server's default
 SCRIPT = "<script>document.title='pwned'</script>"
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """pytest-playwright's launch arguments (``--headed``, ``--slowmo``…) on Debian's chromium:
-    Playwright's own browser download is not used. Its browser lives for the whole session and
-    keeps an event loop running in this thread, hence the ``browser`` tox env, a pytest process
-    of its own (later tests of a shared worker call ``asyncio.run``)."""
-    path = os.environ.get("WAYPOST_CHROMIUM") or shutil.which("chromium")
-    if path is None:  # a failure, not a skip: CI installs it (.ci/run)
-        pytest.fail("no chromium: install Debian's package (apt-get install chromium) or set "
-                    "WAYPOST_CHROMIUM to a Chromium executable")
-    return {**browser_type_launch_args, "executable_path": path}
 
 
 @pytest.fixture(scope="module")
