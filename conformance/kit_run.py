@@ -171,6 +171,8 @@ def _reports(args: argparse.Namespace, result: runner.Report) -> int:
         reports.write_json(result, args.report_json)
     if args.junit:
         reports.write_junit(result, args.junit)
+    if args.html:
+        reports.write_html(result, args.html)
     if args.trace:
         reports.write_trace(result, args.trace)
     for outcome in result.outcomes:

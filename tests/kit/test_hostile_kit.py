@@ -145,6 +145,7 @@ def test_hooks_are_not_checked_on_a_target_that_runs_them(kit_app: KitApp, kit_a
     assert "test hooks" in rows[0].message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_each_finding_put_back_fails_the_check_that_names_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kit_admin: str, name: str) -> None:

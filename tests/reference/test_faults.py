@@ -164,6 +164,7 @@ def test_hooks_are_off_without_the_flag(tmp_path: Path) -> None:
         plain.stop()
 
 
+@pytest.mark.slow
 def test_a_real_crash_after_commit_is_replayed_by_the_next_process(tmp_path: Path) -> None:
     server = Server(tmp_path / "data", "--crash-mode", "exit")
     try:
@@ -185,6 +186,7 @@ def test_a_real_crash_after_commit_is_replayed_by_the_next_process(tmp_path: Pat
         server.process.stop()
 
 
+@pytest.mark.slow
 def test_a_real_crash_in_the_writer_after_a_group_commit_leaves_the_key_resolvable(
         tmp_path: Path) -> None:
     """``commit.durable`` ends the process on the writer thread, after a group's COMMIT and

@@ -95,6 +95,7 @@ def _as_bob(lie: tuple[str, Lying, dict[str, str]], tmp_path: Path,
 QUICK = ("stuck_cursor", "huge_page", "dotdot_id", "other_message")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lie", [
     mode if mode in QUICK else pytest.param(mode, marks=pytest.mark.slow)
     for mode in sorted(INBOX_LIES)], indirect=True)
