@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from waypost.conformance.comparison import ABSENT, FAIL, NONE, PASS, XFAIL, short, verdict
-from waypost.conformance.report_file import Outcome, Run
+from waypost.conformance.report_file import Run, RunRow
 
 RANK = {FAIL: 0, XFAIL: 1, NONE: 2, PASS: 3}
 #: The rows compared, by the report's list and the word a change names them with.
@@ -106,9 +106,9 @@ def _order(change: Change) -> tuple[int, int]:
     return (0, RANK[verdict(change.after).kind]) if change.worse else (1, 0)
 
 
-def _result(outcome: Outcome | None) -> str:
+def _result(outcome: RunRow | None) -> str:
     return outcome.result if outcome is not None else ABSENT
 
 
-def _kind(outcome: Outcome | None) -> str:
+def _kind(outcome: RunRow | None) -> str:
     return verdict(_result(outcome)).kind

@@ -16,6 +16,10 @@ if TYPE_CHECKING:
 
 #: The most reports one comparison reads.
 MAX_RUNS = 100
+#: The most bytes all of them may hold (a ``ci`` run's report is about 150 KB).
+MAX_TOTAL_BYTES = 256 << 20
+#: The most rows all of them may hold: a page of 100 ``ci`` runs has about 50,000.
+MAX_TOTAL_ROWS = 200_000
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,7 +62,14 @@ def _compare(args: argparse.Namespace) -> int:
     try:
         if len(paths) > MAX_RUNS:
             raise ReportError(f"{len(paths)} reports: compare reads at most {MAX_RUNS}")
+        if sum(_size(path) for path in paths) > MAX_TOTAL_BYTES:
+            raise ReportError(f"the reports hold more than {MAX_TOTAL_BYTES >> 20} MiB in all")
         runs = [read(path) for path in paths]
+        rows = sum(len(run.properties) + len(run.requirements) + len(run.limits)
+                   + len(run.hostile) + len(run.findings) for run in runs)
+        if rows > MAX_TOTAL_ROWS:
+            raise ReportError(f"the reports hold {rows} rows in all: compare shows at most "
+                              f"{MAX_TOTAL_ROWS}")
     except ReportError as refused:
         print(visible(f"waypost conformance compare: {refused}"), file=sys.stderr)
         return 2
@@ -74,6 +85,15 @@ def _compare(args: argparse.Namespace) -> int:
                       f"{error.strerror}"), file=sys.stderr)
         return 2
     return 1 if any(diff.worse for diff in diffs or []) else 0
+
+
+def _size(path: Path) -> int:
+    """The size of a report file as its directory tells it (0 if it cannot; reading it then
+    bounds it, or says why not)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def terminal(comparison: Comparison, diffs: list[Changes]) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 
-from waypost.conformance.report_file import Outcome, Run
+from waypost.conformance.report_file import PHASE_NAMES, Run, RunRow
 from waypost.properties.owners import DATA
 
 
@@ -46,7 +46,7 @@ def verdict(result: str) -> Verdict:
 class Cell:
     """One run's result in one row; ``link``: the anchor of its failure's details."""
 
-    outcome: Outcome | None
+    outcome: RunRow | None
     link: str = ""
 
     @property
@@ -112,7 +112,30 @@ class Failure:
 
     anchor: str
     kind: str  # property, limit, hostile-input check, fuzz finding
-    outcome: Outcome
+    outcome: RunRow
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """Where one run's failures are detailed, indexed once (a cell finds its link in one
+    lookup, however many failures a hostile report holds): the first failure of each kind
+    and key, of each kind, and of each requirement id."""
+
+    by_key: dict[tuple[str, str], str]
+    by_kind: dict[str, str]
+    by_requirement: dict[str, str]
+
+    @classmethod
+    def of(cls, failures: list[Failure]) -> Anchors:
+        by_key: dict[tuple[str, str], str] = {}
+        by_kind: dict[str, str] = {}
+        by_requirement: dict[str, str] = {}
+        for failure in failures:
+            by_key.setdefault((failure.kind, failure.outcome.key), failure.anchor)
+            by_kind.setdefault(failure.kind, failure.anchor)
+            for rid in failure.outcome.requirements:
+                by_requirement.setdefault(rid, failure.anchor)
+        return cls(by_key, by_kind, by_requirement)
 
 
 @dataclass
@@ -120,6 +143,7 @@ class Comparison:
     runs: list[Run]
     baseline: bool = False  # the first run is the baseline the others are compared with
     failures: list[list[Failure]] = field(default_factory=list)  # by run
+    anchors: list[Anchors] = field(default_factory=list)  # by run
     properties: tuple[Row, ...] = ()
     sections: tuple[Group, ...] = ()
     limits: Group = Group("limits", "Limits", ())
@@ -127,7 +151,7 @@ class Comparison:
 
 
 #: The phases after the model, with the names their rows have where no run had them.
-PHASES = {"HOSTILE": "Hostile input", "FUZZ": "Contract fuzzing (Schemathesis)"}
+PHASES = PHASE_NAMES
 
 
 def run_anchor(column: int) -> str:
@@ -138,8 +162,8 @@ def run_anchor(column: int) -> str:
 def compare(runs: list[Run], baseline: bool = False) -> Comparison:
     """The matrices of ``runs``, in the order given (with ``baseline``, the first is the
     baseline)."""
-    result = Comparison(runs, baseline,
-                        [_failures(column, run) for column, run in enumerate(runs)])
+    failures = [_failures(column, run) for column, run in enumerate(runs)]
+    result = Comparison(runs, baseline, failures, [Anchors.of(found) for found in failures])
     keys = _ordered((row.key for run in runs for row in run.properties), _property_order)
     for phase in PHASES:  # rows of their own even where no run had the phase
         if phase not in keys:
@@ -164,7 +188,7 @@ def _failures(column: int, run: Run) -> list[Failure]:
             for n, (kind, outcome) in enumerate(found)]
 
 
-Link = Callable[[list[Failure], Outcome], str]
+Link = Callable[[Anchors, RunRow], str]
 
 
 def _rows(comparison: Comparison, kind: str, keys: list[str], link: Link) -> tuple[Row, ...]:
@@ -173,34 +197,30 @@ def _rows(comparison: Comparison, kind: str, keys: list[str], link: Link) -> tup
     for key in keys:
         outcomes = [table.get(key) for table in tables]
         name = next((o.name for o in outcomes if o is not None), PHASES.get(key, ""))
-        cells = tuple(Cell(o, (link(failures, o) or run_anchor(n))
+        cells = tuple(Cell(o, (link(anchors, o) or run_anchor(n))
                            if o is not None and o.result == "fail" else "")
-                      for n, (o, failures) in enumerate(zip(outcomes, comparison.failures,
-                                                            strict=True)))
+                      for n, (o, anchors) in enumerate(zip(outcomes, comparison.anchors,
+                                                           strict=True)))
         rows.append(Row(key, name, cells))
     return tuple(rows)
 
 
-def _first(failures: list[Failure], wanted: Callable[[Failure], bool]) -> str:
-    return next((failure.anchor for failure in failures if wanted(failure)), "")
-
-
 def _link_of(kind: str) -> Link:
-    def link(failures: list[Failure], outcome: Outcome) -> str:
-        return _first(failures, lambda f: f.kind == kind and f.outcome.key == outcome.key)
+    def link(anchors: Anchors, outcome: RunRow) -> str:
+        return anchors.by_key.get((kind, outcome.key), "")
     return link
 
 
-def _property_link(failures: list[Failure], outcome: Outcome) -> str:
+def _property_link(anchors: Anchors, outcome: RunRow) -> str:
     if outcome.key == "HOSTILE":
-        return _first(failures, lambda f: f.kind == "hostile-input check")
-    return _link_of("property")(failures, outcome)
+        return anchors.by_kind.get("hostile-input check", "")
+    return anchors.by_key.get(("property", outcome.key), "")
 
 
-def _requirement_link(failures: list[Failure], outcome: Outcome) -> str:
+def _requirement_link(anchors: Anchors, outcome: RunRow) -> str:
     """The first failure that failed this id, else that of the id's property."""
-    return _first(failures, lambda f: outcome.key in f.outcome.requirements) or _first(
-        failures, lambda f: f.kind == "property" and f.outcome.key == outcome.prop)
+    return (anchors.by_requirement.get(outcome.key)
+            or anchors.by_key.get(("property", outcome.prop), ""))
 
 
 def _sections(comparison: Comparison) -> tuple[Group, ...]:

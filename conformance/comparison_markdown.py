@@ -30,24 +30,30 @@ from waypost.conformance.report_file import Run
 from waypost.properties.untrusted import visible, visible_lines
 
 _MARKS = re.compile(r"([\\`*_\[\]|~])")
+#: What GitHub would turn into a link or a mention by itself: a scheme's colon, "www.", "@".
+_AUTOLINKS = re.compile(r"[:@]|(?<=w)\.")
 
 
 def md(text: str) -> str:
-    """``text`` safe in a Markdown table cell or paragraph: one line, shown as written."""
-    return _MARKS.sub(r"\\\1", html.escape(visible(text).replace("\n", " "), quote=False))
+    """``text`` safe in a Markdown table cell or paragraph: one line, shown as written, with
+    no mark, link, autolink or mention of its own (``https://…``, ``www.…`` and ``@name``
+    are written with character references, which GitHub shows but does not link)."""
+    escaped = _MARKS.sub(r"\\\1", html.escape(visible(text).replace("\n", " "), quote=False))
+    return _AUTOLINKS.sub(lambda found: f"&#{ord(found.group())};", escaped)
 
 
 def pre(text: str) -> str:
     """A block of text (a message, a command) as an escaped ``<pre>``."""
-    return f"<pre>{html.escape(visible_lines(text))}</pre>"
+    escaped = html.escape(visible_lines(text))
+    return f"<pre>{_AUTOLINKS.sub(lambda found: f'&#{ord(found.group())};', escaped)}</pre>"
 
 
 def markdown(runs: list[Run], changes: list[Changes] | None = None) -> str:
     """The Markdown of ``runs`` (a baseline first when ``changes`` are given, even none)."""
     comparison = compare(runs, baseline=changes is not None)
     lines = [f"# {md(title(comparison))}", "", *_runs(comparison)]
-    for diff in changes or []:
-        lines += _changes(comparison, diff, runs.index(diff.run))
+    for column, diff in enumerate(changes or [], start=1):  # each run after the baseline
+        lines += _changes(comparison, diff, column)
     lines += ["## Properties", "", *_matrix(comparison, comparison.properties, "Property"),
               "", "## Requirements by section of docs/protocol.md", ""]
     for group in (*comparison.sections, comparison.limits, comparison.hostile):

@@ -120,12 +120,21 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                         help="fault actions to try at each point (default: crash,unavailable)")
     matrix.add_argument("--json", type=Path, default=None, help="also write the cells as JSON")
     matrix.set_defaults(run=later(RUN, "crash_matrix"))
+    chosen = _sub_command(words)
     for name, (module, help_text) in LAZY.items():
-        if name in words:
+        if name == chosen:
             importlib.import_module(module).add_command(kit_commands)
         else:
             kit_commands.add_parser(name, help=help_text)
     add_compare(kit_commands)  # light: it loads what it compares with when it runs
+
+
+def _sub_command(words: Sequence[str]) -> str | None:
+    """The sub-command ``words`` (the command line) runs: the first of their names after
+    ``conformance`` (a report file named ``load`` given to ``compare`` loads nothing)."""
+    names = {"replay", "crash-matrix", "compare", *LAZY}
+    after = list(words)[list(words).index("conformance") + 1:] if "conformance" in words else []
+    return next((word for word in after if word in names), None)
 
 
 def add_timeout(parser: argparse.ArgumentParser) -> None:

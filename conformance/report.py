@@ -17,7 +17,7 @@ from waypost import __version__
 from waypost.conformance import hostile
 from waypost.conformance import requirements as coverage
 from waypost.conformance.fuzz_command import junit_case
-from waypost.conformance.report_file import REPORT_VERSION
+from waypost.conformance.report_file import PHASE_NAMES, REPORT_VERSION
 from waypost.conformance.runner import Report
 from waypost.properties.untrusted import visible, visible_lines
 
@@ -43,7 +43,7 @@ def table(report: Report, requirements_hint: bool = True) -> str:
                 + "".join(f"; {f.kind}: {f.operation} {f.status} — replay: {f.replay}"
                           for f in fuzz.findings[:3])
                 + (f"; expected: {fuzz.expected_reason}" if fuzz.expected_reason else ""))
-        lines.append(f"{'':3}{'FUZZ Contract fuzzing (Schemathesis)':<38} "
+        lines.append(f"{'':3}{'FUZZ ' + PHASE_NAMES['FUZZ']:<38} "
                      f"{MARKS[fuzz.result]:<16} {sum(fuzz.by_check.values()):>7} "
                      f"{len(fuzz.findings):>6}  {visible(note[:400])}")
     rate = report.steps / report.seconds if report.seconds else 0.0
@@ -59,13 +59,7 @@ def table(report: Report, requirements_hint: bool = True) -> str:
     if report.requirements:
         hint = " (--requirements prints the table)" if requirements_hint else ""
         lines += ["", coverage.summary(report.requirements) + hint]
-    return shown("\n".join(lines))
-
-
-def shown(text: str) -> str:
-    """``text`` line by line through :func:`visible`: whatever a note let through, no control
-    character reaches the terminal."""
-    return visible_lines(text)
+    return visible_lines("\n".join(lines))
 
 
 def visible_rows(rows: list[hostile.HostileRow]) -> list[hostile.HostileRow]:
@@ -151,7 +145,7 @@ def write_markdown(report: Report, path: Path) -> None:
     properties += [f"| {o.prop.pid} {o.prop.name} | {o.result} | {o.checks} | {o.failed} | "
                    f"{visible(o.message or o.expected_reason).replace('|', '/')[:200]} |"
                    for o in report.outcomes]
-    path.write_text(shown(coverage.markdown(
+    path.write_text(visible_lines(coverage.markdown(
         report.requirements, f"Waypost conformance: {report.target}, profile {report.profile}, "
                              f"seed {report.seed}", "\n".join(properties))))
 
@@ -205,7 +199,7 @@ def _visible_tree(element: ET.Element) -> None:
         for key, value in node.attrib.items():
             node.set(key, visible(value))
         if node.text:
-            node.text = shown(node.text)
+            node.text = visible_lines(node.text)
 
 
 def write_trace(report: Report, path: Path) -> None:

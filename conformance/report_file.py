@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
@@ -36,12 +36,17 @@ HOSTILE_RESULTS = frozenset({"pass", "fail", "not applicable"})
 FUZZ_RESULTS = frozenset({"pass", "fail", "xfail", "xpass"})
 
 
+#: The rows of the phases after the model, and their names (the property table, the report,
+#: the comparison).
+PHASE_NAMES = {"HOSTILE": "Hostile input", "FUZZ": "Contract fuzzing (Schemathesis)"}
+
+
 class ReportError(ValueError):
     """A report file that cannot be read, with the one line that says why."""
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RunRow:
     """One row of a run: a property (or the HOSTILE, FUZZ or ERROR row), a requirement id, a
     limit, a hostile-input check or a fuzz finding. ``requirements``: the ids it failed (or
     checks); ``prop`` and ``section``: a requirement's property and section."""
@@ -75,15 +80,15 @@ class Run:
     server: str | None
     kit: str | None
     failed: bool
-    properties: tuple[Outcome, ...]
-    requirements: tuple[Outcome, ...]
-    limits: tuple[Outcome, ...]
-    hostile: tuple[Outcome, ...]
-    findings: tuple[Outcome, ...]  # the fuzz phase's findings, each a failure
+    properties: tuple[RunRow, ...]
+    requirements: tuple[RunRow, ...]
+    limits: tuple[RunRow, ...]
+    hostile: tuple[RunRow, ...]
+    findings: tuple[RunRow, ...]  # the fuzz phase's findings, each a failure
 
-    def by_key(self, kind: str) -> dict[str, Outcome]:
+    def by_key(self, kind: str) -> dict[str, RunRow]:
         """The rows of ``kind`` (properties, requirements, limits, hostile) by key."""
-        rows: tuple[Outcome, ...] = getattr(self, kind)
+        rows: tuple[RunRow, ...] = getattr(self, kind)
         return {row.key: row for row in rows}
 
 
@@ -98,11 +103,17 @@ def read(path: Path) -> Run:
             data = file.read(MAX_BYTES + 1)
     except OSError as error:
         raise ReportError(f"{name}: cannot read it: {error.strerror or error}") from None
+    if len(data) > MAX_BYTES:  # a pipe or a growing file, whose size stat did not tell
+        raise ReportError(f"{name}: larger than {MAX_BYTES // 2**20} MiB: not a report of a "
+                          "kit run")
     try:
         document = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise ReportError(f"{name}: not a JSON report (not UTF-8 JSON)") from None
-    return parse(document, name)
+    try:
+        return parse(document, name)
+    except RecursionError:
+        raise ReportError(f"{name}: nested too deep: not a report of a kit run") from None
 
 
 def _no_constant(word: str) -> NoReturn:
@@ -132,10 +143,10 @@ def parse(document: Any, name: str) -> Run:
         where.text(describe, "server", nullable=True, at="describe"),
         where.text(kit, "version", nullable=True, at="kit") if kit else None,
         where.flag(document, "failed"),
-        (*where.rows(document, "properties", _property), *fuzz),
-        tuple(where.rows(document, "requirements", _requirement)),
-        tuple(where.rows(document, "limits", _limit)),
-        tuple(where.rows(document, "hostile", _hostile)), findings)
+        where.unique("properties", (*where.rows(document, "properties", _property), *fuzz)),
+        where.unique("requirements", where.rows(document, "requirements", _requirement)),
+        where.unique("limits", where.rows(document, "limits", _limit)),
+        where.unique("hostile", where.rows(document, "hostile", _hostile)), findings)
 
 
 def _shown(value: Any) -> str:
@@ -214,9 +225,20 @@ class _Where:
             self.fail(_at(at, key), "expected a list of requirement ids")
         return tuple(value)
 
+    def unique(self, key: str, rows: Iterable[RunRow]) -> tuple[RunRow, ...]:
+        """``rows``, refused if two name the same id (the matrices and the baseline diff show
+        one row per id: a second would hide the first)."""
+        found = tuple(rows)
+        seen: set[str] = set()
+        for n, row in enumerate(found):
+            if row.key in seen:
+                self.fail(f"{key}[{n}]", f"a second row for {_shown(row.key)}")
+            seen.add(row.key)
+        return found
+
     def rows(self, obj: dict[str, Any], key: str,
-             row: Callable[[_Where, dict[str, Any], str], Outcome], at: str = ""
-             ) -> list[Outcome]:
+             row: Callable[[_Where, dict[str, Any], str], RunRow], at: str = ""
+             ) -> list[RunRow]:
         value = self.member(obj, key, at, False)
         if not isinstance(value, list):
             self.fail(_at(at, key), f"expected a list, got {_shown(value)}")
@@ -237,7 +259,10 @@ def _at(at: str, key: str) -> str:
 def _evidence(value: Any) -> str:
     if not value:
         return ""
-    text = json.dumps(value, indent=1, ensure_ascii=False)
+    try:
+        text = json.dumps(value, indent=1, ensure_ascii=False)
+    except (ValueError, RecursionError):  # nested deeper than the encoder goes
+        return "<evidence nested too deep to show>"
     return text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS] + "…"
 
 
@@ -247,19 +272,19 @@ def _replays(where: _Where, item: dict[str, Any], at: str) -> dict[str, Any]:
                                          optional=True, at=at)}
 
 
-def _property(where: _Where, item: dict[str, Any], at: str) -> Outcome:
+def _property(where: _Where, item: dict[str, Any], at: str) -> RunRow:
     counts = where.obj(item, "requirements", optional=True, at=at)
     failing = tuple(rid for rid, count in counts.items()
                     if isinstance(count, dict) and count.get("failed"))
-    return Outcome(where.text(item, "id", at=at), where.text(item, "name", at=at),
+    return RunRow(where.text(item, "id", at=at), where.text(item, "name", at=at),
                    where.result(item, PROPERTY_RESULTS, at),
                    where.count(item, "checks", at=at), where.count(item, "checks_failed", at=at),
                    where.text(item, "message", at=at), **_replays(where, item, at),
                    evidence=_evidence(item.get("evidence")), requirements=failing[:MAX_ITEMS])
 
 
-def _requirement(where: _Where, item: dict[str, Any], at: str) -> Outcome:
-    return Outcome(where.text(item, "id", at=at), where.text(item, "text", at=at),
+def _requirement(where: _Where, item: dict[str, Any], at: str) -> RunRow:
+    return RunRow(where.text(item, "id", at=at), where.text(item, "text", at=at),
                    where.result(item, REQUIREMENT_RESULTS, at),
                    where.count(item, "checks_run", at=at), where.count(item, "checks_failed", at=at),
                    where.text(item, "note", optional=True, at=at),
@@ -267,17 +292,17 @@ def _requirement(where: _Where, item: dict[str, Any], at: str) -> Outcome:
                    section=where.text(item, "section", at=at))
 
 
-def _limit(where: _Where, item: dict[str, Any], at: str) -> Outcome:
+def _limit(where: _Where, item: dict[str, Any], at: str) -> RunRow:
     value = where.count(item, "value", nullable=True, at=at)
     name = where.text(item, "limit", at=at)
-    return Outcome(name, f"{name} = {'—' if value is None else value}",
+    return RunRow(name, f"{name} = {'—' if value is None else value}",
                    where.result(item, LIMIT_RESULTS, at), message=where.text(item, "note", at=at),
                    prop=", ".join(where.names(item, "properties", at)),
                    **_replays(where, item, at))
 
 
-def _hostile(where: _Where, item: dict[str, Any], at: str) -> Outcome:
-    return Outcome(where.text(item, "check", at=at),
+def _hostile(where: _Where, item: dict[str, Any], at: str) -> RunRow:
+    return RunRow(where.text(item, "check", at=at),
                    where.text(item, "description", optional=True, at=at),
                    where.result(item, HOSTILE_RESULTS, at),
                    where.count(item, "inputs", optional=True, at=at),
@@ -285,7 +310,7 @@ def _hostile(where: _Where, item: dict[str, Any], at: str) -> Outcome:
                    requirements=where.names(item, "requirements", at))
 
 
-def _fuzz(where: _Where, fuzz: Any) -> tuple[tuple[Outcome, ...], tuple[Outcome, ...]]:
+def _fuzz(where: _Where, fuzz: Any) -> tuple[tuple[RunRow, ...], tuple[RunRow, ...]]:
     """The fuzz phase: its row of the property table (``FUZZ``; none without the phase), and
     its findings."""
     if fuzz is None:
@@ -293,25 +318,28 @@ def _fuzz(where: _Where, fuzz: Any) -> tuple[tuple[Outcome, ...], tuple[Outcome,
     if not isinstance(fuzz, dict):
         where.fail("fuzz", f"expected an object or null, got {_shown(fuzz)}")
     checks = where.obj(fuzz, "checks", at="fuzz")
+    if len(checks) > MAX_ITEMS:
+        where.fail("fuzz.checks", f"more than {MAX_ITEMS} entries")
     errors = fuzz.get("errors") or []
-    if not isinstance(errors, list) or not all(isinstance(e, str) for e in errors):
-        where.fail("fuzz.errors", "expected a list of strings")
+    if not isinstance(errors, list) or len(errors) > MAX_ITEMS or not all(
+            isinstance(e, str) for e in errors):
+        where.fail("fuzz.errors", f"expected a list of at most {MAX_ITEMS} strings")
     findings = [replace(finding, key=f"finding {n + 1}")
                 for n, finding in enumerate(where.rows(fuzz, "findings", _finding, "fuzz"))]
     requests = where.count(fuzz, "requests", at="fuzz")
     summary = (f"{requests} requests, {len(findings)} findings"
                + "".join(f"; engine error: {error[:500]}" for error in errors[:5]))
-    row = Outcome("FUZZ", "Contract fuzzing (Schemathesis)",
+    row = RunRow("FUZZ", PHASE_NAMES["FUZZ"],
                   where.result(fuzz, FUZZ_RESULTS, "fuzz"),
                   sum(n for n in checks.values() if isinstance(n, int)),
                   len(findings) + len(errors), summary[:TEXT_CHARS])
     return (row,), tuple(findings)
 
 
-def _finding(where: _Where, item: dict[str, Any], at: str) -> Outcome:
+def _finding(where: _Where, item: dict[str, Any], at: str) -> RunRow:
     status = item.get("status")
     operation = where.text(item, "operation", at=at)
-    return Outcome("", f"{where.text(item, 'check', at=at)}: "
+    return RunRow("", f"{where.text(item, 'check', at=at)}: "
                    f"{operation} answered {status if isinstance(status, int) else '—'}",
                    "fail", message=where.text(item, "message", at=at),
                    requirements=where.names(item, "requirements", at),

@@ -28,6 +28,7 @@ from waypost.conformance import consumer_matrix, hostile
 from waypost.conformance import requirements as coverage
 from waypost.conformance.fixtures import NEEDS, fixture_rules, not_run
 from waypost.conformance.profiles import PROFILES, Profile
+from waypost.conformance.report_file import PHASE_NAMES
 from waypost.conformance.reproducible import seed_only_draws
 from waypost.conformance.targets import Identity, check_target, identity
 from waypost.properties.bounds import Bounds
@@ -351,7 +352,7 @@ def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path, report:
     return failures
 
 
-HOSTILE = Property("HOSTILE", "Hostile input",
+HOSTILE = Property("HOSTILE", PHASE_NAMES["HOSTILE"],
                    "Hostile input gets the error envelope, and the server keeps answering "
                    "(conformance/hostile.py)")
 

@@ -204,7 +204,7 @@ def identity(client: httpx.Client) -> Identity:
 
     def said(key: str) -> str | None:
         value = described.get(key)
-        return visible(value[:IDENTITY_CHARS]) if isinstance(value, str) and value else None
+        return visible(value)[:IDENTITY_CHARS] if isinstance(value, str) and value else None
     return Identity(said("protocol"), said("server"))
 
 

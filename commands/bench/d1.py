@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import platform
 import secrets
 import statistics
 import sys
@@ -29,6 +27,7 @@ with warnings.catch_warnings():  # starlette's notice about httpx is not ours to
     from starlette.testclient import TestClient
 
 from waypost.adapters.d1.driver import D1Driver
+from waypost.bench.machine import machine
 from waypost.gateway import local_d1
 from waypost.reference.server import Settings, build_app
 from waypost.reference.storage.plan import Statement
@@ -199,8 +198,7 @@ def bench_d1(repeats: int, out: Path | None) -> dict[str, Any]:
                   for name in OPERATIONS}
     result = {
         "benchmark": "d1", "repeats": repeats,
-        "machine": {"python": platform.python_version(), "system": platform.system(),
-                    "machine": platform.machine(), "cpus": os.cpu_count()},
+        "machine": machine(),
         "d1": {"gateway": "workerd via miniflare on loopback", "baseline": baseline},
         "sqlite": {"synchronous": "FULL"},
         "operations": operations,

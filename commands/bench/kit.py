@@ -4,8 +4,6 @@ machine, a baseline measured in the same run, and where the time goes."""
 from __future__ import annotations
 
 import json
-import os
-import platform
 import sys
 import time
 from collections import Counter, defaultdict
@@ -14,28 +12,11 @@ from typing import Any
 
 import httpx
 
+from waypost.bench.machine import baseline, machine
 from waypost.conformance import runner
 from waypost.conformance.profiles import PROFILES
 from waypost.conformance.targets import open_target
 from waypost.properties import http as kit_http
-
-
-def machine() -> dict[str, Any]:
-    """What the numbers were measured on."""
-    return {"python": platform.python_version(), "implementation": platform.python_implementation(),
-            "system": platform.system(), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "processor": platform.processor() or None}
-
-
-def baseline(client: httpx.Client, requests: int = 300) -> dict[str, float]:
-    """Round trips per second of the cheapest request (``GET /v1/describe``) on the same
-    server and connection: the ceiling any step rate is measured against."""
-    started = time.perf_counter()
-    for _ in range(requests):
-        client.get("/v1/describe").raise_for_status()
-    seconds = time.perf_counter() - started
-    return {"requests": requests, "seconds": round(seconds, 3),
-            "round_trips_per_second": round(requests / seconds, 1)}
 
 
 def bench_kit(profile: str, seed: int, out: Path | None) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from waypost.bench.fill import fill
-from waypost.bench.kit import machine
+from waypost.bench.machine import machine
 from waypost.bench.wire import (
     Connection,
     Served,

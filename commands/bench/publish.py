@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 
-from waypost.bench.kit import baseline, machine
+from waypost.bench.machine import baseline, machine
 from waypost.conformance.targets import ServerProcess
 
 DEFAULT_SIZES = (100, 1_000, 10_000)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from waypost.bench.drive import client_name, drive
-from waypost.bench.kit import machine
+from waypost.bench.machine import machine
 from waypost.bench.wal_pages import wal_pages
 from waypost.bench.wire import raw_fsync_rate, served, thread_cpu_seconds
 from waypost.conformance.targets import ChildProcess, free_port

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from waypost.bench.kit import machine
+from waypost.bench.machine import machine
 from waypost.conformance.targets import ServerProcess
 
 #: How often the normal client asks again after a 503.

@@ -9,28 +9,34 @@ from typing import Any
 
 from waypost.reference.consumer.store import LocalStore, now_ms
 
-#: The committed write of this file that created a feed item: a send answers its
-#: ``feed_item_id`` (WP-HTTP-10), a changing publish its revision (WP-HTTP-16).
-_WRITTEN_HERE = """SELECT 1 FROM local_outbound WHERE state = 'committed' AND (
-    (operation = 'message.send' AND json_extract(result_json, '$.feed_item_id') = ?1)
-    OR (operation = 'memory.publish' AND collection_id = ?2
-        AND json_extract(result_json, '$.revision') = ?3
-        AND json_extract(result_json, '$.changed') = 1))"""
+#: The condition under which the committed write ``o`` of this file created the feed item
+#: ``{item_type}``/``{item_id}`` about ``{resource}``, version ``{version}``: a send answers its
+#: ``feed_item_id`` (WP-HTTP-10), a changing publish its collection's new revision (WP-HTTP-16;
+#: an unchanged one answers the head, which somebody else may have written).
+_CREATED = """o.state = 'committed' AND (
+    (o.operation = 'message.send' AND {item_type} = 'message'
+     AND json_extract(o.result_json, '$.feed_item_id') = {item_id})
+    OR (o.operation = 'memory.publish' AND {item_type} = 'memory_revision'
+        AND json_extract(o.result_json, '$.changed') = 1
+        AND o.collection_id = {resource}
+        AND json_extract(o.result_json, '$.revision') = {version}))"""
+
+_WRITTEN_HERE = "SELECT 1 FROM local_outbound o WHERE " + _CREATED.format(
+    item_type="?1", item_id="?2", resource="?3", version="?4")
 
 #: The stored items, still to be worked on, that the committed write ``?1`` created.
-_ITEMS_OF_WRITE = """SELECT w.item_id FROM local_work w, local_outbound o
-    WHERE o.outbound_id = ?1 AND o.state = 'committed' AND w.state IN ('pending', 'in_progress')
-      AND (w.item_id = json_extract(o.result_json, '$.feed_item_id')
-           OR w.item_id = (SELECT v.item_id FROM local_memory_versions v
-                           WHERE o.operation = 'memory.publish'
-                             AND v.collection_id = o.collection_id
-                             AND v.revision = json_extract(o.result_json, '$.revision')))"""
+_ITEMS_OF_WRITE = """SELECT f.item_id FROM local_outbound o, local_feed_items f
+    JOIN local_work w ON w.item_id = f.item_id
+    WHERE o.outbound_id = ?1 AND w.state IN ('pending', 'in_progress') AND """ + _CREATED.format(
+    item_type="f.item_type", item_id="f.item_id", resource="f.resource_id",
+    version="f.resource_version")
 
 
 def written_here(store: LocalStore, item: dict[str, Any]) -> bool:
     """Whether ``item`` (a message or revision feed item) is one this file's writes created."""
     revision = item.get("memory_revision") or {}
-    return bool(store.value(_WRITTEN_HERE, (item["item_id"], revision.get("collection_id"),
+    return bool(store.value(_WRITTEN_HERE, (item["type"], item["item_id"],
+                                            revision.get("collection_id"),
                                             revision.get("revision"))))
 
 

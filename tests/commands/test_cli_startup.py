@@ -64,10 +64,17 @@ def _help_of(*argv: str, loaded: tuple[str, ...] = ()) -> str:
 
 def test_the_kits_lazy_sub_commands_are_listed_as_their_modules_register_them() -> None:
     """Each heavy sub-command is listed by name and help (kit_command.LAZY) as its module
-    registers it when it runs; with every one of them loaded, the listing is the same."""
-    assert _help_of("conformance", loaded=tuple(LAZY)) == _help_of("conformance")
+    registers it when it runs: with any of them loaded, the listing is the same."""
+    listing = _help_of("conformance")
     for name in LAZY:
+        assert _help_of("conformance", loaded=(name,)) == listing
         assert _help_of("conformance", name).startswith(f"usage: waypost conformance {name}")
+
+
+def test_only_the_sub_command_being_run_is_loaded() -> None:
+    """A word of the command line that merely looks like a sub-command (a report file named
+    ``load``) loads nothing: ``compare`` stays light."""
+    assert _imported("conformance", "compare", "load", "fuzz", "--help") == []
 
 
 @pytest.mark.parametrize("command", ["consumer", "mcp"])
@@ -140,3 +147,17 @@ def test_a_command_whose_extra_is_missing_names_the_extra_in_one_line(
     assert line.startswith(f"waypost {argv[0]}")
     assert line.endswith(f"pip install 'waypost[{extra}]'")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("module", ["send", "load", "publish", "slow", "d1", "floor", "wire",
+                                    "fill", "command"])
+def test_the_benchmarks_of_the_base_install_need_no_extra(module: str) -> None:
+    """Every ``waypost bench`` but ``kit`` runs on the base install: its module loads with
+    the kit's and the MCP SDK's packages absent."""
+    script = ("import sys\n"
+              "for name in ('hypothesis', 'schemathesis', 'mcp', 'mcp_types', 'pydantic'):\n"
+              "    sys.modules[name] = None\n"
+              f"import waypost.bench.{module}\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr

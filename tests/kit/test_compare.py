@@ -153,7 +153,8 @@ def test_compare_writes_the_page_and_the_markdown(tmp_path: Path,
 def test_the_markdown_escapes_every_text_of_a_report(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     hostile = made_report("x | <b>y</b> [z](http://evil.test)",
-                          failing={"P07": "<script>alert(1)</script>\x1b[31m"})
+                          failing={"P07": "<script>alert(1)</script>\x1b[31m @org/team "
+                                          "www.evil.test"})
     md = tmp_path / "out.md"
     status, _ = run_compare(capsys, written(tmp_path, "x", hostile), "--md", str(md))
     assert status == 0
@@ -161,7 +162,9 @@ def test_the_markdown_escapes_every_text_of_a_report(tmp_path: Path,
     assert "<script>" not in text
     assert "<b>y" not in text
     assert "[z](" not in text
-    assert "x \\| &lt;b&gt;y&lt;/b&gt; \\[z\\](http://evil.test)" in text
+    assert "x \\| &lt;b&gt;y&lt;/b&gt; \\[z\\](http&#58;//evil.test)" in text  # no autolink
+    assert "@org" not in text  # no mention
+    assert "www.evil" not in text
     assert "\x1b" not in text
 
 

@@ -18,6 +18,7 @@ from tests.support.kit import kit_served
 from tests.support.kit_reports import SCHEMA, made_report, validate
 from waypost.cli import main
 from waypost.conformance import report_file
+from waypost.conformance.report import MARKS
 from waypost.conformance.report_file import REPORT_VERSION, read
 from waypost.conformance.targets import identity
 
@@ -61,6 +62,7 @@ def test_a_run_names_the_server_its_describe_names(tmp_path: Path) -> None:
     ({"protocol": "waypost/1", "server": "port\x1b[31m/2\u202e"}, "port\\x1b[31m/2\\u202e"),
     ({"protocol": "waypost/1", "server": ["not", "a", "string"]}, None),
     ({"protocol": "waypost/1", "server": "x" * 10_000}, "x" * 200),
+    ({"protocol": "waypost/1", "server": "\x1b" * 300}, "\\x1b" * 50),  # cut once escaped
     ("not an object", None)])
 def test_a_targets_self_description_is_bounded_and_visible(answer: Any, server: str | None
                                                           ) -> None:
@@ -147,6 +149,18 @@ def test_compare_refuses_what_is_not_a_report_in_one_line(
     assert said in compare_fails(tmp_path, capsys, content)
 
 
+@pytest.mark.parametrize("member", ["properties", "requirements", "limits", "hostile"])
+def test_compare_refuses_a_second_row_for_one_id(tmp_path: Path, member: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A second row would hide the first from the matrix and the baseline diff (a failing
+    P07 behind a passing one), so a report with two is refused."""
+    report = made_report(failing={"P07": "a foreign cursor was accepted"})
+    rows = report[member]
+    assert rows, member
+    rows.append({**rows[0], "result": "pass"})
+    assert "a second row for" in compare_fails(tmp_path, capsys, report)
+
+
 def test_compare_refuses_a_number_too_large_to_be_one(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     written = json.dumps(made_report())
@@ -178,3 +192,20 @@ def test_a_refusal_shows_no_control_character_of_the_report(
     assert "evil\\x1b]0;title\\x07.json" in err
     assert "\x1b" not in err
     assert "\u202e" not in err
+
+
+@pytest.mark.parametrize(("kind", "results"), [
+    ("property", report_file.PROPERTY_RESULTS), ("requirement", report_file.REQUIREMENT_RESULTS),
+    ("limit", report_file.LIMIT_RESULTS), ("hostile", report_file.HOSTILE_RESULTS),
+    ("fuzz", report_file.FUZZ_RESULTS)])
+def test_the_results_compare_reads_are_those_the_schema_publishes(kind: str,
+                                                                  results: frozenset[str]) -> None:
+    """One list of results per kind, said twice (the reader, the published schema) and kept
+    equal here, so that neither refuses what the other allows."""
+    assert set(SCHEMA["$defs"][kind]["properties"]["result"]["enum"]) == results
+
+
+def test_every_result_a_run_writes_is_one_compare_reads() -> None:
+    """The kit's own table marks (conformance/report.py) name every property result a run
+    writes: each is one ``compare`` reads back."""
+    assert set(MARKS) == report_file.PROPERTY_RESULTS

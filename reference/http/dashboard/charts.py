@@ -1,8 +1,9 @@
 """Small server-rendered bar charts: the geometry here, the SVG in ``templates/_chart.html``
 (presentation attributes only: the Content-Security-Policy allows no inline styles).
 
-Every chart has a value axis with a few gridlines, and prints each bar's value beside it, so
-a touch screen (no hover) reads the numbers too. Time series are columns; a chart of named
+Every chart has a value axis with a few gridlines, and prints each bar's value beside it
+where it fits; under the chart, a list opens with every value that is not zero, so a touch
+screen (no hover) reads them all. Time series are columns; a chart of named
 things (consumers) is rows, one per name, so long names stay readable on a phone."""
 
 from __future__ import annotations
@@ -72,11 +73,12 @@ class Chart:
 
 
 def compact(value: int) -> str:
-    """``1234`` → ``1.2k``: a value short enough to print above a narrow bar."""
+    """``1234`` → ``1.2k``: a value short enough to print above a narrow bar (one that
+    rounds up to the next unit takes it: ``999,950`` → ``1M``)."""
     for size, suffix in ((1_000_000, "M"), (1_000, "k")):
-        if value >= size:
-            text = f"{value / size:.1f}".removesuffix(".0")
-            return f"{text}{suffix}"
+        scaled = round(value / size, 1)
+        if value >= size or (suffix == "M" and scaled >= 1):
+            return f"{scaled:.1f}".removesuffix(".0") + suffix
     return str(value)
 
 

@@ -264,15 +264,6 @@ def _space_again(form_id: str) -> Refused:
     return again
 
 
-async def _replace_again(request: Request, session: Session, form: Form,
-                         error: WaypostError) -> Response:
-    grants = await inspector.token_grants(context(request), _path(request, "space_id"),
-                                          _path(request, "token_id"))
-    return render("token_replace.html", error.status, session=session, token=grants,
-                  scopes=SCOPES, initial=typed_grants(form),
-                  failed=refused("replace-token", form, error, GRANT_FIELDS))
-
-
 index = page(_index)
 space = page(_space)
 create_space = action(_create_space, refused=_spaces_again)
@@ -284,4 +275,6 @@ create_collection = action(_create_collection, refused=_space_again("create-coll
 issue_token = action(_issue_token, refused=_space_again("issue-token"))
 revoke_token = action(_revoke_token)
 replace_form = page(_replace_form)
-replace_token = action(_replace_token, refused=_replace_again)
+# A replacement issues, then revokes: a refusal after the issue must keep its request id (a
+# resubmission replays the issue), so it answers the error page, and the browser's Back.
+replace_token = action(_replace_token)

@@ -106,6 +106,13 @@ def test_an_item_this_files_own_write_created_is_done_not_work(store: LocalStore
                        " position")
     assert [(r["item_id"], r["stage"]) for r in acked] == [
         ("fi_1", "processed"), ("fi_2", "processed"), ("fi_3", "received")]
+    # a publish that changed nothing answers the head, which another actor wrote: still work
+    unchanged = outbox.enqueue_publish(store, outbox.Publish("plans", 3, "delta", ()))
+    outbox.record(store, unchanged, "committed", 200, {"revision": 3, "changed": False})
+    assert store.value("SELECT state FROM local_work WHERE item_id = 'fi_3'") == "pending"
+    later = records.Page([_revision_item("fi_4", 10, "plans", 3)], "cursor-10", False, 10,
+                         revisions={("plans", 3): []})
+    assert records.insert_items(store, later, 1) == set()
 
 
 # Over real HTTP: a server process and consumer processes.

@@ -19,7 +19,7 @@ def test_the_axis_has_round_steps_and_reaches_the_peak(peak: int, top: int,
 
 
 @pytest.mark.parametrize(("value", "shown"), [(0, "0"), (999, "999"), (1000, "1k"),
-                                               (1530, "1.5k"), (2_400_000, "2.4M")])
+                                               (1530, "1.5k"), (999_950, "1M"), (2_400_000, "2.4M")])
 def test_values_are_printed_short(value: int, shown: str) -> None:
     assert charts.compact(value) == shown
 

@@ -368,6 +368,7 @@ def test_consumers_show_their_checkpoints_and_lag(both: tuple[Api, Dash]) -> Non
     lag = lag[:lag.index("</figure>")]
     assert ">bob-inbox</text>" in lag  # named, and its value printed for a touch screen
     assert re.search(r'<text class="value"[^>]*>2</text>', lag)
+    assert "<tr><td>bob-inbox</td><td>2</td></tr>" in lag  # the list a touch screen opens
 
 
 def test_lag_is_counted_up_to_a_cap_and_shown_as_more(both: tuple[Api, Dash],
@@ -391,6 +392,7 @@ def test_lag_is_counted_up_to_a_cap_and_shown_as_more(both: tuple[Api, Dash],
     lag = lag[:lag.index("</figure>")]
     assert ">bob-inbox</text>" in lag  # named, and its value printed for a touch screen
     assert re.search(r'<text class="value"[^>]*>2</text>', lag)
+    assert "<tr><td>bob-inbox</td><td>2</td></tr>" in lag  # the list a touch screen opens
 
 
 def _dump(data_dir: Path) -> dict[str, list[Any]]:
