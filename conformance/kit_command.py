@@ -56,6 +56,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                           "phase runs fuzz's small dev budget), thorough (fuzz's thorough "
                           "budget, 10,000+ requests)")
     kit.add_argument("--seed", type=int, default=None, help="seed (default: random, printed)")
+    kit.add_argument("--shrink-seconds", type=float, default=None, metavar="SECONDS",
+                     help="how long Hypothesis may shrink a failure to its shortest replay "
+                          "(default: the profile's, " + ", ".join(
+                              f"{name} {profile.shrink_seconds:g}"
+                              for name, profile in PROFILES.items()) + "; 0 reports a failure "
+                          "as first found)")
     kit.add_argument("--only", default=None,
                      help="only these properties, e.g. P03,P06: the rules whose checks name "
                           "their requirement ids run; the others are skipped, and a selected "

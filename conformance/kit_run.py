@@ -113,6 +113,9 @@ def check_hooks(url: str, admin_token: str | None) -> None:
 
 def conformance(args: argparse.Namespace) -> int:
     """``waypost conformance``: the run, its tables and reports; the exit status."""
+    if args.shrink_seconds is not None and not 0 <= args.shrink_seconds <= 86400:
+        print("waypost conformance: --shrink-seconds takes 0 to 86400 seconds", file=sys.stderr)
+        return 2
     try:
         selected = select(args.only)
     except ValueError as exc:
@@ -155,7 +158,8 @@ def _run(args: argparse.Namespace, target: Target, client: httpx.Client, proxy: 
                       selected=selected if args.only else None, expected=expected,
                       replay_dir=args.replay_dir,
                       progress=runner.Progress(sys.stderr, profile.examples), proxy=proxy,
-                      trace=args.trace is not None, fixtures=fixtures, fuzz=fuzz, bounds=bounds)
+                      trace=args.trace is not None, fixtures=fixtures, fuzz=fuzz, bounds=bounds,
+                      shrink_seconds=args.shrink_seconds)
 
 
 def _reports(args: argparse.Namespace, result: runner.Report) -> int:

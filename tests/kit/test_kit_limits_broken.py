@@ -88,7 +88,7 @@ def test_the_kit_catches_and_names_a_bent_limit(tmp_path: Path, monkeypatch: pyt
     patch, limit, pid = VARIANTS[name]
     with kit_app(tmp_path / "data") as client:
         patch(monkeypatch)
-        report = runner.run("broken", kit_client(client), kit_admin, profile="ci", seed=SEED,
+        report = runner.run("broken", kit_client(client), kit_admin, profile="quick", seed=SEED,
                             replay_dir=tmp_path / "replays", shrink_seconds=5)
         monkeypatch.undo()
     rows = {row.name: row for row in report.limits}

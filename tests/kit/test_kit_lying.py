@@ -31,6 +31,9 @@ ADMIN = "lying-admin-token-0123456789"
 BOUND = 180.0
 TIMEOUT = "10"  # the kit's --timeout: the deadline of each call
 SEED = "20261130"
+#: No shrinking: the verdict, not the shortest replay, is under test here (and 0 is the same on
+#: any machine).
+SHRINK = "0"
 MEMORY_MB = 512
 REPLAY_BYTES = 5 << 20
 #: What must never reach a terminal: C0 but LF, DEL, C1, the bidi and line-breaking formats.
@@ -80,7 +83,7 @@ def run_kit(mode: str, only: str, work: Path) -> Run:
         done = subprocess.run(
             [sys.executable, "-m", "waypost.cli", "conformance", "--target", url,
              "--admin-token", ADMIN, "--profile", "quick", "--only", only, "--seed", SEED,
-             "--timeout", TIMEOUT, "--replay-dir", str(work / "replays"),
+             "--timeout", TIMEOUT, "--shrink-seconds", SHRINK, "--replay-dir", str(work / "replays"),
              "--report-md", str(work / "report.md"), "--junit", str(work / "report.xml")],
             cwd=work, capture_output=True, timeout=BOUND)
         seconds = time.monotonic() - started
