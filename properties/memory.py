@@ -113,7 +113,8 @@ def expect_publish(world: World, writer: Token, cid: str, body: dict[str, Any],
     items, deletes = changes["items"], changes.get("delete_ids", [])
     errors = publish_errors(world, writer, cid, body["mode"], items, deletes)
     if errors:
-        _expect_refused(world, writer, cid, body, errors, answer)
+        _expect_refused(world, writer, cid, body, errors, answer,
+                        _head_error(target, body, items, deletes))
         return False
     assert target is not None
     if body["expected_revision"] != target.head:
@@ -164,15 +165,28 @@ def publish_errors(world: World, writer: Token, cid: str, mode: str,
     return errors
 
 
+def _head_error(target: Collection | None, body: dict[str, Any], items: list[dict[str, Any]],
+                deletes: list[str]) -> str | None:
+    """The error of input the head's state makes invalid (WP-MEM-19: a delete of an id never
+    published), where the publish is at the head; None otherwise."""
+    if target is None or body["expected_revision"] != target.head:
+        return None
+    state = next_state(target.states[-1], body["mode"], items, deletes, target.head + 1)
+    return state if isinstance(state, str) else None
+
+
 def _expect_refused(world: World, writer: Token, cid: str, body: dict[str, Any],
-                    errors: set[str], answer: Answer) -> None:
+                    errors: set[str], answer: Answer, head_error: str | None = None) -> None:
     """A refused publish; where only blob references are wrong, a publish beside the head may
-    also be (and then is recorded as) REVISION_CONFLICT."""
+    also be (and then is recorded as) REVISION_CONFLICT. A publish at the head that the head's
+    state makes invalid too may get that error instead (WP-AUTH-12: where a request breaks two
+    rules, any of their codes)."""
     target = collection_of(world, writer, cid)
     conflict = target is not None and body["expected_revision"] != target.head \
         and errors <= {"REFERENCE_INVALID"}
-    world.expect_refusal(answer, errors | ({"REVISION_CONFLICT"} if conflict else set()),
-                         refusal_ids(errors, REFUSALS), "publish")
+    also = ({"REVISION_CONFLICT"} if conflict else set()) | ({head_error} if head_error else set())
+    ids = refusal_ids(errors, REFUSALS) + (("WP-MEM-19", "WP-AUTH-12") if head_error else ())
+    world.expect_refusal(answer, errors | also, ids, "publish")
     if conflict and answer.code == "REVISION_CONFLICT":
         record(world, writer, cid, body, answer)
 
