@@ -12,6 +12,11 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.testclient import TestClient
 
 from tests.support.inprocess import kit_client
 from tests.support.kit import kit_served
@@ -20,7 +25,7 @@ from waypost.cli import main
 from waypost.conformance import report_file
 from waypost.conformance.report import MARKS
 from waypost.conformance.report_file import REPORT_VERSION, read
-from waypost.conformance.targets import identity
+from waypost.conformance.targets import free_port, identity
 
 
 def test_the_schema_is_a_valid_json_schema_of_this_version() -> None:
@@ -66,16 +71,17 @@ def test_a_run_names_the_server_its_describe_names(tmp_path: Path) -> None:
     ("not an object", None)])
 def test_a_targets_self_description_is_bounded_and_visible(answer: Any, server: str | None
                                                           ) -> None:
-    client = httpx.Client(base_url="http://port.test", transport=httpx.MockTransport(
-        lambda request: httpx.Response(200, json=answer)))
-    assert identity(client).server == server
+    """A deployment whose describe says this (an app of its own, in process)."""
+    async def describe(request: Request) -> Response:
+        return JSONResponse(answer)
+
+    with TestClient(Starlette(routes=[Route("/v1/describe", describe)])) as client:
+        assert identity(client).server == server
 
 
 def test_a_target_that_does_not_answer_describe_names_nothing() -> None:
-    def refuse(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("refused", request=request)
-    said = identity(httpx.Client(base_url="http://port.test",
-                                 transport=httpx.MockTransport(refuse)))
+    with httpx.Client(base_url=f"http://127.0.0.1:{free_port()}") as nobody:  # nothing listens
+        said = identity(nobody)
     assert (said.protocol, said.server) == (None, None)
 
 
