@@ -12,8 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from waypost.cli import LAZY_COMMANDS, main, parser
+from waypost.cli import EXTRA_OF, LAZY_COMMANDS, main, parser
 from waypost.conformance.kit_command import LAZY
+
+#: A script's first lines that make it run as the base install does: every package an extra
+#: brings (cli.EXTRA_OF) halts its import, as if not installed.
+BASE_INSTALL = ("import sys\n"
+                f"for name in {sorted(EXTRA_OF)!r}:\n"
+                "    sys.modules[name] = None\n")
 
 #: Packages that take a tenth of a second or more to import, and which command needs each.
 HEAVY = ("hypothesis", "schemathesis", "mcp", "httpx", "uvicorn", "starlette", "jinja2")
@@ -27,7 +33,7 @@ def _imported(*argv: str) -> list[str]:
         "from waypost.cli import _command_in, parser\n"
         f"argv = {list(argv)!r}\n"
         "try:\n"
-        "    parser(_command_in(argv)).parse_args(argv)\n"
+        "    parser(_command_in(argv), argv).parse_args(argv)\n"
         "except SystemExit:\n"
         "    pass\n"
         "import json\n"
@@ -134,11 +140,7 @@ def test_a_command_whose_extra_is_missing_names_the_extra_in_one_line(
         argv: list[str], extra: str, tmp_path: Path) -> None:
     """As the base install (``pip install waypost``) runs them: the kit's and the MCP SDK's
     packages are absent, and the command says which extra brings them, creating nothing."""
-    script = ("import sys\n"
-              "for name in ('hypothesis', 'schemathesis', 'mcp', 'mcp_types', 'pydantic'):\n"
-              "    sys.modules[name] = None  # import of NAME halted: as if not installed\n"
-              "from waypost.cli import main\n"
-              f"raise SystemExit(main({argv!r}))")
+    script = BASE_INSTALL + f"from waypost.cli import main\nraise SystemExit(main({argv!r}))"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60, cwd=tmp_path)
     assert done.returncode == 2
@@ -154,10 +156,7 @@ def test_a_command_whose_extra_is_missing_names_the_extra_in_one_line(
 def test_the_benchmarks_of_the_base_install_need_no_extra(module: str) -> None:
     """Every ``waypost bench`` but ``kit`` runs on the base install: its module loads with
     the kit's and the MCP SDK's packages absent."""
-    script = ("import sys\n"
-              "for name in ('hypothesis', 'schemathesis', 'mcp', 'mcp_types', 'pydantic'):\n"
-              "    sys.modules[name] = None\n"
-              f"import waypost.bench.{module}\n")
+    script = BASE_INSTALL + f"import waypost.bench.{module}\n"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
