@@ -124,11 +124,9 @@ def insert_items(store: LocalStore, page: Page, epoch: int) -> set[str]:
             insert_revision(store, item["item_id"], revision,
                             page.revisions[(revision["collection_id"], int(revision["revision"]))])
         if item["type"] in WORK_TYPES:
-            state = "done" if own.written_here(store, item) else "pending"
             store.execute("INSERT INTO local_work (item_id, state, updated_at) VALUES (?, ?, ?)"
-                          " ON CONFLICT (item_id) DO NOTHING", (item["item_id"], state, now_ms()))
-            if state == "done" and store.value("SELECT state FROM local_work WHERE item_id = ?",
-                                               (item["item_id"],)) == "done":
+                          " ON CONFLICT (item_id) DO NOTHING", (item["item_id"], "pending", now_ms()))
+            if own.settle_item(store, item["item_id"]):
                 mine.add(item["item_id"])
     return mine
 
