@@ -64,7 +64,8 @@ def crash_matrix(args: argparse.Namespace) -> int:
     """``waypost conformance crash-matrix``."""
     import json
 
-    from waypost.conformance.crash_matrix import OPERATIONS, crash_matrix
+    from waypost.conformance.crash_matrix import OPERATIONS
+    from waypost.conformance.crash_matrix import crash_matrix as run_matrix
 
     try:
         operations = subset(args.operations, tuple(OPERATIONS), "operations")
@@ -78,11 +79,11 @@ def crash_matrix(args: argparse.Namespace) -> int:
         return 2
     try:
         if args.target in ("sqlite", "d1"):
-            matrix = crash_matrix(operations, actions=actions, target=args.target)
+            matrix = run_matrix(operations, actions=actions, target=args.target)
         else:
             token = admin_token(args)
             check_hooks(args.target, token)
-            matrix = crash_matrix(operations, actions=actions, url=args.target.rstrip("/"),
+            matrix = run_matrix(operations, actions=actions, url=args.target.rstrip("/"),
                                   admin_token=token or "")
     except (ValueError, RuntimeError, httpx.TransportError) as exc:
         print(visible(f"waypost conformance crash-matrix: {exc}"), file=sys.stderr)
