@@ -25,6 +25,15 @@ NAME_CHARS = 20
 
 
 @dataclass(frozen=True)
+class Label:
+    """A text of the chart, at (x, y), anchored at its start, middle or end."""
+    x: float
+    y: float
+    text: str
+    anchor: str = "middle"
+
+
+@dataclass(frozen=True)
 class Bar:
     x: float
     y: float
@@ -32,32 +41,18 @@ class Bar:
     height: float
     label: str
     value: int
-    #: The value as printed beside the bar ("" where it does not fit), and where.
-    shown: str
-    shown_x: float
-    shown_y: float
-    shown_anchor: str = "middle"
+    #: The value as printed beside the bar (None where it does not fit).
+    shown: Label | None
 
 
 @dataclass(frozen=True)
 class Gridline:
-    """One line of the value axis: from (x1, y1) to (x2, y2), its value printed at (tx, ty)."""
+    """One line of the value axis: from (x1, y1) to (x2, y2), with its value."""
     x1: float
     y1: float
     x2: float
     y2: float
-    tx: float
-    ty: float
-    label: str
-    anchor: str = "end"
-
-
-@dataclass(frozen=True)
-class Label:
-    x: float
-    y: float
-    text: str
-    anchor: str = "middle"
+    label: Label
 
 
 @dataclass(frozen=True)
@@ -100,16 +95,16 @@ def columns(title: str, points: Sequence[tuple[str, int]], label_every: int = 1)
     base = COLUMNS_HEIGHT - LABEL_ROOM
     room = base - TOP_ROOM
     step = (WIDTH - AXIS_ROOM) / max(len(points), 1)
-    gridlines = [Gridline(AXIS_ROOM, y, WIDTH, y, AXIS_ROOM - 4, y + 4, compact(value))
+    gridlines = [Gridline(AXIS_ROOM, y, WIDTH, y, Label(AXIS_ROOM - 4, y + 4, compact(value), "end"))
                  for value in values for y in [round(base - room * value / top, 1)]]
     bars, labels = [], []
     for index, (label, value) in enumerate(points):
         x = AXIS_ROOM + index * step
         height = room * value / top
         fits = value > 0 and len(compact(value)) * 6 <= step * _room(points, index)
+        shown = Label(round(x + step / 2, 1), round(base - height - 3, 1), compact(value))
         bars.append(Bar(round(x + 1, 1), round(base - height, 1), round(max(step - 2, 1), 1),
-                        round(height, 1), label, value, compact(value) if fits else "",
-                        round(x + step / 2, 1), round(base - height - 3, 1)))
+                        round(height, 1), label, value, shown if fits else None))
         if index % label_every == 0:
             labels.append(Label(round(min(max(x + step / 2, AXIS_ROOM + 16), WIDTH - 16), 1),
                                 COLUMNS_HEIGHT - 4, label))
@@ -131,7 +126,7 @@ def rows(title: str, points: Sequence[tuple[str, int]], empty: str = "none") -> 
     top, values = axis(peak)
     room = WIDTH - NAME_ROOM - VALUE_ROOM
     height = TOP_ROOM + ROW * max(len(points), 1) + 2
-    gridlines = [Gridline(x, TOP_ROOM - 2, x, height, x, TOP_ROOM - 4, compact(value), "middle")
+    gridlines = [Gridline(x, TOP_ROOM - 2, x, height, Label(x, TOP_ROOM - 4, compact(value)))
                  for value in values for x in [round(NAME_ROOM + room * value / top, 1)]
                  if points]
     bars, labels = [], []
@@ -140,8 +135,8 @@ def rows(title: str, points: Sequence[tuple[str, int]], empty: str = "none") -> 
         length = room * value / top
         exact = f"{value:,}"
         shown = exact if len(exact) <= VALUE_ROOM // 6 else compact(value)
-        bars.append(Bar(NAME_ROOM, y + 3, round(length, 1), ROW - 6, name, value, shown,
-                        round(NAME_ROOM + length + 4, 1), y + ROW - 6, "start"))
+        bars.append(Bar(NAME_ROOM, y + 3, round(length, 1), ROW - 6, name, value,
+                        Label(round(NAME_ROOM + length + 4, 1), y + ROW - 6, shown, "start")))
         cut = name if len(name) <= NAME_CHARS else name[:NAME_CHARS - 1] + "…"
         labels.append(Label(NAME_ROOM - 6, y + ROW - 6, cut, "end"))
     return Chart(title, bars, gridlines, labels, WIDTH, height, "" if points else empty)
