@@ -31,7 +31,10 @@ GUARDS_IN_MEMORY = ("CREATE TEMP TABLE IF NOT EXISTS commit_guards "
 READERS = 4
 
 
-def _open(path: Path, *, synchronous: str | None = None) -> apsw.Connection:
+def open_connection(path: Path, *, synchronous: str | None = None) -> apsw.Connection:
+    """A connection as the driver's threads open it: the writer's with ``synchronous`` (WAL,
+    foreign keys, statement journals and verdict rows in memory), a reader's without
+    (``query_only``)."""
     connection = apsw.Connection(str(path))
     connection.set_busy_timeout(5000)
     # apsw's SQLite is built with SQLITE_ENABLE_STAT4: a statement whose plan looked at a
@@ -66,7 +69,7 @@ class SqliteDriver:
     def __init__(self, path: Path, *, synchronous: str = "FULL",
                  on_durable: Callable[[], None] | None = None, readers: int = READERS) -> None:
         self.path = path
-        self.writer = GroupWriter(lambda: _open(path, synchronous=synchronous), on_durable)
+        self.writer = GroupWriter(lambda: open_connection(path, synchronous=synchronous), on_durable)
         self._readers = ReadPool(readers, "waypost-sqlite-read")
         self._local = threading.local()
         self._opened: list[apsw.Connection] = []
@@ -107,7 +110,7 @@ class SqliteDriver:
     def _connection(self) -> apsw.Connection:
         connection: apsw.Connection | None = getattr(self._local, "connection", None)
         if connection is None:
-            connection = self._local.connection = _open(self.path)
+            connection = self._local.connection = open_connection(self.path)
             with self._opened_lock:
                 self._opened.append(connection)
         return connection

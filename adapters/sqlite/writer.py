@@ -209,8 +209,9 @@ class GroupWriter:
             settle([(job.waiter, None, mapped(exc))])
 
 
-def _outcome(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
-    """Run a plan's statements; the rows of its outcome read."""
+def run_statements(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
+    """Run a plan's statements in order, inside the caller's transaction; the rows of its
+    outcome read."""
     results = [list(connection.execute(statement.sql, statement.params))
                for statement in plan.statements]
     return results[plan.outcome_index]
@@ -219,7 +220,7 @@ def _outcome(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
 def _run_plan(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
     """Run the only plan of a transaction; on failure, roll the transaction back and re-raise."""
     try:
-        return _outcome(connection, plan)
+        return run_statements(connection, plan)
     except BaseException:
         if connection.in_transaction:
             connection.execute("ROLLBACK")
@@ -230,7 +231,7 @@ def _in_savepoint(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
     """Run one plan inside a savepoint; on failure, undo it alone and re-raise."""
     connection.execute("SAVEPOINT plan")
     try:
-        rows = _outcome(connection, plan)
+        rows = run_statements(connection, plan)
     except BaseException:
         if connection.in_transaction:
             connection.execute("ROLLBACK TO plan")

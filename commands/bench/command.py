@@ -59,6 +59,13 @@ def _send(args: argparse.Namespace) -> int:
             print(f"  reference / floor: CPU {ratios['cpu_per_send']}x, write KiB "
                   f"{ratios['write_call_kib_per_send']}x, sends/s {ratios['sends_per_second']}x",
                   file=sys.stderr)
+    schema = result.get("schema_floor")
+    if schema:
+        cpu = schema["cpu_ms_per_send"]
+        print(f"writer CPU per send without a server: one row {cpu['one_row']} ms, the send's "
+              f"rows {cpu['rows']} ms, its plan {cpu['plan']} ms; at one connection this "
+              f"schema allows no less than {schema['lowest_cpu_ratio_at_1']}x the floor",
+              file=sys.stderr)
     if args.elsewhere:
         from waypost.bench.send import bench_elsewhere
 
@@ -118,7 +125,10 @@ def add_load_benches(benches: Any) -> None:
                     "the server's CPU by thread, the bytes and calls handed to write(2) and "
                     "the pages dirtied (Linux /proc), the ratios to the floor, and, with "
                     "strace installed, one traced phase that splits the writes by file and "
-                    "counts temp files. Prints JSON with the machine, its load, the client "
+                    "counts temp files. With --floor and one connection, also the writer's CPU "
+                    "per send without a server (one row, a send's rows as plain INSERTs, its "
+                    "commit plan: waypost.bench.schema_floor) and the lowest ratio to the floor "
+                    "this schema allows. Prints JSON with the machine, its load, the client "
                     "and each target of docs/performance.md beside its measure.")
     send.add_argument("--clients", type=_counts, default=[1, 16],
                       help="comma-separated connection counts (default: 1,16)")

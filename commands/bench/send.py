@@ -30,6 +30,7 @@ from typing import Any
 
 from waypost.bench.drive import client_name, drive
 from waypost.bench.machine import machine
+from waypost.bench.schema_floor import schema_floor
 from waypost.bench.wal_pages import wal_pages
 from waypost.bench.wire import raw_fsync_rate, served, thread_cpu_seconds
 from waypost.conformance.targets import ChildProcess, free_port
@@ -226,7 +227,20 @@ def _ratios(level: dict[str, Any]) -> dict[str, float | None]:
             "sends_per_second": ratio(lambda r: r["per_second"])}
 
 
-def _verdicts(levels: list[dict[str, Any]], traced: dict[str, Any] | None) -> dict[str, Any]:
+def _schema_floor(subject: Subject, work: Path, level: dict[str, Any]) -> dict[str, Any]:
+    """:func:`schema_floor` on a copy of the reference's database, with the lowest ratio to the
+    floor at one connection it allows (the floor's CPU per send over HTTP, plus what the
+    schema's rows cost its writer above the floor's one row)."""
+    assert subject.database is not None
+    found = schema_floor(subject.database, subject.token, "bob", work)
+    floor_cpu = level["floor"].get("cpu_ms_per_send", {}).get("total")
+    found["lowest_cpu_ratio_at_1"] = None if not floor_cpu else round(
+        (floor_cpu + found["rows_over_one_row_ms"]) / floor_cpu, 2)
+    return found
+
+
+def _verdicts(levels: list[dict[str, Any]], traced: dict[str, Any] | None,
+              schema: dict[str, Any] | None = None) -> dict[str, Any]:
     """Each target beside its measure (None where this run cannot tell)."""
     by = {level["connections"]: level for level in levels}
     low, high = by[min(by)], by[max(by)]
@@ -241,6 +255,9 @@ def _verdicts(levels: list[dict[str, Any]], traced: dict[str, Any] | None) -> di
         verdict("cpu_over_floor_at_16", high["ratios"].get("cpu_per_send"))
     if min(by) == 1:
         verdict("cpu_over_floor_at_1", low["ratios"].get("cpu_per_send"))
+        if schema is not None:  # what no implementation of this schema goes below
+            found["cpu_over_floor_at_1"]["schema_allows_at_least"] = \
+                schema["lowest_cpu_ratio_at_1"]
     verdict("write_call_kib_per_send", high["waypost"].get("per_send", {}).get("write_call_kib"))
     if (min(by), max(by)) == (1, 16):
         verdict("sends_16_over_sends_1",
@@ -283,6 +300,10 @@ def bench_send(levels: Sequence[int], seconds: float, *, floor: bool = False, re
         progress("one more phase of the reference under strace…")
         traced = traced_phase(subjects[0], max(levels), seconds)
         raw = raw_fsync_rate(Path(work))
+        schema = None
+        if floor and 1 in levels and subjects[0].database is not None:
+            progress("what the schema alone costs a send, without a server…")
+            schema = _schema_floor(subjects[0], Path(work), results[levels.index(1)])
     return {"benchmark": "send", "machine": {**machine(), "load_average_before": load_before,
                                              "load_average_after": os.getloadavg()},
             "client": client if client == "python" else client_name(),
@@ -290,7 +311,8 @@ def bench_send(levels: Sequence[int], seconds: float, *, floor: bool = False, re
             "server": {"synchronous": "full"}, "floor": floor, "levels": results,
             "traced": traced if traced is not None else "strace is not installed (Debian: "
                                                         "apt-get install strace)",
-            "raw_fsync_transactions": raw, "targets": _verdicts(results, traced)}
+            "raw_fsync_transactions": raw, "schema_floor": schema,
+            "targets": _verdicts(results, traced, schema)}
 
 
 #: What a cheaper send must not cost elsewhere (docs/performance.md), measured in the same run.

@@ -157,3 +157,12 @@ def test_bench_send_reports_each_send_beside_the_floor(tmp_path: Path, client: s
         assert bench["traced"]["per_send"]["wal"]["kib"] > 0
     assert bench["raw_fsync_transactions"]["per_second"] > 0
     assert "reference / floor: CPU" in result.stderr
+    # the writer's CPU per send without a server: a send's nine rows cost more than one row
+    schema = bench["schema_floor"]
+    cpu = schema["cpu_ms_per_send"]
+    assert 0 < cpu["one_row"] < cpu["rows"]
+    assert cpu["plan"] > 0
+    assert schema["lowest_cpu_ratio_at_1"] > 1
+    assert bench["targets"]["cpu_over_floor_at_1"]["schema_allows_at_least"] == \
+        schema["lowest_cpu_ratio_at_1"]
+    assert "this schema allows no less than" in result.stderr

@@ -1,0 +1,143 @@
+"""What the schema alone costs a send: the writer's CPU per send, with no server around it.
+
+At one connection every send is a transaction of its own, so the durable write of its rows is
+a cost no implementation of this schema can avoid. Three loops, one send per transaction,
+``synchronous=FULL``, in this thread, on a copy of the bench's provisioned database:
+
+- ``one_row``: the floor app's transaction, one row of one table (in a file of its own);
+- ``rows``: a send's nine rows as plain INSERTs, into the schema's tables with their keys,
+  indexes, foreign keys and checks (no guard, no outcome read);
+- ``plan``: the send's commit plan, as the writer runs a plan alone (its guard, the guarded
+  writes, the outcome read, the cleanup of its verdict row).
+
+``rows − one_row`` is what the schema adds to the floor's writer, ``plan − rows`` what the
+guarded plan adds to the schema. With the floor's CPU per send at one connection measured over
+HTTP in the same run, ``(floor + rows − one_row) / floor`` is the lowest ratio to the floor that
+any implementation of this schema on this stack reaches at one connection (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from waypost.adapters.sqlite.driver import open_connection
+from waypost.adapters.sqlite.writer import run_statements
+from waypost.reference.domain.principal import Principal
+from waypost.reference.domain.values import new_id
+from waypost.reference.storage import messages
+from waypost.reference.storage.submissions import decided_from
+from waypost.reference.storage.tokens import token_from, token_statement
+
+#: The body every send of the loops carries, as its canonical JSON.
+BODY = '{"text":"bench"}'
+
+_ROWS = (
+    """INSERT INTO submissions (submission_id, space_id, producer_id, operation, request_id,
+        fingerprint, state, reserved_at, resource_id, thread_id, feed_item_id, result_status,
+        committed_at)
+    VALUES (:sub, :space, :producer, 'message.send', :request, :fingerprint, 'committed', :now,
+        :msg, :thr, :fi, 201, :now)""",
+    "INSERT INTO threads (space_id, thread_id, created_at) VALUES (:space, :thr, :now)",
+    """INSERT INTO thread_members (space_id, thread_id, actor_id, added_at)
+    VALUES (:space, :thr, :producer, :now), (:space, :thr, :recipient, :now)""",
+    """INSERT INTO messages (space_id, message_id, submission_id, producer_id, thread_id, kind,
+        subject, body_sha256, body_size, committed_at, body)
+    VALUES (:space, :msg, :sub, :producer, :thr, 'info', 'load', :sha, :size, :now, :body)""",
+    """INSERT INTO message_recipients (space_id, message_id, actor_id)
+    VALUES (:space, :msg, :recipient)""",
+    """INSERT INTO feed_items (item_id, space_id, item_type, producer_id, thread_id, resource_id,
+        committed_at)
+    VALUES (:fi, :space, 'message', :producer, :thr, :msg, :now)""",
+    """INSERT INTO feed_recipients (space_id, item_id, actor_id, sequence)
+    VALUES (:space, :fi, :recipient, last_insert_rowid())""",
+)
+
+
+def _per_send(sends: int, one: Callable[[int], None]) -> float:
+    """Milliseconds of this thread's CPU per call of ``one``, after a warm-up."""
+    for number in range(min(200, sends)):
+        one(-1 - number)
+    started = time.thread_time_ns()
+    for number in range(sends):
+        one(number)
+    return round((time.thread_time_ns() - started) / sends / 1e6, 4)
+
+
+def _one_row(path: Path) -> Callable[[int], None]:
+    connection = open_connection(path, synchronous="FULL")
+    connection.execute("CREATE TABLE messages (request_id TEXT PRIMARY KEY, body TEXT NOT NULL)")
+
+    def one(number: int) -> None:
+        with connection:
+            connection.execute("INSERT INTO messages (request_id, body) VALUES (?, ?)",
+                               (f"one-{number}-{time.time_ns()}", BODY))
+    return one
+
+
+def _rows(connection: apsw.Connection, principal: Principal,
+          recipient: str) -> Callable[[int], None]:
+    encoded = BODY.encode()
+
+    def one(number: int) -> None:
+        given = {"sub": new_id("sub"), "msg": new_id("msg"), "thr": new_id("thr"),
+                 "fi": new_id("fi"), "space": principal.space_id,
+                 "producer": principal.actor_id, "recipient": recipient,
+                 "request": f"rows-{number}-{time.time_ns()}",
+                 "fingerprint": secrets.token_bytes(32), "now": time.time_ns() // 1_000_000,
+                 "sha": hashlib.sha256(encoded).digest(), "size": len(encoded), "body": BODY}
+        with connection:  # BEGIN … COMMIT: one send's rows, one fsync
+            for sql in _ROWS:
+                connection.execute(sql, given)
+    return one
+
+
+def _plan(connection: apsw.Connection, principal: Principal,
+          recipient: str) -> Callable[[int], None]:
+    def one(number: int) -> None:
+        send = messages.MessageSend(
+            f"plan-{number}-{time.time_ns()}", secrets.token_bytes(32), new_id("sub"),
+            new_id("msg"), new_id("thr"), True, new_id("fi"), (recipient,), None, "info",
+            "load", BODY, (), None)
+        plan = messages.send_message(principal, time.time_ns() // 1_000_000, send)
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            rows = run_statements(connection, plan)
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+        verdict = decided_from(rows).verdict
+        if verdict != "ok":
+            raise RuntimeError(f"the send plan refused the bench's send: {verdict}")
+    return one
+
+
+def schema_floor(database: Path, token: str, recipient: str, work: Path,
+                 sends: int = 2000) -> dict[str, Any]:
+    """The three loops' CPU per send on a copy of ``database`` (provisioned: ``token`` may send
+    to ``recipient``), in ``work``; their differences."""
+    copy = work / "schema-floor.sqlite3"
+    source = apsw.Connection(str(database), flags=apsw.SQLITE_OPEN_READONLY)
+    target = apsw.Connection(str(copy))
+    with target.backup("main", source, "main") as backup:
+        backup.step()
+    source.close()
+    target.close()
+    connection = open_connection(copy, synchronous="FULL")
+    token_id = token.split(".", 1)[0]
+    (row,) = list(connection.execute(*token_statement(token_id)))
+    principal = token_from(token_id, row).principal
+    measured = {"one_row": _per_send(sends, _one_row(work / "one-row.sqlite3")),
+                "rows": _per_send(sends, _rows(connection, principal, recipient)),
+                "plan": _per_send(sends, _plan(connection, principal, recipient))}
+    connection.close()
+    return {"sends": sends, "cpu_ms_per_send": measured,
+            "rows_over_one_row_ms": round(measured["rows"] - measured["one_row"], 4),
+            "plan_over_rows_ms": round(measured["plan"] - measured["rows"], 4)}
