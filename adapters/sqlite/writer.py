@@ -212,7 +212,8 @@ class GroupWriter:
 def run_statements(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
     """Run a plan's statements in order, inside the caller's transaction; the rows of its
     outcome read."""
-    results = [list(connection.execute(statement.sql, statement.params))
+    cursor = connection.cursor()  # one for all: a cursor made per statement cost as much again
+    results = [list(cursor.execute(statement.sql, statement.params))
                for statement in plan.statements]
     return results[plan.outcome_index]
 
