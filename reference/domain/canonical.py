@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
+from json import encoder
 from typing import Any
 
 import rfc8785
@@ -16,7 +18,7 @@ def canonical_json(value: Any) -> bytes:
     """
     # same bytes, several times faster (tests/reference/domain/test_values.py compares)
     if _plain(value):
-        return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+        return _sorted_compact(value).encode()
     try:
         return bytes(rfc8785.dumps(value))
     except (rfc8785.CanonicalizationError, TypeError) as exc:
@@ -29,6 +31,20 @@ def digest(value: Any) -> bytes:
 
 
 _SAFE_INTEGER = 2**53 - 1
+
+
+def _compact_encoder() -> Callable[[Any], str]:
+    """``json.dumps(value, sort_keys=True, separators=(",", ":"))`` for plain values, with the
+    C encoder made once instead of per call (half the time of a small body's encoding). Plain
+    values are parsed JSON or built from it: no cycles to look for, nothing to default."""
+    make = encoder.c_make_encoder
+    if make is None:  # a Python without the C accelerator
+        return json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+    encode = make(None, None, encoder.encode_basestring_ascii, None, ":", ",", True, False, True)
+    return lambda value: "".join(encode(value, 0))
+
+
+_sorted_compact = _compact_encoder()
 
 
 def _plain(value: Any) -> bool:

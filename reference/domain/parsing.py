@@ -13,19 +13,9 @@ T = TypeVar("T")
 
 def json_body(raw: bytes) -> Any:
     """Decode a request body as JSON (UTF-8, no NaN/Infinity, no duplicate keys)."""
-
-    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        value = dict(pairs)
-        if len(value) != len(pairs):
-            raise InvalidRequest("request body repeats a key", field="body")
-        return value
-
-    def no_constant(name: str) -> Any:
-        raise InvalidRequest(f"{name} is not JSON", field="body")
-
     try:
-        value = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicates,
-                           parse_constant=no_constant)
+        value = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates,
+                           parse_constant=_no_constant)
         # A lone surrogate (``"\ud800"``) is valid JSON but no UTF-8 text: refuse it here, once.
         # UTF-8 input cannot hold one, so only a ``\u`` escape can bring it.
         if b"\\u" in raw:
@@ -33,6 +23,17 @@ def json_body(raw: bytes) -> Any:
     except (UnicodeError, ValueError, RecursionError):  # ValueError: also 4300+ digit numbers
         raise InvalidRequest("request body must be JSON text in UTF-8", field="body") from None
     return value
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise InvalidRequest("request body repeats a key", field="body")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise InvalidRequest(f"{name} is not JSON", field="body")
 
 
 def fields(value: Any, field: str, required: Iterable[str], optional: Iterable[str] = ()) -> dict[str, Any]:

@@ -7,6 +7,7 @@ value or raises :class:`InvalidRequest` naming that field, e.g.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from datetime import UTC, datetime, timedelta
@@ -217,9 +218,15 @@ def timestamp(value: Any, field: str) -> int:
 
 def format_timestamp(ms: int) -> str:
     """UTC milliseconds → ``2026-11-30T02:29:59.123Z`` (exact integer arithmetic)."""
-    moment = _EPOCH + timedelta(milliseconds=ms)
+    return f"{_up_to_second(ms // 1000)}.{ms % 1000:03d}Z"
+
+
+@functools.lru_cache(maxsize=64)
+def _up_to_second(seconds: int) -> str:
+    """``2026-11-30T02:29:59`` (most answers of one moment share their second)."""
+    moment = _EPOCH + timedelta(seconds=seconds)
     return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:"
-            f"{moment.minute:02d}:{moment.second:02d}.{ms % 1000:03d}Z")
+            f"{moment.minute:02d}:{moment.second:02d}")
 
 
 def sha256_hex(value: Any, field: str) -> bytes:

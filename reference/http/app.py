@@ -30,6 +30,7 @@ from waypost.reference.http.endpoints import (
     error_response,
     query_params,
     read_json,
+    remembered,
 )
 from waypost.reference.service import (
     acks,
@@ -82,12 +83,12 @@ async def _message(ctx: Context, principal: Principal, request: Request) -> Outc
 async def _feed(ctx: Context, principal: Principal, request: Request) -> Outcome:
     query = request.query_params  # checked by data(): FEED_QUERY
     return await feed.read_feed(ctx, principal, query.get("cursor"), query.get("limit"),
-                                query.get("wait"), getattr(request.state, "remembered", False))
+                                query.get("wait"), remembered(request))
 
 
 async def _ack(ctx: Context, principal: Principal, request: Request) -> Outcome:
     return await acks.acknowledge(ctx, principal, await read_json(request),
-                                  getattr(request.state, "remembered", False))
+                                  remembered(request))
 
 
 async def _prepare(ctx: Context, principal: Principal, request: Request) -> Outcome:

@@ -58,14 +58,25 @@ def check_json_type(content_type: str | None) -> None:
                              field="content-type")
 
 
+#: Where a request's scope keeps what this module learnt of it (plain keys: Starlette's
+#: ``request.state`` costs an object and a raised AttributeError per request to ask).
+_JSON, _REMEMBERED = "waypost.json", "waypost.remembered"
+
+
 async def read_json(request: Request) -> Any:
     """The request body as JSON, capped at the published ``request_bytes`` while it streams;
     kept on the request, so that an operation run again (:class:`StalePrincipal`) reads it
     once."""
-    if hasattr(request.state, "json"):
-        return request.state.json
-    request.state.json = await _streamed_json(request)
-    return request.state.json
+    scope = request.scope
+    if _JSON not in scope:
+        scope[_JSON] = await _streamed_json(request)
+    return scope[_JSON]
+
+
+def remembered(request: Request) -> bool:
+    """Whether the request runs as a principal checked before, reading nothing first
+    (:func:`_remembered`)."""
+    return bool(request.scope.get(_REMEMBERED, False))
 
 
 async def _streamed_json(request: Request) -> Any:
@@ -164,7 +175,7 @@ async def _remembered(ctx: Context, authorization: str | None, request: Request,
     principal = None if presented is None or ctx.faults.armed else ctx.remembered.get(presented)
     if presented is None or principal is None:
         return await _checked_in_full(ctx, authorization, request, operation, queries)
-    request.state.remembered = True
+    request.scope[_REMEMBERED] = True
     try:
         query_params(request, *queries)
         return await operation(ctx, principal, request)
@@ -181,7 +192,7 @@ async def _remembered(ctx: Context, authorization: str | None, request: Request,
         with contextlib.suppress(StorageUnavailable):
             await authenticate(ctx, authorization)
         raise
-    request.state.remembered = False
+    request.scope[_REMEMBERED] = False
     return await _checked_in_full(ctx, authorization, request, operation, queries)
 
 

@@ -102,7 +102,7 @@ class CommitPlan:
 
 def json_list(values: Sequence[Any]) -> str:
     """A list bound as one JSON parameter and expanded with ``json_each`` (one bound value)."""
-    return json.dumps(list(values))
+    return json.dumps(list(values)) if values else "[]"
 
 
 def new_plan_id() -> str:

@@ -45,11 +45,17 @@ def select_list(shape: type[Any], prefix: str = "", **expressions: str) -> str:
 def decode(shape: type[Shape], row: Sequence[Any], **convert: Callable[[Any], Any]) -> Shape:
     """``row`` as ``shape``, column by field name; ``convert`` maps a field to the function
     applied to its value when not NULL (e.g. ``sequence=int`` for decimal text)."""
-    values = dict(zip(names(shape), row, strict=True))
+    columns = names(shape)
+    if len(row) != len(columns):
+        raise ValueError(f"{shape.__name__} has {len(columns)} fields, the row {len(row)} columns")
+    if not convert:
+        return shape(*row)
+    values = list(row)
     for name, function in convert.items():
-        if values[name] is not None:
-            values[name] = function(values[name])
-    return shape(**values)
+        at = columns.index(name)
+        if values[at] is not None:
+            values[at] = function(values[at])
+    return shape(*values)
 
 
 def only(rows: Sequence[Sequence[Any]]) -> Sequence[Any]:
