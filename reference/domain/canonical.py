@@ -37,7 +37,7 @@ def _compact_encoder() -> Callable[[Any], str]:
     """``json.dumps(value, sort_keys=True, separators=(",", ":"))`` for plain values, with the
     C encoder made once instead of per call (half the time of a small body's encoding). Plain
     values are parsed JSON or built from it: no cycles to look for, nothing to default."""
-    make = encoder.c_make_encoder
+    make: Callable[..., Callable[[Any, int], Any]] | None = getattr(encoder, "c_make_encoder", None)
     if make is None:  # a Python without the C accelerator
         return json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
     encode = make(None, None, encoder.encode_basestring_ascii, None, ":", ",", True, False, True)
