@@ -1,7 +1,7 @@
 """The SQLite driver: WAL, foreign keys on, ``synchronous=FULL``; nothing of it on the event loop.
 
 Writes go to one writer thread with group commit (:mod:`.writer`): the plans waiting together
-share one ``BEGIN IMMEDIATE … COMMIT``, each inside its own savepoint (a plan alone needs none).
+share one ``BEGIN IMMEDIATE … COMMIT`` (a plan that raises: each then runs again alone).
 Reads run on a small pool of threads (:mod:`.read_pool`), each with its own read-only
 connection, every read one snapshot (``BEGIN … COMMIT`` around several statements; one
 statement is a snapshot by itself). The event loop only awaits futures, which the threads settle on it.
@@ -49,9 +49,9 @@ def open_connection(path: Path, *, synchronous: str | None = None) -> apsw.Conne
         connection.pragma("foreign_keys", True)
         # Plans guard the feed counter themselves (RESOURCE_LIMIT), so FULL here means the disk.
         connection.pragma("synchronous", synchronous)
-        # Each plan of a group runs in a SAVEPOINT, whose statement journal holds the prior
-        # content of every page the plan touches (about 26 per send): on disk it was a temp
-        # file of ~130 KiB written per send. In memory it is a copy, undone with the savepoint.
+        # A statement that may write several rows keeps a statement journal of the prior
+        # content of every page it changes, to undo itself alone: on disk, a temp file
+        # (~130 KiB per send when each plan also had a savepoint). In memory it is a copy.
         connection.pragma("temp_store", "memory")
         # A plan's verdict row lives from its guard to its cleanup, inside one transaction:
         # never durable. A temp table of the same name comes first in name resolution, so the

@@ -1,10 +1,11 @@
 """The one writer thread of a SQLite database, with group commit.
 
 Callers put commit plans on a queue. The thread takes every plan waiting and runs them in one
-``BEGIN IMMEDIATE … COMMIT``, each inside its own SAVEPOINT: a plan that fails is rolled back
-to its savepoint alone, its neighbours go on (a plan alone needs no savepoint: its failure
-rolls the transaction back). Every caller is answered only after the shared
-COMMIT returned (with ``synchronous=FULL``, after its fsync). One fsync thus serves a whole
+``BEGIN IMMEDIATE … COMMIT``. A plan refuses by its verdict, not by an error, so a plan that
+raises is rare (a defect, the disk): the transaction is then rolled back and each plan of the
+group runs again alone, so its neighbours go on. No plan pays for a SAVEPOINT in case it might
+fail (its journal copied every page the plan touched). Every caller is answered only after the
+shared COMMIT returned (with ``synchronous=FULL``, after its fsync). One fsync thus serves a whole
 group, however many senders wait, and one wake-up of the event loop answers them all
 (:mod:`.waiters`).
 
@@ -153,26 +154,28 @@ class GroupWriter:
             settle([(job.waiter, result, None)])
 
     def _group(self, connection: apsw.Connection, jobs: list[_Job]) -> None:
-        """One transaction; each plan in its savepoint (unless alone); answers after the
-        durable COMMIT."""
+        """One transaction for every plan of the group; answers after the durable COMMIT. A
+        plan that raises (a defect or the disk: a refusal is a verdict, not an error) ends the
+        transaction, and the plans of the group run again, each alone: only the culprit fails."""
         try:
             connection.execute("BEGIN IMMEDIATE")
         except BaseException as exc:
             _answer_all(jobs, mapped(exc))
             return
         answers: list[Answer] = []
-        # A plan alone needs no savepoint: its failure rolls the whole transaction back.
-        run = _run_plan if len(jobs) == 1 else _in_savepoint
         for job in jobs:
             assert job.plan is not None
             try:
-                rows = run(connection, job.plan)
+                rows = run_statements(connection, job.plan)
             except BaseException as exc:
-                if not connection.in_transaction:  # SQLite ended the whole transaction
+                ended = not connection.in_transaction  # SQLite ended it: the disk, not a plan
+                if not ended:
+                    connection.execute("ROLLBACK")
+                if ended or len(jobs) == 1:
                     _answer_all(jobs, mapped(exc))
-                    return
-                answers.append((job.waiter, None, mapped(exc)))
-                continue
+                else:
+                    self._each_alone(connection, jobs)
+                return
             answers.append((job.waiter, rows, None))
         try:
             connection.execute("COMMIT")
@@ -180,10 +183,9 @@ class GroupWriter:
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
             if isinstance(exc, apsw.ConstraintError) and len(jobs) > 1:
-                # A deferred foreign key is checked at COMMIT, not at RELEASE: nothing was
-                # written, so run each plan alone and let only the culprit fail.
-                for job in jobs:
-                    self._group(connection, [job])
+                # A deferred foreign key is checked at COMMIT: nothing was written, so run
+                # each plan alone and let only the culprit fail.
+                self._each_alone(connection, jobs)
                 return
             _answer_all(jobs, mapped(exc))
             return
@@ -194,6 +196,12 @@ class GroupWriter:
             _answer_all(jobs, mapped(exc))
             return
         settle(answers)
+
+    def _each_alone(self, connection: apsw.Connection, jobs: list[_Job]) -> None:
+        """Nothing of the group was written: each plan runs again in a transaction of its own,
+        in the group's order."""
+        for job in jobs:
+            self._group(connection, [job])
 
     def _counted(self, group: list[_Job]) -> list[_Job]:
         stats, size = self.stats, len(group)
@@ -216,30 +224,6 @@ def run_statements(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
     results = [list(cursor.execute(statement.sql, statement.params))
                for statement in plan.statements]
     return results[plan.outcome_index]
-
-
-def _run_plan(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
-    """Run the only plan of a transaction; on failure, roll the transaction back and re-raise."""
-    try:
-        return run_statements(connection, plan)
-    except BaseException:
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
-        raise
-
-
-def _in_savepoint(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
-    """Run one plan inside a savepoint; on failure, undo it alone and re-raise."""
-    connection.execute("SAVEPOINT plan")
-    try:
-        rows = run_statements(connection, plan)
-    except BaseException:
-        if connection.in_transaction:
-            connection.execute("ROLLBACK TO plan")
-            connection.execute("RELEASE plan")
-        raise
-    connection.execute("RELEASE plan")
-    return rows
 
 
 def _answer_all(jobs: list[_Job], exc: BaseException) -> None:

@@ -1,5 +1,5 @@
-"""Group commit in the SQLite driver: the plans waiting together share one transaction, each in
-its own savepoint; a failing plan rolls back alone; a crash after the shared COMMIT leaves every
+"""Group commit in the SQLite driver: the plans waiting together share one transaction; a plan
+that fails leaves nothing and its neighbours commit; a crash after the shared COMMIT leaves every
 key resolvable (protocol §12). Real SQLite files through apsw; the writer is held so that the
 plans submitted meanwhile form one group."""
 
@@ -78,8 +78,8 @@ def _count(driver: SqliteDriver, sql: str) -> int:
 @pytest.mark.parametrize("neighbours", [("a",), ("a", "c")], ids=["pair", "three"])
 def test_a_plan_that_fails_midway_in_a_group_leaves_nothing_while_the_others_commit(
         driver: SqliteDriver, neighbours: tuple[str, ...], submit: Submitter) -> None:
-    """Its space, actor and verdict rows were written before the failing statement: its
-    savepoint alone is rolled back (no deferred key fails, so no plan is retried alone)."""
+    """Its space, actor and verdict rows were written before the failing statement: the group's
+    transaction is rolled back and each plan runs again alone, so only it fails."""
     fails_midway = _space_plan("b")
     fails_midway = replace(fails_midway, writes=(
         *fails_midway.writes, Statement("INSERT INTO spaces (space_id) VALUES (NULL)")))
@@ -107,7 +107,7 @@ def test_a_plan_alone_that_fails_midway_leaves_nothing(driver: SqliteDriver,
     try:
         with pytest.raises(apsw.ConstraintError):
             submit(driver.run, fails_midway).result()
-        assert driver.stats.last == 1  # it ran alone, without a savepoint
+        assert driver.stats.last == 1  # it ran alone
         assert submit(driver.run, _space_plan("c")).result()[0][0] == "ok"
         assert _spaces(driver) == ["c"]
     finally:

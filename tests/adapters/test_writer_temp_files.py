@@ -1,6 +1,6 @@
-"""The SQLite writer opens no temp file: the savepoint of each plan in a group keeps its statement
-journal in memory, however many pages the plan changes (a temp file of ~130 KiB per send was
-written before). SQLite's file opens are counted by a VFS that passes every call to the default
+"""The SQLite writer opens no temp file: a statement that changes many rows keeps its statement
+journal in memory, however many pages it changes (a temp file of ~130 KiB per send was written
+before). SQLite's file opens are counted by a VFS that passes every call to the default
 one."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _fill(connection: apsw.Connection) -> None:
 
 def _rewrite_every_page(fill: int) -> Any:
     """A plan that changes every row (every page of the table: ~400 KiB of prior content for
-    its savepoint's journal to hold)."""
+    its statement journal to hold)."""
     plan_id = new_plan_id()
     params = {"fill": fill, "plan": plan_id}
     return plan("rewrite", plan_id, [
@@ -70,7 +70,7 @@ def test_a_group_of_large_plans_opens_no_temp_file(tmp_path: Path, counting: Cou
         asyncio.run(driver.migrate())
         driver.call_writer(_fill)
         before = counting.temporary
-        with driver.held():  # four plans in one transaction, each in its savepoint
+        with driver.held():  # four plans in one transaction
             futures = [submit(driver.run, _rewrite_every_page(ROW_BYTES)) for _ in range(4)]
         assert [future.result(timeout=60) for future in futures] == [[(ROWS,)]] * 4
         assert driver.stats.last == 4
