@@ -56,9 +56,10 @@ def _send(args: argparse.Namespace) -> int:
                       f"CPU, {io.get('write_call_kib')} KiB in {io.get('write_calls')} write "
                       "calls per send", file=sys.stderr)
         if ratios:
-            print(f"  reference / floor: CPU {ratios['cpu_per_send']}x, write KiB "
-                  f"{ratios['write_call_kib_per_send']}x, sends/s {ratios['sends_per_second']}x",
-                  file=sys.stderr)
+            each = ", ".join(f"{value}x" for value in ratios["cpu_per_send_each_repeat"])
+            print(f"  reference / floor: CPU {ratios['cpu_per_send']}x ({each} by repeat), "
+                  f"write KiB {ratios['write_call_kib_per_send']}x, sends/s "
+                  f"{ratios['sends_per_second']}x", file=sys.stderr)
     schema = result.get("schema_floor")
     if schema:
         cpu = schema["cpu_ms_per_send"]

@@ -208,7 +208,9 @@ def _subjects(work: Path, floor: bool, client: str) -> Iterator[list[Subject]]:
         yield subjects
 
 
-def _ratios(level: dict[str, Any]) -> dict[str, float | None]:
+def _ratios(level: dict[str, Any]) -> dict[str, Any]:
+    """The reference's figures over the floor's: of the medians, and (CPU per send) of each
+    repeat's pair of phases, which ran one after the other: their spread is the run's noise."""
     ours, floor = level["waypost"], level.get("floor")
     if floor is None:
         return {}
@@ -224,7 +226,12 @@ def _ratios(level: dict[str, Any]) -> dict[str, float | None]:
             "cpu_per_send_other_threads": ratio(lambda r: r["cpu_ms_per_send"]["other_threads"]),
             "write_call_kib_per_send": ratio(lambda r: r["per_send"]["write_call_kib"]),
             "write_calls_per_send": ratio(lambda r: r["per_send"]["write_calls"]),
-            "sends_per_second": ratio(lambda r: r["per_second"])}
+            "sends_per_second": ratio(lambda r: r["per_second"]),
+            "cpu_per_send_each_repeat": [
+                round(mine["cpu_ms_per_send"]["total"] / theirs["cpu_ms_per_send"]["total"], 2)
+                for mine, theirs in zip(ours["repeats"], floor["repeats"], strict=True)
+                if mine.get("cpu_ms_per_send") and theirs.get("cpu_ms_per_send")
+                and theirs["cpu_ms_per_send"]["total"]]}
 
 
 def _schema_floor(subject: Subject, work: Path, level: dict[str, Any]) -> dict[str, Any]:
@@ -253,8 +260,12 @@ def _verdicts(levels: list[dict[str, Any]], traced: dict[str, Any] | None,
                        "met": met}
     if max(by) == 16:
         verdict("cpu_over_floor_at_16", high["ratios"].get("cpu_per_send"))
+        found["cpu_over_floor_at_16"]["each_repeat"] = high["ratios"].get(
+            "cpu_per_send_each_repeat")
     if min(by) == 1:
         verdict("cpu_over_floor_at_1", low["ratios"].get("cpu_per_send"))
+        found["cpu_over_floor_at_1"]["each_repeat"] = low["ratios"].get(
+            "cpu_per_send_each_repeat")
         if schema is not None:  # what no implementation of this schema goes below
             found["cpu_over_floor_at_1"]["schema_allows_at_least"] = \
                 schema["lowest_cpu_ratio_at_1"]

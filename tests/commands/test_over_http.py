@@ -147,6 +147,7 @@ def test_bench_send_reports_each_send_beside_the_floor(tmp_path: Path, client: s
             assert row["per_send"]["write_calls"] >= 2
             assert row["per_send"]["write_call_kib"] > 0
         assert level["ratios"]["cpu_per_send"] is not None
+        assert len(level["ratios"]["cpu_per_send_each_repeat"]) == 1  # --repeats 1
     assert set(bench["targets"]) >= {"write_call_kib_per_send", "no_temp_files"}
     pages = bench["levels"][0]["waypost"]["wal_pages_per_send"]  # one send per transaction
     assert pages["frames_per_commit"] >= 10  # a send writes a page of each table and index
