@@ -2,12 +2,12 @@
 
 Callers put commit plans on a queue. The thread takes every plan waiting and runs them in one
 ``BEGIN IMMEDIATE … COMMIT``. A plan refuses by its verdict, not by an error, so a plan that
-raises is rare (a defect, the disk): the transaction is then rolled back and each plan of the
-group runs again alone, so its neighbours go on. No plan pays for a SAVEPOINT in case it might
-fail (its journal copied every page the plan touched). Every caller is answered only after the
-shared COMMIT returned (with ``synchronous=FULL``, after its fsync). One fsync thus serves a whole
-group, however many senders wait, and one wake-up of the event loop answers them all
-(:mod:`.waiters`).
+raises is a defect: the transaction is then rolled back and each plan of the group runs again
+alone, so its neighbours go on (an error of the disk is every caller's answer at once). No plan
+pays for a SAVEPOINT in case it might fail (its journal copied every page the plan touched).
+Every caller is answered only after the shared COMMIT returned (with ``synchronous=FULL``,
+after its fsync). One fsync thus serves a whole group, however many senders wait, and one
+wake-up of the event loop answers them all (:mod:`.waiters`).
 
 Plain functions over the connection (migrations, maintenance) run alone, between groups.
 """
@@ -57,6 +57,8 @@ class GroupStats:
     plans: int = 0
     largest: int = 0
     last: int = 0
+    #: groups whose plans ran again one by one after one of them raised or the COMMIT failed
+    retried: int = 0
 
 
 class GroupWriter:
@@ -155,8 +157,12 @@ class GroupWriter:
 
     def _group(self, connection: apsw.Connection, jobs: list[_Job]) -> None:
         """One transaction for every plan of the group; answers after the durable COMMIT. A
-        plan that raises (a defect or the disk: a refusal is a verdict, not an error) ends the
-        transaction, and the plans of the group run again, each alone: only the culprit fails."""
+        plan that raises (a defect: a refusal is a verdict, not an error) ends the transaction,
+        and the plans of the group run again, each alone: only the culprit fails."""
+        stuck = _rolled_back(connection)  # one a failed ROLLBACK left open: this one may work
+        if stuck is not None:
+            _answer_all(jobs, mapped(stuck))
+            return
         try:
             connection.execute("BEGIN IMMEDIATE")
         except BaseException as exc:
@@ -168,11 +174,9 @@ class GroupWriter:
             try:
                 rows = run_statements(connection, job.plan)
             except BaseException as exc:
-                ended = not connection.in_transaction  # SQLite ended it: the disk, not a plan
-                if not ended:
-                    connection.execute("ROLLBACK")
-                if ended or len(jobs) == 1:
-                    _answer_all(jobs, mapped(exc))
+                undone = _rolled_back(connection)
+                if undone is not None or len(jobs) == 1 or isinstance(exc, TEMPORARY):
+                    _answer_all(jobs, mapped(undone or exc))  # alone, or the disk: all alike
                 else:
                     self._each_alone(connection, jobs)
                 return
@@ -180,14 +184,13 @@ class GroupWriter:
         try:
             connection.execute("COMMIT")
         except BaseException as exc:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            if isinstance(exc, apsw.ConstraintError) and len(jobs) > 1:
+            undone = _rolled_back(connection)
+            if undone is None and isinstance(exc, apsw.ConstraintError) and len(jobs) > 1:
                 # A deferred foreign key is checked at COMMIT: nothing was written, so run
                 # each plan alone and let only the culprit fail.
                 self._each_alone(connection, jobs)
                 return
-            _answer_all(jobs, mapped(exc))
+            _answer_all(jobs, mapped(undone or exc))
             return
         try:
             if self._on_durable is not None:
@@ -199,7 +202,8 @@ class GroupWriter:
 
     def _each_alone(self, connection: apsw.Connection, jobs: list[_Job]) -> None:
         """Nothing of the group was written: each plan runs again in a transaction of its own,
-        in the group's order."""
+        in the group's order (a fsync each: counted in :attr:`GroupStats.retried`)."""
+        self.stats.retried += 1
         for job in jobs:
             self._group(connection, [job])
 
@@ -224,6 +228,17 @@ def run_statements(connection: apsw.Connection, plan: CommitPlan) -> list[Row]:
     results = [list(cursor.execute(statement.sql, statement.params))
                for statement in plan.statements]
     return results[plan.outcome_index]
+
+
+def _rolled_back(connection: apsw.Connection) -> BaseException | None:
+    """End the open transaction, if SQLite has not ended it; the error of a ROLLBACK that failed
+    (every caller of the group then gets it: the writer thread goes on)."""
+    try:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+    except BaseException as exc:
+        return exc
+    return None
 
 
 def _answer_all(jobs: list[_Job], exc: BaseException) -> None:

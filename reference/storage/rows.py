@@ -3,7 +3,8 @@
 A read defines its column list with :func:`select_list` from the dataclass it decodes into, so
 every column is aliased by its field name (D1 returns rows as objects keyed by those names, and
 the SQLite driver sees the same names) and the list cannot drift from the fields; :func:`decode`
-turns a row into the dataclass, by name, with the conversions a column needs.
+turns a row into the dataclass, column by field in that same order, with the conversions a
+column needs.
 """
 
 from __future__ import annotations
@@ -25,10 +26,14 @@ _NAMES: dict[type[Any], tuple[str, ...]] = {}
 
 def names(shape: type[Any]) -> tuple[str, ...]:
     """The column names of a row shape: its field names, in order (found once per shape:
-    every decoded row asks)."""
+    every decoded row asks). A shape must take every field positionally, in that order, as
+    :func:`decode` builds it."""
     found = _NAMES.get(shape)
     if found is None:
-        found = _NAMES[shape] = tuple(f.name for f in fields(shape))
+        found = tuple(f.name for f in fields(shape))
+        if any(not f.init or f.kw_only for f in fields(shape)):
+            raise TypeError(f"{shape.__name__}: a row shape takes every field by position")
+        _NAMES[shape] = found
     return found
 
 
@@ -43,8 +48,9 @@ def select_list(shape: type[Any], prefix: str = "", **expressions: str) -> str:
 
 
 def decode(shape: type[Shape], row: Sequence[Any], **convert: Callable[[Any], Any]) -> Shape:
-    """``row`` as ``shape``, column by field name; ``convert`` maps a field to the function
-    applied to its value when not NULL (e.g. ``sequence=int`` for decimal text)."""
+    """``row`` as ``shape``, the columns in its fields' order (:func:`select_list`'s);
+    ``convert`` maps a field to the function applied to its value when not NULL (e.g.
+    ``sequence=int`` for decimal text)."""
     columns = names(shape)
     if len(row) != len(columns):
         raise ValueError(f"{shape.__name__} has {len(columns)} fields, the row {len(row)} columns")
@@ -52,6 +58,8 @@ def decode(shape: type[Shape], row: Sequence[Any], **convert: Callable[[Any], An
         return shape(*row)
     values = list(row)
     for name, function in convert.items():
+        if name not in columns:
+            raise ValueError(f"{shape.__name__} has no field {name}")
         at = columns.index(name)
         if values[at] is not None:
             values[at] = function(values[at])

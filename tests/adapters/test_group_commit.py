@@ -90,11 +90,36 @@ def test_a_plan_that_fails_midway_in_a_group_leaves_nothing_while_the_others_com
         assert isinstance(futures[1].exception(), apsw.ConstraintError)
         assert [f.result()[0][0] for f in futures if f is not futures[1]] == ["ok"] * len(neighbours)
         assert (driver.stats.groups, driver.stats.last) == (1, len(plans))  # one group
+        assert driver.stats.retried == 1  # then each plan alone
         assert _spaces(driver) == sorted(neighbours)
         assert _count(driver, "SELECT count(*) FROM actors WHERE space_id = 'b'") == 0
         # verdict rows live in the writer's own TEMP table: only the writer sees them
         assert driver.call_writer(lambda c: c.execute(
             "SELECT count(*) FROM commit_guards").fetchall()) == [(0,)]
+    finally:
+        driver.close()
+
+
+def _refuse_rollback(connection: apsw.Connection, refuse: bool) -> None:
+    """apsw's exec tracer aborts a statement it answers False for: here, every ROLLBACK."""
+    connection.exec_trace = (lambda _cursor, sql, _bindings: not sql.lstrip().upper()
+                             .startswith("ROLLBACK")) if refuse else None
+
+
+def test_a_rollback_that_fails_answers_the_group_and_the_writer_goes_on(
+        driver: SqliteDriver, submit: Submitter) -> None:
+    fails_midway = _space_plan("b")
+    fails_midway = replace(fails_midway, writes=(
+        *fails_midway.writes, Statement("INSERT INTO spaces (space_id) VALUES (NULL)")))
+    try:
+        driver.call_writer(lambda c: _refuse_rollback(c, True))
+        with driver.held():
+            futures = [submit(driver.run, p) for p in (_space_plan("a"), fails_midway)]
+        for future in futures:  # answered, not left waiting: the ROLLBACK's own error
+            assert isinstance(future.exception(timeout=30), apsw.ExecTraceAbort)
+        driver.call_writer(lambda c: _refuse_rollback(c, False))
+        assert submit(driver.run, _space_plan("c")).result(timeout=30)[0][0] == "ok"
+        assert _spaces(driver) == ["c"]  # the group's transaction was ended, not committed
     finally:
         driver.close()
 
