@@ -152,19 +152,21 @@ def test_a_function_that_fails_is_answered_with_its_error(writer: GroupWriter,
     assert submit(writer.run, _note(1)).result() == [(1,)]
 
 
-def test_when_sqlite_ends_the_transaction_no_plan_of_the_group_is_reported_committed(
+def test_a_plan_that_ends_the_groups_transaction_fails_alone(
         writer: GroupWriter, submit: Submitter) -> None:
-    """RAISE(ROLLBACK) rolls the whole transaction back, as SQLite does itself after some
-    errors (a full disk, I/O): the plans before it were undone, those after never ran."""
+    """RAISE(ROLLBACK) rolls the whole transaction back, the plans before it too: none of them
+    is reported committed from it. The group runs again, each plan alone, so only the plan that
+    raised fails (an error of the disk, which ends a transaction too, is everyone's)."""
     with writer.held():
         futures = [submit(writer.run, _note(1)),
                    submit(writer.run, _plan("INSERT INTO doomed VALUES (?1)", 2)),
                    submit(writer.run, _note(3))]
-    for future in futures:
-        error = _fails(future)
-        assert isinstance(error, apsw.ConstraintError)
-        assert "whole transaction" in str(error)
-    assert writer.call(_notes).result() == []
+    error = _fails(futures[1])
+    assert isinstance(error, apsw.ConstraintError)
+    assert "whole transaction" in str(error)
+    assert [futures[0].result(), futures[2].result()] == [[(1,)], [(1,)]]
+    assert writer.call(_notes).result() == [1, 3]
+    assert writer.stats.retried == 1
     assert submit(writer.run, _note(4)).result() == [(1,)]
 
 
