@@ -26,21 +26,32 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 
-def floor_app(database: Path) -> Starlette:
-    """The floor: one table, one INSERT per request, WAL and ``synchronous=FULL``."""
+def open_floor(database: Path) -> apsw.Connection:
+    """The floor's connection: WAL, ``synchronous=FULL``, its one table."""
     connection = apsw.Connection(str(database))
     connection.pragma("journal_mode", "wal")
     connection.pragma("synchronous", "FULL")
     connection.execute("CREATE TABLE IF NOT EXISTS messages "
                        "(request_id TEXT PRIMARY KEY, body TEXT NOT NULL)")
+    return connection
+
+
+def insert_one(connection: apsw.Connection, request_id: str, body: str) -> int:
+    """The floor's transaction: one row, ``BEGIN … COMMIT`` and its fsync; the row's id."""
+    with connection:
+        connection.execute("INSERT INTO messages (request_id, body) VALUES (?, ?)",
+                           (request_id, body))
+    return connection.last_insert_rowid()
+
+
+def floor_app(database: Path) -> Starlette:
+    """The floor: one table, one INSERT per request, WAL and ``synchronous=FULL``."""
+    connection = open_floor(database)
     lock = threading.Lock()
 
     def insert(request_id: str, body: str) -> int:
         with lock:
-            with connection:  # one transaction: BEGIN … COMMIT, its fsync
-                connection.execute("INSERT INTO messages (request_id, body) VALUES (?, ?)",
-                                   (request_id, body))
-            return connection.last_insert_rowid()
+            return insert_one(connection, request_id, body)
 
     async def send(request: Request) -> Response:
         document = json.loads(await request.body())

@@ -4,7 +4,8 @@ At one connection every send is a transaction of its own, so the durable write o
 a cost no implementation of this schema can avoid. Three loops, one send per transaction,
 ``synchronous=FULL``, in this thread, on a copy of the bench's provisioned database:
 
-- ``one_row``: the floor app's transaction, one row of one table (in a file of its own);
+- ``one_row``: the floor app's own transaction (:func:`~waypost.bench.floor.insert_one`), one
+  row of one table, on a connection opened as the floor opens it (in a file of its own);
 - ``rows``: a send's rows as plain INSERTs (eight, and the feed's sequence row), into the
   schema's tables with their keys, indexes, foreign keys and checks (no guard, no outcome
   read);
@@ -33,6 +34,7 @@ import apsw
 
 from waypost.adapters.sqlite.driver import open_connection
 from waypost.adapters.sqlite.writer import run_statements
+from waypost.bench.floor import insert_one, open_floor
 from waypost.reference.domain.principal import Principal
 from waypost.reference.domain.values import new_id
 from waypost.reference.storage import messages
@@ -67,7 +69,7 @@ _ROWS = (
 )
 
 
-def _per_send(sends: int, make: Callable[[int], T], one: Callable[[T], None]) -> float:
+def _per_send(sends: int, make: Callable[[int], T], one: Callable[[T], object]) -> float:
     """Milliseconds of this thread's CPU per call of ``one``, after a warm-up; what each call
     is given is made before the clock starts (building it is the event loop's work, not the
     writer's)."""
@@ -78,12 +80,6 @@ def _per_send(sends: int, make: Callable[[int], T], one: Callable[[T], None]) ->
     for each in given:
         one(each)
     return round((time.thread_time_ns() - started) / sends / 1e6, 4)
-
-
-def _one_row(connection: apsw.Connection, number: int) -> None:
-    with connection:
-        connection.execute("INSERT INTO messages (request_id, body) VALUES (?, ?)",
-                           (f"one-{number}-{time.time_ns()}", BODY))
 
 
 def _rows_of(principal: Principal, recipient: str) -> Callable[[int], dict[str, Any]]:
@@ -149,11 +145,11 @@ def schema_floor(database: Path, token: str, recipient: str, work: Path,
     token_id = token.split(".", 1)[0]
     (row,) = list(connection.execute(*token_statement(token_id)))
     principal = token_from(token_id, row).principal
-    one_row = open_connection(work / "one-row.sqlite3", synchronous="FULL")
-    one_row.execute("CREATE TABLE messages (request_id TEXT PRIMARY KEY, body TEXT NOT NULL)")
+    one_row = open_floor(work / "one-row.sqlite3")
     try:
         measured = {
-            "one_row": _per_send(sends, int, lambda number: _one_row(one_row, number)),
+            "one_row": _per_send(sends, lambda number: f"one-{number}-{time.time_ns()}",
+                                 lambda request_id: insert_one(one_row, request_id, BODY)),
             "rows": _per_send(sends, _rows_of(principal, recipient), _rows(connection)),
             "plan": _per_send(sends, _plan_of(principal, recipient), _plan(connection))}
     finally:

@@ -253,22 +253,22 @@ def _verdicts(levels: list[dict[str, Any]], traced: dict[str, Any] | None,
     low, high = by[min(by)], by[max(by)]
     found: dict[str, Any] = {}
 
-    def verdict(name: str, measured: float | None, at_most: bool = True) -> None:
+    def verdict(name: str, measured: float | None, at_most: bool = True, **beside: Any) -> None:
         limit = TARGETS[name]
         met = None if measured is None else (measured <= limit if at_most else measured >= limit)
         found[name] = {"measured": measured, "at_most" if at_most else "at_least": limit,
-                       "met": met}
+                       "met": met, **beside}
+
+    def cpu(name: str, level: dict[str, Any], **beside: Any) -> None:
+        ratios = level["ratios"]
+        verdict(name, ratios.get("cpu_per_send"),
+                each_repeat=ratios.get("cpu_per_send_each_repeat"), **beside)
     if max(by) == 16:
-        verdict("cpu_over_floor_at_16", high["ratios"].get("cpu_per_send"))
-        found["cpu_over_floor_at_16"]["each_repeat"] = high["ratios"].get(
-            "cpu_per_send_each_repeat")
+        cpu("cpu_over_floor_at_16", high)
     if min(by) == 1:
-        verdict("cpu_over_floor_at_1", low["ratios"].get("cpu_per_send"))
-        found["cpu_over_floor_at_1"]["each_repeat"] = low["ratios"].get(
-            "cpu_per_send_each_repeat")
-        if schema is not None:  # what no implementation of this schema goes below
-            found["cpu_over_floor_at_1"]["schema_allows_at_least"] = \
-                schema["lowest_cpu_ratio_at_1"]
+        # with the schema floor, what no implementation of this schema goes below
+        cpu("cpu_over_floor_at_1", low, **({} if schema is None else {
+            "schema_allows_at_least": schema["lowest_cpu_ratio_at_1"]}))
     verdict("write_call_kib_per_send", high["waypost"].get("per_send", {}).get("write_call_kib"))
     if (min(by), max(by)) == (1, 16):
         verdict("sends_16_over_sends_1",
