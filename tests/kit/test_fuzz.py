@@ -155,19 +155,6 @@ def test_the_kit_report_shows_the_fuzz_phase_as_its_own_row(tmp_path: Path) -> N
     assert 'failures="1"' in junit
 
 
-@pytest.mark.slow
-def test_a_ci_kit_run_ends_with_the_fuzz_row(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "waypost.cli", "conformance", "--target", "sqlite", "--profile",
-         "ci", "--seed", "5", "--report-json", "kit.json", "--junit", "kit.xml"],
-        capture_output=True, text=True, timeout=1800, cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    row = next(line for line in result.stdout.splitlines() if "FUZZ" in line)
-    assert " pass " in row
-    assert json.loads((tmp_path / "kit.json").read_text())["fuzz"]["requests"] > 0
-    assert "FUZZ Contract fuzzing" in (tmp_path / "kit.xml").read_text()
-
-
 def test_texts_within_their_byte_limit_are_valid_whatever_their_characters(
         tmp_path: Path) -> None:
     """maxLength is a quarter of a byte limit; a longer text within the limit is valid (the

@@ -21,10 +21,14 @@ from waypost.reference.server import Settings, build_app
 pytestmark = [pytest.mark.d1, pytest.mark.slow]
 
 
-def test_the_reference_on_d1_passes_the_ci_profile(tmp_path: Path, d1_settings: Settings) -> None:
+# The default tier's run is the quick profile (every property, fewer examples: the plans are
+# the SQLite driver's, whose ci runs are the slow tier's); tox -e thorough runs the ci profile.
+@pytest.mark.parametrize("profile", ["quick", pytest.param("ci", marks=pytest.mark.thorough)])
+def test_the_reference_on_d1_passes_the_kit(tmp_path: Path, d1_settings: Settings,
+                                            profile: str) -> None:
     settings = Settings(**{**d1_settings.__dict__, "test_hooks": True})
     with TestClient(build_app(settings)) as client:
-        report = runner.run("d1", kit_client(client), ADMIN, profile="ci", seed=1,
+        report = runner.run("d1", kit_client(client), ADMIN, profile=profile, seed=1,
                             replay_dir=tmp_path / "replays")
     results = {o.prop.pid: o.result for o in report.outcomes}
     assert not report.failed, [(o.prop.pid, o.message, o.evidence) for o in report.outcomes
