@@ -15,6 +15,9 @@ a cost no implementation of this schema can avoid. Three loops, one send per tra
 What each send is given (its ids, parameters, the plan) is made before the clock starts: that
 is the event loop's work, not the writer's.
 
+The plan loop also times each of its statements (``plan_statement_us``: the mean µs of
+each, by name, ``BEGIN`` and ``COMMIT`` included), to show where a send's writer time goes.
+
 ``rows − one_row`` is what the schema adds to the floor's writer, ``plan − rows`` what the
 guarded plan adds to the schema. With the floor's CPU per send at one connection measured over
 HTTP in the same run, ``(floor + rows − one_row) / floor`` is the lowest ratio to the floor that
@@ -124,10 +127,42 @@ def _plan(connection: apsw.Connection) -> Callable[[CommitPlan], None]:
             connection.execute("ROLLBACK")
             raise
         connection.execute("COMMIT")
-        verdict = decided_from(rows).verdict
-        if verdict != "ok":
-            raise RuntimeError(f"the send plan refused the bench's send: {verdict}")
+        _refused(decided_from(rows).verdict)
     return one
+
+
+def _refused(verdict: str) -> None:
+    if verdict != "ok":
+        raise RuntimeError(f"the send plan refused the bench's send: {verdict}")
+
+
+def statement_name(sql: str) -> str:
+    """A plan statement's name in the breakdown: its verb and table, e.g. ``INSERT feed_items``
+    (``SELECT`` for the outcome read)."""
+    words = sql.split(None, 3)
+    return " ".join(words[:3:2]) if words[0] in ("INSERT", "DELETE") else words[0]
+
+
+def _per_statement(connection: apsw.Connection, plans: list[CommitPlan]) -> dict[str, float]:
+    """The mean µs of this thread's CPU per statement of the send's plan, each send alone in
+    its transaction (the statements of every plan are named alike: one shape)."""
+    clock = time.thread_time_ns
+    cursor = connection.cursor()
+    names = ["BEGIN", *(statement_name(s.sql) for s in plans[0].statements), "COMMIT"]
+    names = [name if names.index(name) == index else f"{name} #{names[:index].count(name) + 1}"
+             for index, name in enumerate(names)]
+    totals = [0] * len(names)
+    for plan in plans:
+        texts = ("BEGIN IMMEDIATE", *(s.sql for s in plan.statements), "COMMIT")
+        params = ((), *(s.params for s in plan.statements), ())
+        results = []
+        for index, (sql, bound) in enumerate(zip(texts, params, strict=True)):
+            started = clock()
+            results.append(list(cursor.execute(sql, bound)))
+            totals[index] += clock() - started
+        _refused(decided_from(results[1 + plans[0].outcome_index]).verdict)
+    return {name: round(total / len(plans) / 1000, 1) for name, total in zip(names, totals,
+                                                                          strict=True)}
 
 
 def schema_floor(database: Path, token: str, recipient: str, work: Path,
@@ -152,9 +187,12 @@ def schema_floor(database: Path, token: str, recipient: str, work: Path,
                                  lambda request_id: insert_one(one_row, request_id, BODY)),
             "rows": _per_send(sends, _rows_of(principal, recipient), _rows(connection)),
             "plan": _per_send(sends, _plan_of(principal, recipient), _plan(connection))}
+        make = _plan_of(principal, recipient)
+        statements = _per_statement(connection, [make(number) for number in range(sends)])
     finally:
         one_row.close()
         connection.close()
     return {"sends": sends, "cpu_ms_per_send": measured,
             "rows_over_one_row_ms": round(measured["rows"] - measured["one_row"], 4),
-            "plan_over_rows_ms": round(measured["plan"] - measured["rows"], 4)}
+            "plan_over_rows_ms": round(measured["plan"] - measured["rows"], 4),
+            "plan_statement_us": statements}

@@ -164,6 +164,11 @@ def test_bench_send_reports_each_send_beside_the_floor(tmp_path: Path, client: s
     assert 0 < cpu["one_row"] < cpu["rows"]
     assert cpu["plan"] > 0
     assert schema["lowest_cpu_ratio_at_1"] > 1
+    # the plan's statements, each timed: the guard first, the writes, the outcome read, COMMIT
+    statements = schema["plan_statement_us"]
+    assert list(statements)[:3] == ["BEGIN", "INSERT commit_guards", "INSERT submissions"]
+    assert {"INSERT feed_items", "SELECT", "DELETE commit_guards", "COMMIT"} <= set(statements)
+    assert all(us > 0 for us in statements.values())
     assert bench["targets"]["cpu_over_floor_at_1"]["schema_allows_at_least"] == \
         schema["lowest_cpu_ratio_at_1"]
     assert "this schema allows no less than" in result.stderr

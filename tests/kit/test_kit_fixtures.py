@@ -122,9 +122,11 @@ def test_the_kit_runs_against_the_reference_through_fixtures_only(tmp_path: Path
     with tempfile.TemporaryDirectory() as data_dir:
         server = ServerProcess(Path(data_dir), admin)
         try:
+            # "--admin-token=…": a random token may begin with "-", which argparse would
+            # read as an option (1 run in 64 failed so)
             made = subprocess.run(
                 [sys.executable, "-m", "waypost.cli", "conformance", "fixtures", "--target",
-                 server.url, "--admin-token", admin, "--sets", "30", "--output",
+                 server.url, f"--admin-token={admin}", "--sets", "30", "--output",
                  str(tmp_path / "fixtures.json")], capture_output=True, text=True, env=env,
                 timeout=300)
             assert made.returncode == 0, made.stderr
