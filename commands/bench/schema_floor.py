@@ -136,11 +136,11 @@ def _refused(verdict: str) -> None:
         raise RuntimeError(f"the send plan refused the bench's send: {verdict}")
 
 
-def statement_name(sql: str) -> str:
+def _statement_name(sql: str) -> str:
     """A plan statement's name in the breakdown: its verb and table, e.g. ``INSERT feed_items``
-    (``SELECT`` for the outcome read)."""
+    (``INSERT INTO …``, ``DELETE FROM …``), else its verb (``SELECT``: the outcome read)."""
     words = sql.split(None, 3)
-    return " ".join(words[:3:2]) if words[0] in ("INSERT", "DELETE") else words[0]
+    return f"{words[0]} {words[2]}" if words[0] in ("INSERT", "DELETE") else words[0]
 
 
 def _per_statement(connection: apsw.Connection, plans: list[CommitPlan]) -> dict[str, float]:
@@ -148,7 +148,7 @@ def _per_statement(connection: apsw.Connection, plans: list[CommitPlan]) -> dict
     its transaction (the statements of every plan are named alike: one shape)."""
     clock = time.thread_time_ns
     cursor = connection.cursor()
-    names = ["BEGIN", *(statement_name(s.sql) for s in plans[0].statements), "COMMIT"]
+    names = ["BEGIN", *(_statement_name(s.sql) for s in plans[0].statements), "COMMIT"]
     names = [name if names.index(name) == index else f"{name} #{names[:index].count(name) + 1}"
              for index, name in enumerate(names)]
     totals = [0] * len(names)
@@ -160,7 +160,7 @@ def _per_statement(connection: apsw.Connection, plans: list[CommitPlan]) -> dict
             started = clock()
             results.append(list(cursor.execute(sql, bound)))
             totals[index] += clock() - started
-        _refused(decided_from(results[1 + plans[0].outcome_index]).verdict)
+        _refused(decided_from(results[1 + plan.outcome_index]).verdict)
     return {name: round(total / len(plans) / 1000, 1) for name, total in zip(names, totals,
                                                                           strict=True)}
 
