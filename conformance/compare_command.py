@@ -1,6 +1,7 @@
 """``waypost conformance compare``: the JSON reports of several runs side by side (the
 property table in the terminal, ``--html`` a page, ``--md`` Markdown), and with
-``--baseline`` what got worse and what got better against a baseline run, for CI to gate on.
+``--baseline`` what got worse and what got better against a baseline run among the rows both
+checked, for CI to gate on, and apart, the rows only one of them checked.
 docs/report.md describes the reports and the command."""
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ MAX_RUNS = 100
 MAX_TOTAL_BYTES = 256 << 20
 #: The most rows all of them may hold: a page of 100 ``ci`` runs has about 50,000.
 MAX_TOTAL_ROWS = 200_000
+#: The most rows of each coverage difference (narrower, wider) printed per run.
+TERMINAL_COVERAGE_ROWS = 10
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``compare`` under ``waypost conformance``."""
     compare = commands.add_parser(
-        "compare", help="put the JSON reports of runs side by side; --baseline: what got worse",
+        "compare", help="put the JSON reports of runs side by side; --baseline: what got "
+                   "worse of the rows both runs checked",
         description="Read the --report-json files of conformance runs (any number, up to "
                     f"{MAX_RUNS}, of report_version 1) and put them side by side, the runs as "
                     "columns in the order given: print the property table (P01–P18, HOSTILE, "
@@ -34,15 +38,21 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
                     "every failure's message, replay file and replay command as one "
                     "self-contained HTML page (--html) or as Markdown (--md); exit status 0. "
                     "With --baseline, the baseline is the first column and the command also "
-                    "lists, for each run, what got worse and what got better against it: exit "
-                    "status 1 when anything got worse. A file that is not a report of a known "
-                    "report_version is refused in one line, exit status 2.")
+                    "lists, for each run, what got worse and what got better against it among "
+                    "the rows both runs checked (pass, XPASS, expected failure or FAIL in "
+                    "both): exit status 1 when one of those got worse. Rows only one of the "
+                    "two checked (skipped by --only, not run, absent: a phase a profile leaves "
+                    "out) are listed apart as coverage differences, narrower or wider, and "
+                    "never make the exit status 1: a run of fewer properties is no regression. "
+                    "A file that is not a report of a known report_version is refused in one "
+                    "line, exit status 2.")
     compare.add_argument("reports", nargs="+", type=Path, metavar="RUN.json",
                          help="a report written by waypost conformance --report-json")
     compare.add_argument("--baseline", type=Path, default=None, metavar="BASE.json",
                          help="the run to compare with (e.g. the last release's): what got "
-                              "worse or better in each RUN.json; exit status 1 when anything "
-                              "got worse")
+                              "worse or better in each RUN.json among the rows both checked "
+                              "(exit status 1 when one got worse), and apart, the rows only "
+                              "one of them checked (not gated)")
     compare.add_argument("--html", type=Path, default=None, metavar="FILE",
                          help="write the comparison as one self-contained HTML page")
     compare.add_argument("--md", type=Path, default=None, metavar="FILE",
@@ -98,7 +108,8 @@ def _size(path: Path) -> int:
 
 def terminal(comparison: Comparison, diffs: list[Changes]) -> str:
     """What ``compare`` prints: the property table, one line per run of the other tables,
-    then the changes against the baseline and the verdict."""
+    then the changes against the baseline, the coverage differences apart, and the
+    verdict."""
     from waypost.conformance.comparison_page import column_name
     from waypost.properties.untrusted import visible_lines
 
@@ -117,12 +128,37 @@ def terminal(comparison: Comparison, diffs: list[Changes]) -> str:
                      + "".join(f"; {f.outcome.key} {f.kind}" for f in failures[:5])
                      + ("; …" if len(failures) > 5 else ""))
     for diff in diffs:
-        lines += ["", f"{diff.run.name} against the baseline {diff.baseline.name}: "
-                      f"{len(diff.worse)} worse, {len(diff.better)} better"]
-        lines += [f"  note: {note}" for note in diff.notes]
-        lines += [f"  {change.line()}" for change in diff.changes]
+        lines += ["", *_against(diff)]
     if comparison.baseline:
         worse = sum(len(diff.worse) for diff in diffs)
-        lines += ["", f"WORSE: {worse} rows got worse against the baseline" if worse
-                  else "no row got worse against the baseline"]
+        lines += ["", f"WORSE: {worse} {'row' if worse == 1 else 'rows'} both runs checked "
+                      "got worse against the baseline" if worse
+                  else "no row both runs checked got worse against the baseline"]
     return visible_lines("\n".join(lines))
+
+
+def _against(diff: Changes) -> list[str]:
+    """One run against the baseline: what got worse and better among the rows both checked,
+    then the rows only one of them checked."""
+    unshared = len(diff.narrower) + len(diff.wider)
+    return [f"{diff.run.name} against the baseline {diff.baseline.name}: "
+            f"{len(diff.worse)} worse, {len(diff.better)} better"
+            + (f"; {unshared} checked by one run only" if unshared else ""),
+            *(f"  note: {note}" for note in diff.notes),
+            *(f"  {change.line()}" for change in (*diff.worse, *diff.better)),
+            *_coverage(diff)]
+
+
+def _coverage(diff: Changes) -> list[str]:
+    """The coverage differences of one run under their own heading: a line each way, and its
+    first rows (the page and the Markdown list more, their matrices every row)."""
+    if not diff.coverage:
+        return []
+    lines = ["  coverage differences, not gated (rows only one of the two runs checked):"]
+    for line, rows in diff.coverage:
+        lines += [f"    {line}",
+                  *(f"      {change.row()}" for change in rows[:TERMINAL_COVERAGE_ROWS])]
+        if len(rows) > TERMINAL_COVERAGE_ROWS:
+            lines.append(f"      … and {len(rows) - TERMINAL_COVERAGE_ROWS} more (--html and "
+                         "--md list more; their matrices show every row)")
+    return lines

@@ -1,15 +1,15 @@
 """The comparison as Markdown (GitHub-flavoured: a pull request comment, a job summary): the
-runs, the changes against a baseline, the property matrix, the requirement, limit and
-hostile-input matrices in ``<details>`` (open where a run fails), and each failure. Every text
-of a report is made visible and escaped: HTML, table pipes and the marks of emphasis, code
-and links."""
+runs, the changes against a baseline with the coverage differences apart, the property matrix,
+the requirement, limit and hostile-input matrices in ``<details>`` (open where a run fails),
+and each failure. Every text of a report is made visible and escaped: HTML, table pipes and
+the marks of emphasis, code and links."""
 
 from __future__ import annotations
 
 import html
 import re
 
-from waypost.conformance.baseline import Change, Changes
+from waypost.conformance.baseline import ARROWS, COVERAGE_ROWS, Change, Changes
 from waypost.conformance.comparison import (
     Cell,
     Comparison,
@@ -107,16 +107,30 @@ def _changes(comparison: Comparison, diff: Changes, column: int) -> list[str]:
     if diff.failing:
         lines += ["", f"**Worse: now failing ({len(diff.failing)})**", "",
                   *map(_change, diff.failing)]
-    for title_, items in ((f"Worse: no longer checked ({len(diff.unchecked)})", diff.unchecked),
-                          (f"Better ({len(diff.better)})", diff.better)):
-        if items:
-            lines += ["", f"<details><summary><b>{title_}</b></summary>", "",
-                      *map(_change, items), "", "</details>"]
+    if diff.better:
+        lines += ["", f"<details><summary><b>Better ({len(diff.better)})</b></summary>", "",
+                  *map(_change, diff.better), "", "</details>"]
+    return [*lines, "", *_coverage(diff)]
+
+
+def _coverage(diff: Changes) -> list[str]:
+    """The rows only one of the two runs checked, under their own heading: neither worse nor
+    better, not gated; at most :data:`COVERAGE_ROWS` of each listed."""
+    if not diff.coverage:
+        return []
+    lines = ["### Coverage differences (not gated)", "",
+             "Rows only one of the two runs checked: neither worse nor better."]
+    for line, rows in diff.coverage:
+        more = len(rows) - COVERAGE_ROWS
+        lines += ["", f"<details><summary><b>{html.escape(visible(line))}</b></summary>", "",
+                  *map(_change, rows[:COVERAGE_ROWS]),
+                  *([f"- … and {more} more: the matrices below show every row"]
+                    if more > 0 else []), "", "</details>"]
     return [*lines, ""]
 
 
 def _change(change: Change) -> str:
-    arrow = "▼ worse" if change.worse else "▲ better"
+    arrow = ARROWS[change.what]
     return (f"- {arrow}: {md(change.kind)} **{md(change.key)}** {md(short(change.name))}: "
             f"{_mark(change.before)} → {_mark(change.after)}")
 

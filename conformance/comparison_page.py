@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from waypost import __version__
-from waypost.conformance.baseline import Changes
+from waypost.conformance.baseline import ARROWS, COVERAGE_ROWS, Changes
 from waypost.conformance.comparison import Comparison, compare, run_anchor, short, verdict
 from waypost.conformance.report_file import REPORT_VERSION, Run
 from waypost.properties.untrusted import visible_lines
@@ -38,7 +38,7 @@ def page(runs: list[Run], changes: list[Changes] | None = None,
         column_name=lambda column: column_name(comparison, column),
         verdict=verdict, short=short, run_anchor=run_anchor, duration=duration, when=when,
         run_tally=run_tally, kit_version=__version__, report_version=REPORT_VERSION,
-        writer=writer)
+        writer=writer, arrows=ARROWS, coverage_rows=COVERAGE_ROWS)
 
 
 def title(comparison: Comparison) -> str:

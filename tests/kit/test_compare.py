@@ -13,7 +13,7 @@ import pytest
 from tests.support.html_page import Page
 from tests.support.kit_reports import made_report
 from waypost.cli import main
-from waypost.conformance.baseline import changes
+from waypost.conformance.baseline import COVERAGE_ROWS, changes
 from waypost.conformance.comparison import compare
 from waypost.conformance.report_file import parse
 
@@ -103,11 +103,11 @@ def test_baseline_lists_what_got_worse_and_exits_1(
     assert "worse  property HOSTILE Hostile input" in worse
     assert "worse  hostile-input check content_type" in " ".join(worse)
     assert any(line.startswith("worse  requirement WP-CUR-") for line in worse)
-    assert "worse  property P18 Crash-safe lifecycle" in worse  # no longer checked
-    assert worse.index("worse  property P07 Cursor integrity") < worse.index(
-        "worse  property P18 Crash-safe lifecycle")  # what now fails comes first
+    # P18 no longer checked: a coverage difference, not a regression
+    assert not any("P18" in line for line in worse)
+    assert "      property P18 Crash-safe lifecycle: pass → not run" in lines
     assert any(line.strip().startswith("better limit ack_items") for line in lines)
-    assert lines[-1] == f"WORSE: {len(worse)} rows got worse against the baseline"
+    assert lines[-1] == f"WORSE: {len(worse)} rows both runs checked got worse against the baseline"
 
 
 def test_baseline_with_nothing_worse_exits_0(tmp_path: Path,
@@ -117,19 +117,120 @@ def test_baseline_with_nothing_worse_exits_0(tmp_path: Path,
     status, out = run_compare(capsys, "--baseline", base, fixed)
     assert status == 0
     assert "better property P07 Cursor integrity: FAIL → pass" in out
-    assert out.splitlines()[-1] == "no row got worse against the baseline"
+    assert out.splitlines()[-1] == "no row both runs checked got worse against the baseline"
     status, out = run_compare(capsys, "--baseline", base, base)
     assert status == 0
-    assert "0 worse, 0 better" in out
+    assert "0 worse, 0 better\n" in out
+    assert "coverage" not in out
 
 
 def test_a_change_of_profile_is_noted(tmp_path: Path) -> None:
     diff = changes(parse(made_report("a", fuzz_finding=True), "a"),
                    parse(made_report("a", profile="quick"), "b"))
     assert diff.notes == ["the runs differ in profile ci → quick: a check one of them did not "
-                          "run shows as not run"]
+                          "run is a coverage difference, not a change"]
     fuzz = next(change for change in diff.changes if change.key == "FUZZ")
-    assert (fuzz.before, fuzz.after, fuzz.worse) == ("fail", "absent", False)
+    assert (fuzz.before, fuzz.after, fuzz.worse, fuzz.what) == ("fail", "absent", False,
+                                                               "narrower")
+    assert diff.better == ()
+
+
+def narrowed(report: dict[str, Any], keep: set[str]) -> dict[str, Any]:
+    """``report`` as a run of ``--only`` the properties ``keep`` writes it: the others
+    skipped, their requirement ids (and those only the hostile phase checks) not run, the
+    hostile phase skipped with no check of its own, the limits of other properties skipped."""
+    for prop in report["properties"]:
+        if prop["id"] not in keep:
+            prop.update(result="skipped", checks=0, checks_failed=0, requirements={},
+                        message="", replay=None, replay_command=None)
+    for row in report["requirements"]:
+        if row["property"] not in keep and row["result"] != "not checked":
+            row.update(result="not run", checks={}, checks_run=0, checks_failed=0,
+                       note="no check tagged with it ran (--only, or nothing drew it)")
+    for limit in report["limits"]:
+        if not keep & set(limit["properties"]):
+            limit.update(result="skipped", replay=None, replay_command=None)
+    report["hostile"] = []
+    return report
+
+
+def only(target: str, keep: set[str], **made: Any) -> dict[str, Any]:
+    return narrowed(made_report(target, **made), keep)
+
+
+def worse_keys(out: str) -> list[str]:
+    """The keys of the rows the terminal names as worse."""
+    return [line.split()[2] for line in out.splitlines() if line.startswith("  worse ")]
+
+
+def test_a_narrower_run_against_a_full_baseline_is_no_regression(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = written(tmp_path, "release", made_report("release"))
+    new = written(tmp_path, "only", only("only", {"P03", "P06"}))
+    status, out = run_compare(capsys, "--baseline", base, new)
+    assert status == 0
+    assert worse_keys(out) == []
+    assert " 0 worse, 0 better; " in out
+    lines = out.splitlines()
+    assert lines[-1] == "no row both runs checked got worse against the baseline"
+    heading = lines.index("  coverage differences, not gated (rows only one of the two runs "
+                          "checked):")
+    summary = lines[heading + 1]
+    assert summary.startswith("    narrower: ")
+    assert "rows the baseline checked were not checked in this run (" in summary
+    assert "skipped (--only): 19" in summary  # 16 properties, HOSTILE and the 2 limits
+    assert "absent: 2" in summary  # the hostile checks the skipped phase did not write
+    count = int(summary.split()[1])
+    listed = [line for line in lines[heading + 2:] if line.startswith("      ")]
+    assert len(listed) == 11  # the first 10 rows, then how many more
+    assert listed[0] == "      property P01 Space isolation: pass → skipped (--only)"
+    assert listed[-1].startswith(f"      … and {count - 10} more")
+    assert not any("P03" in line or "P06" in line for line in listed)
+
+
+def test_a_narrower_run_with_one_regression_exits_1_naming_only_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base_report = made_report("release")
+    base = written(tmp_path, "release", base_report)
+    new = written(tmp_path, "only", only("only", {"P03", "P06"}, failing={"P03": MESSAGE}))
+    status, out = run_compare(capsys, "--baseline", base, new)
+    assert status == 1
+    p03_ids = [row["id"] for row in base_report["requirements"] if row["property"] == "P03"]
+    assert worse_keys(out) == ["P03", *p03_ids]  # the property, then its requirement ids
+    assert "  worse  property P03 Idempotent submissions: pass → FAIL" in out
+    assert out.splitlines()[-1] == (f"WORSE: {1 + len(p03_ids)} rows both runs checked got "
+                                    "worse against the baseline")
+    assert "    narrower: " in out  # the skipped rest is still listed, apart
+
+
+def test_a_wider_run_is_not_better_for_covering_more(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = written(tmp_path, "only", only("only", {"P03", "P06"}))
+    full = written(tmp_path, "release", made_report("release"))
+    status, out = run_compare(capsys, "--baseline", base, full)
+    assert status == 0
+    assert " 0 worse, 0 better; " in out
+    assert not any(line.startswith("  better ") for line in out.splitlines())
+    wider = next(line for line in out.splitlines() if line.startswith("    wider: "))
+    assert "rows this run checked were not checked in the baseline (" in wider
+    assert "skipped (--only): 19" in wider
+    assert wider.endswith(f"in this run: pass: {wider.split()[1]}")
+    assert "    narrower: " not in out
+
+
+def test_a_kit_or_server_error_the_baseline_did_not_have_is_worse(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The ERROR row is written only when it fails: a run without one passed it."""
+    report = made_report("staging")
+    report["properties"].append({**report["properties"][0], "id": "ERROR",
+                                 "name": "Kit or server error", "result": "fail",
+                                 "message": "ConnectionResetError()"})
+    status, out = run_compare(capsys, "--baseline",
+                              written(tmp_path, "release", made_report("release")),
+                              written(tmp_path, "staging", report))
+    assert status == 1
+    assert worse_keys(out) == ["ERROR"]
+    assert "  worse  property ERROR Kit or server error: absent → FAIL" in out
 
 
 def test_compare_writes_the_page_and_the_markdown(tmp_path: Path,
@@ -148,6 +249,29 @@ def test_compare_writes_the_page_and_the_markdown(tmp_path: Path,
     assert "✗ FAIL" in text
     assert f"<pre>{MESSAGE}</pre>" in text
     assert "## Changes: 2 · staging against 1 · release (baseline)" in text
+
+
+def test_the_markdown_lists_coverage_differences_apart_and_bounded(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = written(tmp_path, "release", made_report("release"))
+    new = written(tmp_path, "only", only("only", {"P03", "P06"}, failing={"P06": MESSAGE}))
+    md = tmp_path / "out.md"
+    status, _ = run_compare(capsys, "--baseline", base, new, "--md", str(md))
+    assert status == 1
+    text = md.read_text()
+    changes_part = text[text.index("## Changes: "):text.index("### Coverage differences")]
+    coverage_part = text[text.index("### Coverage differences (not gated)"):
+                         text.index("## Properties")]
+    assert "- ▼ worse: property **P06**" in changes_part
+    assert "narrower" not in changes_part
+    assert "▼ worse" not in coverage_part
+    summary = next(line for line in coverage_part.splitlines() if "<summary>" in line)
+    count = int(summary.split("narrower: ")[1].split()[0])
+    assert count > COVERAGE_ROWS
+    listed = [line for line in coverage_part.splitlines() if line.startswith("- ")]
+    assert sum(line.startswith("- − narrower: ") for line in listed) == COVERAGE_ROWS
+    assert listed[-1] == (f"- … and {count - COVERAGE_ROWS} more: the matrices below show "
+                          "every row")
 
 
 def test_the_markdown_escapes_every_text_of_a_report(tmp_path: Path,

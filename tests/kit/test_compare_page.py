@@ -8,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.kit.test_compare import only
 from tests.support.html_page import Page
 from tests.support.kit_reports import made_report, made_run
-from waypost.conformance.baseline import changes
+from waypost.conformance.baseline import COVERAGE_ROWS, changes
 from waypost.conformance.comparison_page import page
 from waypost.conformance.report import write_html
 from waypost.conformance.report_file import parse
@@ -108,3 +109,25 @@ def test_the_single_run_page_of_a_run(tmp_path: Path) -> None:
     assert "(baseline)" not in text
     assert "Written by <code>waypost conformance</code>" in text
     assert MESSAGE in text
+
+
+def test_the_page_lists_coverage_differences_apart_from_what_got_worse() -> None:
+    runs = [parse(made_report("reference"), "reference.json"),
+            parse(only("port", {"P03", "P06"}, failing={"P06": MESSAGE}), "port.json")]
+    diff = changes(runs[0], runs[1])
+    shown = Page(page(runs, [diff]))
+    both, coverage = shown.texts["both-checked-2"], shown.texts["coverage-2"]
+    assert "▼ worse property P06" in both
+    assert "narrower" not in both
+    assert "skipped" not in both
+    assert "Coverage differences (not gated)" in coverage
+    assert "▼ worse" not in coverage
+    assert f"narrower: {len(diff.narrower)} rows the baseline checked" in coverage
+    assert len(diff.narrower) > COVERAGE_ROWS
+    assert coverage.count("− narrower") == COVERAGE_ROWS
+    assert f"… and {len(diff.narrower) - COVERAGE_ROWS} more" in coverage
+    assert "P06" not in coverage
+
+
+def test_a_page_without_coverage_differences_has_no_such_heading() -> None:
+    assert "Coverage differences" not in two_runs(failing={"P07": MESSAGE})
