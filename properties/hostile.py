@@ -10,7 +10,9 @@ provision their own space through the control plane (:class:`Probe`)."""
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,14 +20,41 @@ from typing import Any
 import httpx
 
 from waypost.properties.grammar import STATUS, envelope_problems
+from waypost.properties.untrusted import excerpt, visible
 
 #: The scopes of the probe's tokens: every scope of protocol.md §4.2.
 ALL_SCOPES = ["message.send", "message.read", "space.observe", "receipt.write", "memory.write",
               "memory.read", "blob.write", "blob.reference", "event.subscribe"]
 
 
+#: The exchanges a probe keeps, the last ones: a failed check's evidence.
+TRAIL = 8
+
+
 class Finding(AssertionError):
-    """What a check found: the input, the answer and what the protocol wanted."""
+    """What a check found: the input, the answer and what the protocol wanted; ``evidence``,
+    the exchanges that led to it when no probe outlives it (a refused provisioning)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self.evidence: list[dict[str, Any]] = []
+
+
+def shown_value(text: str) -> str:
+    """``text`` quoted for a message: control characters escaped (:func:`visible`) and each
+    space of a run of two or more written ``\\x20``, so that ``'Bearer\\x20\\x20…'`` cannot
+    be read as one space and nothing raw reaches a terminal."""
+    spaced = re.sub(r" {2,}", lambda run: "\\x20" * len(run.group()), visible(text))
+    return f"'{spaced}'"
+
+
+def control_ids(path: str) -> tuple[str, ...]:
+    """The requirement ids a control-plane write of the kit's own setup exercises: an id the
+    caller chose (WP-CTRL-3), a space with its default actor (WP-CTRL-6), a token issued with
+    its secret (WP-CTRL-11)."""
+    if path.endswith("/tokens"):
+        return ("WP-CTRL-11",)
+    return ("WP-CTRL-3", "WP-CTRL-6") if path == "/admin/v1/spaces" else ("WP-CTRL-3",)
 
 
 @dataclass
@@ -40,6 +69,7 @@ class Probe:
     limits: dict[str, int] = field(default_factory=dict)
     test_hooks: bool = False
     requests: int = 0
+    trail: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=TRAIL))
     _next: int = 0
 
     def rid(self, prefix: str = "h") -> str:
@@ -58,21 +88,52 @@ class Probe:
             secret = self.admin_token if who == "admin" else self.tokens[who]
             sent.setdefault("Authorization", f"Bearer {secret}")
         self.requests += 1
+        entry: dict[str, Any] = {
+            "method": method, "path": path, "params": excerpt(params), "headers": sent,
+            "body": excerpt(body) if content is None else content[:600].decode("latin-1"),
+            "status": None, "answer": None}
+        self.trail.append(entry)
         try:
             if content is not None:
-                return self.client.request(method, path, content=content, headers=sent,
-                                           params=params)
-            return self.client.request(method, path, json=body, headers=sent, params=params)
+                answer = self.client.request(method, path, content=content, headers=sent,
+                                             params=params)
+            else:
+                answer = self.client.request(method, path, json=body, headers=sent,
+                                             params=params)
         except httpx.TransportError as error:
+            entry["answer"] = f"no answer: {type(error).__name__}"
             raise Finding(f"{method} {path}: the connection closed without an answer "
                           f"({type(error).__name__})") from None
+        entry["status"], entry["answer"] = answer.status_code, answer.text[:600]
+        return answer
+
+    def masked(self, text: str) -> str:
+        """``text`` with the probe's secrets shown as ``<bob's token>``, control characters
+        escaped: what a message or a file may hold."""
+        for name, secret in (("admin", self.admin_token), *self.tokens.items()):
+            if secret:
+                text = text.replace(secret, f"<{name}'s token>")
+        return visible(text)
+
+    def evidence(self) -> list[dict[str, Any]]:
+        """The last exchanges (at most :data:`TRAIL`), every text in them masked: a failed
+        check's."""
+        def shown(value: Any) -> Any:
+            if isinstance(value, str):
+                return self.masked(value)
+            if isinstance(value, dict):
+                return {shown(key): shown(member) for key, member in value.items()}
+            return [shown(member) for member in value] if isinstance(value, list) else value
+        return [shown(entry) for entry in self.trail]
 
     def admin_ok(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A control-plane write of the probe's setup: ``200`` or ``201`` with a JSON object,
+        else a :class:`Finding` naming the requirements it breaks (:func:`control_ids`)."""
         answer = self.request(method, path, who="admin", body=body)
-        if answer.status_code not in (200, 201):
-            raise RuntimeError(f"provisioning {method} {path} failed: {answer.status_code} "
-                               f"{answer.text[:300]}")
-        data: dict[str, Any] = answer.json()
+        data = json_object(answer)
+        if answer.status_code not in (200, 201) or data is None:
+            raise Finding(f"provisioning {method} {path}: expected 200 or 201 with a JSON "
+                          f"object, got {_shown(answer)} ({', '.join(control_ids(path))})")
         return data
 
     def sealed_blob(self, who: str, data: bytes, content_type: str = "text/plain") -> str:
@@ -80,22 +141,27 @@ class Probe:
         prepared = self.request("POST", "/v1/blobs", who=who, body={
             "request_id": self.rid("b"), "size": len(data),
             "sha256": hashlib.sha256(data).hexdigest(), "content_type": content_type})
-        expect_status(prepared, 201, f"blob.prepare with content_type {content_type!r}")
-        return self.upload(who, prepared.json()["upload_id"], data)
+        what = f"blob.prepare with content_type {content_type!r} (WP-UPL-2, WP-HTTP-15)"
+        expect_status(prepared, 201, what)
+        return self.upload(who, member(prepared, "upload_id", what), data)
 
     def upload(self, who: str, upload_id: str, data: bytes) -> str:
         stored = self.request("PUT", f"/v1/uploads/{upload_id}/content", who=who, content=data,
                               headers={"Content-Type": "application/octet-stream"})
-        expect_status(stored, range(200, 300), "the upload's content PUT")
+        expect_status(stored, range(200, 300), "the upload's content PUT (WP-UPL-3)")
         sealed = self.request("POST", f"/v1/uploads/{upload_id}/commit", who=who,
                               body={"request_id": self.rid("s")})
-        expect_status(sealed, 200, "blob.commit")
-        return str(sealed.json()["blob_id"])
+        expect_status(sealed, 200, "blob.commit (WP-UPL-2, WP-HTTP-15)")
+        return member(sealed, "blob_id", "blob.commit (WP-HTTP-15)")
 
     def head(self, collection: str = "notes") -> int:
         answer = self.request("GET", f"/v1/collections/{collection}", who="alice")
-        expect_status(answer, 200, f"reading collection {collection}")
-        return int(answer.json()["current_revision"])
+        what = f"reading collection {collection} (WP-MEM-20, WP-HTTP-17)"
+        expect_status(answer, 200, what)
+        revision = (json_object(answer) or {}).get("current_revision")
+        if not isinstance(revision, int) or isinstance(revision, bool):
+            raise Finding(f"{what}: no integer current_revision: {_shown(answer)}")
+        return revision
 
     def inbox(self, who: str) -> list[dict[str, Any]]:
         """Every item of ``who``'s inbox view from its checkpoint."""
@@ -111,16 +177,46 @@ class Probe:
         return items
 
 
+def json_object(answer: httpx.Response) -> dict[str, Any] | None:
+    """The answer's body if it is a JSON object, else None."""
+    try:
+        data = answer.json()
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def member(answer: httpx.Response, name: str, what: str) -> str:
+    """The string member ``name`` of a JSON answer the check goes on from, else a
+    :class:`Finding` (``what`` names the requirement)."""
+    value = (json_object(answer) or {}).get(name)
+    if not isinstance(value, str):
+        raise Finding(f"{what}: expected a string {name}, got {_shown(answer)}")
+    return value
+
+
 def provision(client: httpx.Client, admin_token: str, prefix: str) -> Probe:
-    """A fresh space ``<prefix>-<random>`` for one run of the checks."""
+    """A fresh space ``<prefix>-<random>`` for one run of the checks; a control plane that
+    refuses it is a :class:`Finding` naming the requirement (a describe the kit cannot read
+    publishes no limits: the checks that need it say so)."""
     described = client.get("/v1/describe")
-    data = described.json() if described.status_code == 200 else {}
-    limits = {k: v for k, v in (data.get("limits") or {}).items()
+    data = (json_object(described) or {}) if described.status_code == 200 else {}
+    published = data.get("limits")
+    limits = {k: v for k, v in (published if isinstance(published, dict) else {}).items()
               if isinstance(v, int) and not isinstance(v, bool)}
     capabilities = data.get("capabilities") or {}
     probe = Probe(client, admin_token, f"{prefix}-{secrets.token_hex(3)}", limits=limits,
                   test_hooks=bool(isinstance(capabilities, dict)
                                   and capabilities.get("test_hooks")))
+    try:
+        _provision(probe)
+    except Finding as finding:
+        finding.evidence = probe.evidence()
+        raise
+    return probe
+
+
+def _provision(probe: Probe) -> None:
     space = probe.space
     probe.admin_ok("POST", "/admin/v1/spaces", {
         "request_id": probe.rid(), "space_id": space, "display_name": "hostile input",
@@ -141,8 +237,10 @@ def provision(client: httpx.Client, admin_token: str, prefix: str) -> Probe:
             "scopes": ALL_SCOPES, "recipients": {"mode": "any"},
             "collections": [{"collection_id": "notes", "actions": actions}],
             "blob_references": []})
-        probe.tokens[actor] = str(issued["token"])
-    return probe
+        if not isinstance(issued.get("token"), str) or not issued["token"]:
+            raise Finding(f"POST /admin/v1/spaces/{space}/tokens: the answer carries no "
+                          f"token (WP-CTRL-11): {visible(str(excerpt(issued)))[:300]}")
+        probe.tokens[actor] = issued["token"]
 
 
 # ----- what an answer must be ---------------------------------------------------------------

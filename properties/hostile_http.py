@@ -10,12 +10,15 @@ from waypost.properties.hostile import (
     expect_status,
     invalid,
     refused,
+    shown_value,
 )
 
 
 def auth_scheme(probe: Probe) -> int:
-    """``bearer`` in any letter case is the Bearer scheme, on both planes; another scheme is
-    the one 401 of every bad credential."""
+    """``bearer`` in any letter case is the Bearer scheme, on both planes (WP-AUTH-5); another
+    scheme, a token glued to the scheme or none at all is the one 401 of every bad credential
+    (WP-AUTH-1, WP-AUTH-2). Where the contract and RFC 6750 allow two answers, each passes:
+    :func:`_spaces` and :func:`_controls`."""
     sent = 0
     for scheme in ("bearer", "BEARER", "bEaReR"):
         data = probe.request("GET", "/v1/feed", headers={
@@ -26,13 +29,50 @@ def auth_scheme(probe: Probe) -> int:
         expect_status(admin, 200, f"the admin token sent as 'Authorization: {scheme} …' "
                                   "(WP-AUTH-5)")
         sent += 2
-    for header in (f"Basic {probe.tokens['bob']}", f"Bearer{probe.tokens['bob']}",
-                   f"Bearer  {probe.tokens['bob']}", f"bearerx {probe.tokens['bob']}",
-                   "Bearer", "Bearer \x7f"):
+    token = probe.tokens["bob"]
+    for header in (f"Basic {token}", f"Bearer{token}", f"bearerx {token}", "Bearer"):
         answer = probe.request("GET", "/v1/feed", headers={"Authorization": header})
-        refused(answer, f"Authorization {header[:12]!r}…", {"UNAUTHENTICATED": None})
+        refused(answer, _what(probe, header, "WP-AUTH-1, WP-AUTH-2"), {"UNAUTHENTICATED": None})
         sent += 1
-    return sent
+    return sent + _spaces(probe) + _controls(probe)
+
+
+def _what(probe: Probe, header: str, ids: str) -> str:
+    """The input as a message shows it: secrets masked, controls and runs of spaces visible."""
+    return f"Authorization: {shown_value(probe.masked(header))} ({ids})"
+
+
+def _spaces(probe: Probe) -> int:
+    """``Bearer`` and the token apart by two or three spaces: RFC 6750 §2.1 writes credentials
+    as ``"Bearer" 1*SP b64token``, so a server may serve it as if one space (the success the
+    same request gets with one) or refuse it as a malformed credential: 401 in the envelope
+    (WP-AUTH-2)."""
+    token = probe.tokens["bob"]
+    one = probe.request("GET", "/v1/feed", headers={"Authorization": f"Bearer {token}"})
+    expect_status(one, 200, "a feed read with 'Authorization: Bearer <token>' (WP-AUTH-1)")
+    for spaces in ("  ", "   "):
+        header = f"Bearer{spaces}{token}"
+        answer = probe.request("GET", "/v1/feed", headers={"Authorization": header})
+        what = _what(probe, header, "WP-AUTH-1, WP-AUTH-2, RFC 6750 §2.1")
+        if answer.status_code < 300 and answer.status_code != one.status_code:
+            raise Finding(f"{what}: answered {answer.status_code}; served as if one space it "
+                          f"gets {one.status_code}, refused 401 UNAUTHENTICATED")
+        if answer.status_code >= 300:
+            refused(answer, f"{what} (or served as with one space: {one.status_code})",
+                    {"UNAUTHENTICATED": None})
+    return 3
+
+
+def _controls(probe: Probe) -> int:
+    """A control character (DEL) in ``Authorization``: the credential is malformed, 401 in the
+    envelope (WP-AUTH-2); or the server's HTTP stack refuses the head, ``400 INVALID_REQUEST``
+    naming ``headers`` (docs/spec.md: a head a parser cannot take or could read otherwise),
+    perhaps closing the connection after it. Never a success, never a ``5xx`` (WP-ERR-5)."""
+    for header in ("Bearer \x7f", f"Bearer {probe.tokens['bob']}\x7f"):
+        answer = probe.request("GET", "/v1/feed", headers={"Authorization": header})
+        refused(answer, _what(probe, header, "WP-AUTH-2, WP-ERR-5"),
+                {"UNAUTHENTICATED": None, "INVALID_REQUEST": "headers"})
+    return 2
 
 
 HOOKS = (("GET", "/_test/clock"), ("POST", "/_test/clock"), ("GET", "/_test/faults"),
@@ -116,8 +156,10 @@ def query_parameters(probe: Probe) -> int:
 
 CHECKS = (
     HostileCheck("auth_scheme", "Authorization 'bearer', 'BEARER', 'bEaReR' on the data and "
-                 "control planes are the Bearer scheme; other schemes and spellings are 401",
-                 ("WP-AUTH-1", "WP-AUTH-2", "WP-AUTH-5", "WP-ERR-1"), auth_scheme),
+                 "control planes are the Bearer scheme; other schemes and spellings are 401; "
+                 "two spaces after Bearer are 401 or served as one (RFC 6750 §2.1); a DEL is "
+                 "401 or 400 naming headers",
+                 ("WP-AUTH-1", "WP-AUTH-2", "WP-AUTH-5", "WP-ERR-1", "WP-ERR-5"), auth_scheme),
     HostileCheck("hooks_invisible", "/_test/* of a target without test hooks answers exactly "
                  "like an unknown path, with or without a credential",
                  ("WP-HOOK-1", "WP-HTTP-5", "WP-ERR-1"), hooks_invisible,

@@ -112,15 +112,21 @@ def answers(raw: bytes) -> list[Answer]:
 
 
 def exchange(probe: Probe, request: bytes) -> Exchange:
-    """Send ``request`` as raw bytes on a new connection and read what comes back."""
+    """Send ``request`` as raw bytes on a new connection and read what comes back (kept, its
+    start, in the probe's trail)."""
     probe.requests += 1
+    entry: dict[str, object] = {"raw request": request[:600].decode("latin-1"),
+                                "raw answer": None, "closed": None}
+    probe.trail.append(entry)
     try:
         with _connect(probe) as connection:
             connection.sendall(request)
             raw, closed = _read(connection)
     except OSError as error:
+        entry["raw answer"] = f"no answer: {type(error).__name__}"
         raise Finding(f"the raw connection failed: {type(error).__name__}: "
                       f"{visible(str(error))[:200]}") from None
+    entry["raw answer"], entry["closed"] = raw[:1200].decode("latin-1"), closed
     return Exchange(answers(raw), closed)
 
 
