@@ -5,7 +5,9 @@ The kit provisions a space with its actors, consumers, collections and tokens ex
 model does (``properties/control.py``), makes one message, blob and revision, and feeds those
 real ids into generated requests; the data plane runs with a data token holding every scope,
 the control plane with the admin token. Every finding is written as a replay file that
-``waypost conformance replay`` reruns.
+``waypost conformance replay`` reruns (``fuzz_command.replay_fuzz``). A setup step the server
+answers against the contract is the phase's one finding, naming the step's requirement ids
+(``fuzz_rules.SETUP_CHECKS``); it never ends the run.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
@@ -27,9 +30,11 @@ from waypost.conformance import fuzz_rules
 from waypost.conformance.fuzz_bodies import BodyRules, ByteExact
 from waypost.conformance.reproducible import seed_only_draws
 from waypost.properties import control
-from waypost.properties.http import Session
-from waypost.properties.violations import Ledger
-from waypost.properties.world import World
+from waypost.properties.hostile import ALL_SCOPES, control_ids
+from waypost.properties.http import Answer, Session
+from waypost.properties.untrusted import excerpt, visible
+from waypost.properties.violations import Ledger, PropertyViolation
+from waypost.properties.world import ProvisioningFailed, World
 
 
 def contract() -> dict[str, Any]:
@@ -67,11 +72,14 @@ class Finding:
     status: int | None
     answer: str
     replay: str | None = None
+    requirements: tuple[str, ...] = ()  # a setup step's own ids (else its check's)
+    expected: str = ""  # what a setup step wanted, with its ids
 
     @property
     def kind(self) -> str:
-        return next((c.finding for c in fuzz_rules.FUZZ_CHECKS if c.name == self.check),
-                    self.check)
+        kind = next((c.finding for c in (*fuzz_rules.FUZZ_CHECKS, *fuzz_rules.SETUP_CHECKS)
+                     if c.name == self.check), self.check)
+        return f"{kind}, expected {self.expected}" if self.expected else kind
 
 
 @dataclass
@@ -104,12 +112,14 @@ class FuzzReport:
                 "seconds": round(self.seconds, 3), "result": self.result,
                 "checks": self.by_check, "errors": self.errors,
                 "expected_failure_reason": self.expected_reason or None,
-                "requirements": sorted({r for c in fuzz_rules.FUZZ_CHECKS
+                "requirements": sorted({r for c in (*fuzz_rules.FUZZ_CHECKS,
+                                                    *fuzz_rules.SETUP_CHECKS)
                                         for r in c.requirements}),
                 "findings": [{"kind": f.kind, "check": f.check, "title": f.title,
                               "operation": f.operation, "status": f.status,
                               "message": f.message, "replay": f.replay,
-                              "requirements": list(fuzz_rules.requirements_of(f.check))}
+                              "requirements": list(f.requirements
+                                                   or fuzz_rules.requirements_of(f.check))}
                              for f in self.findings]}
 
 
@@ -117,63 +127,133 @@ class FuzzReport:
 
 @dataclass(frozen=True)
 class Fixtures:
-    """Real objects and credentials of one fuzz run."""
+    """Real objects and credentials of one fuzz run; ``checks``: the setup's, by check."""
 
     data_token: str
     admin_token: str
     ids: dict[str, str]  # path parameter name -> a real id of it
+    checks: dict[str, int] = field(default_factory=dict)
+
+
+class SetupFailed(Exception):
+    """A setup step the server answered against the contract: the phase's one finding (a
+    failed check naming the step's requirement ids), never an error that ends the run."""
+
+    def __init__(self, finding: Finding, checks: dict[str, int],
+                 exchanges: list[dict[str, Any]]) -> None:
+        super().__init__(f"{finding.kind}: {finding.message}")
+        self.finding, self.checks, self.exchanges = finding, checks, exchanges
+
+
+class _Setup:
+    """The steps of :func:`provision`, each a check of ``fuzz_rules.SETUP_CHECKS``."""
+
+    def __init__(self, world: World) -> None:
+        self.world, self.checks, self.operation = world, dict[str, int](), ""
+
+    @contextmanager
+    def step(self, check: str, ids: tuple[str, ...], operation: str = "") -> Iterator[None]:
+        """Answers the step cannot go on from, refusals and dropped connections: a finding.
+        ``operation``: the one request of the step (else the last one traced)."""
+        self.checks[check] = self.checks.get(check, 0) + 1
+        self.operation = operation
+        try:
+            yield
+        except PropertyViolation as violation:  # the kit's own checks of an issued token
+            named = tuple(violation.evidence.get("requirements") or ids)
+            self.fail(check, named, "the kit's check", violation.message)
+        except ProvisioningFailed as refused:
+            trace = self.world.session.trace
+            named = control_ids(trace[-1].path) if trace else ids
+            self.fail(check, named, "200 or 201", str(refused))
+        except httpx.TransportError as error:  # the request is in no trace
+            self.fail(check, ids, "an answer", f"none came: {type(error).__name__}: {error}",
+                      answered=False)
+        except (KeyError, TypeError, ValueError) as error:
+            self.fail(check, ids, "an answer to go on from", f"{type(error).__name__}: {error}")
+
+    def expect(self, check: str, ids: tuple[str, ...], answer: Answer, wanted: range,
+               members: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The answer's object if its status is in ``wanted`` and each of ``members`` is a
+        string; else a finding that shows both."""
+        data = answer.json if isinstance(answer.json, dict) else {}
+        shown = "2xx" if len(wanted) > 1 else str(wanted.start)
+        shown += f" with {', '.join(members)}" if members else ""
+        if answer.status not in wanted or any(not isinstance(data.get(m), str) for m in members):
+            self.fail(check, ids, shown, f"got {answer.status} "
+                                         f"{visible(json.dumps(excerpt(answer.json)))[:400]}")
+        return data
+
+    def fail(self, check: str, ids: tuple[str, ...], expected: str, got: str,
+             answered: bool = True) -> NoReturn:
+        trace = self.world.session.trace
+        last = trace[-1] if trace and answered else None
+        traced = f"{trace[-1].method} {trace[-1].path}" if trace else "the setup's start"
+        operation = self.operation or (traced if answered else f"the request after {traced}")
+        message = visible(f"fuzz setup: {operation}: expected {expected}, {got} "
+                          f"({', '.join(ids)})")
+        request = {"method": last.method, "path": last.path, "body": last.body} if last \
+            else {"operation": operation}
+        finding = Finding(check, "the fuzz phase's setup", message, operation, request,
+                          last.status if last and last.status > 0 else None,
+                          visible(json.dumps(last.answer))[:2000] if last else "",
+                          requirements=ids, expected=f"{expected} ({', '.join(ids)})")
+        raise SetupFailed(finding, self.checks, [e.as_json() for e in trace]) from None
 
 
 def provision(client: httpx.Client, admin_token: str, run_id: str) -> Fixtures:
     """The kit's two spaces (``control.setup``), a token of the first actor with every scope
-    and a read/write grant on its collection, and one message, sealed blob and revision of it."""
+    and a read/write grant on its collection, and one message, sealed blob and revision of it.
+    A step the server answers against the contract raises :class:`SetupFailed`."""
     world = World(Session(client, admin_token), f"{run_id}-", Ledger())
-    control.setup(world)
-    space = world.space_ids["A"]
+    setup = _Setup(world)
     consumer = f"fz{secrets.token_hex(3)}"
-    world.admin_ok("POST", f"/admin/v1/spaces/{space}/consumers", {
-        "request_id": world.rid(), "consumer_id": consumer, "actor_id": "a0", "view": "inbox"})
-    token = control.issue(world, space, "a0", consumer, sorted(fuzz_rules_scopes()), None,
-                          collections={"notes": frozenset({"read", "write"})})
-    spare = control.issue(world, space, "a1", "c1", ["message.read"], None)  # to revoke
-    if token is None or spare is None:
-        raise RuntimeError("the target did not issue the fuzz tokens")
+    with setup.step("setup_control", ("WP-CTRL-3",)):
+        control.setup(world)
+        space = world.space_ids["A"]
+        world.admin_ok("POST", f"/admin/v1/spaces/{space}/consumers", {
+            "request_id": world.rid(), "consumer_id": consumer, "actor_id": "a0",
+            "view": "inbox"})
+        token = control.issue(world, space, "a0", consumer, sorted(ALL_SCOPES), None,
+                              collections={"notes": frozenset({"read", "write"})})
+        spare = control.issue(world, space, "a1", "c1", ["message.read"], None)  # to revoke
+    if token is None or spare is None:  # not reached: an unenforced ledger would record
+        setup.fail("setup_control", ("WP-CTRL-11",), "a token", "none was issued")
 
-    def data(method: str, path: str, body: Any) -> dict[str, Any]:
-        answer = world.session.call(method, path, bearer=token.secret, who="fuzz", body=body)
-        if answer.status not in (200, 201) or not isinstance(answer.json, dict):
-            raise RuntimeError(f"fuzz setup {method} {path}: {answer.status} {answer.json}")
-        result: dict[str, Any] = answer.json
-        return result
+    def data(check: str, ids: tuple[str, ...], path: str, body: Any, status: int,
+             members: tuple[str, ...] = ()) -> dict[str, Any]:
+        with setup.step(check, ids, f"POST {path}"):
+            answer = world.session.call("POST", path, bearer=token.secret, who="fuzz",
+                                        body=body)
+            return setup.expect(check, ids, answer, range(status, status + 1), members)
 
     sent_key = world.rid()
-    sent = data("POST", "/v1/messages", {
+    sent = data("setup_send", ("WP-MSG-9", "WP-HTTP-10"), "/v1/messages", {
         "request_id": sent_key, "thread": {"new": True}, "kind": "info",
-        "subject": "fuzz", "body": {"text": "a message to read"}})
-    content = b"fuzz"
-    prepared = data("POST", "/v1/blobs", {
+        "subject": "fuzz", "body": {"text": "a message to read"}}, 201,
+        ("message_id", "thread_id", "feed_item_id"))
+    content, upload = b"fuzz", ("WP-UPL-2", "WP-HTTP-15")
+    prepared = data("setup_upload", upload, "/v1/blobs", {
         "request_id": world.rid(), "size": len(content),
-        "sha256": hashlib.sha256(content).hexdigest(), "content_type": "text/plain"})
-    stored = world.session.put(prepared["upload_url"], content, bearer=token.secret, who="fuzz")
-    if stored.status != 200:
-        raise RuntimeError(f"fuzz setup: upload content answered {stored.status}")
-    data("POST", f"/v1/uploads/{prepared['upload_id']}/commit", {"request_id": world.rid()})
-    data("POST", "/v1/collections/notes/revisions", {
+        "sha256": hashlib.sha256(content).hexdigest(), "content_type": "text/plain"}, 201,
+        ("upload_id", "blob_id", "upload_url"))
+    put = f"/v1/uploads/{prepared['upload_id']}/content"
+    with setup.step("setup_upload", ("WP-UPL-3",), f"PUT {put}"):  # any 2xx, a body or none
+        stored = world.session.put(put, content, bearer=token.secret, who="fuzz")
+        setup.expect("setup_upload", ("WP-UPL-3",), stored, range(200, 300))
+    data("setup_upload", upload, f"/v1/uploads/{prepared['upload_id']}/commit",
+         {"request_id": world.rid()}, 200, ("blob_id",))
+    data("setup_publish", ("WP-MEM-17", "WP-HTTP-16"), "/v1/collections/notes/revisions", {
         "request_id": world.rid(), "expected_revision": 0, "mode": "snapshot",
         "items": [{"item_id": "readme", "path": "README.md",
-                   "blob_id": prepared["blob_id"]}]})
+                   "blob_id": prepared["blob_id"]}]}, 201)
     return Fixtures(token.secret, admin_token, {
         "space_id": space, "actor_id": "a1", "consumer_id": consumer,
         "collection_id": "notes", "message_id": sent["message_id"],
         "thread_id": sent["thread_id"], "blob_id": prepared["blob_id"],
         "upload_id": prepared["upload_id"], "token_id": spare.token_id, "revision": "1",
         "operation": "message.send", "request_id": sent_key,
-        "feed_item_id": sent["feed_item_id"]})
-
-
-def fuzz_rules_scopes() -> tuple[str, ...]:
-    return ("message.send", "message.read", "space.observe", "receipt.write", "memory.write",
-            "memory.read", "blob.write", "blob.reference", "event.subscribe")
+        "feed_item_id": sent["feed_item_id"]}, setup.checks)
 
 
 # --- the Schemathesis run ----------------------------------------------------------------------
@@ -241,7 +321,15 @@ def run_fuzz(target_name: str, client: httpx.Client, admin_token: str, *, profil
         chosen = FuzzProfile(max_examples, chosen.stateful_steps, chosen.coverage)
     seed = secrets.randbelow(2**31) if seed is None else seed
     report = FuzzReport(target_name, profile, seed, f"fz{secrets.token_hex(4)}")
-    fixtures = provision(client, admin_token, report.run_id)
+    try:
+        fixtures = provision(client, admin_token, report.run_id)
+    except SetupFailed as failed:  # the phase's one finding: nothing to fuzz with
+        failed.finding.replay = str(write_replay(replay_dir, report, failed.finding, {},
+                                                 failed.exchanges))
+        report.findings.append(failed.finding)
+        report.by_check.update(failed.checks)
+        return report
+    report.by_check.update(fixtures.checks)
     document = document or contract()
     config = schemathesis.Config.from_dict(
         _config(document, str(client.base_url).rstrip("/"), fixtures, chosen, seed))
@@ -301,7 +389,7 @@ def _collect(recorder: Any, report: FuzzReport, fixtures: Fixtures,
                 finding = Finding(node.name, failure.title, failure.message, operation,
                                   _request_of(case), response.status_code if response else None,
                                   (response.text if response else "")[:2000])
-                finding.replay = str(write_replay(replay_dir, report, finding, fixtures))
+                finding.replay = str(write_replay(replay_dir, report, finding, fixtures.ids))
                 report.findings.append(finding)
 
 
@@ -323,103 +411,19 @@ def _request_of(case: Any) -> dict[str, Any]:
 REPLAY_FORMAT = "waypost-fuzz-replay/1"
 
 
-def write_replay(directory: Path, report: FuzzReport, finding: Finding,
-                 fixtures: Fixtures) -> Path:
+def write_replay(directory: Path, report: FuzzReport, finding: Finding, ids: dict[str, str],
+                 exchanges: list[dict[str, Any]] | None = None) -> Path:
+    """A finding's file (``waypost conformance replay`` reruns it); a setup step's also holds
+    the setup's exchanges (excerpts, no secrets)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{report.run_id}-fuzz-{len(report.findings) + 1}-{finding.check}.json"
     path.write_text(json.dumps({
         "format": REPLAY_FORMAT, "property": "FUZZ", "check": finding.check,
-        "kind": finding.kind, "requirements": list(fuzz_rules.requirements_of(finding.check)),
+        "kind": finding.kind, "requirements": list(finding.requirements
+                                                   or fuzz_rules.requirements_of(finding.check)),
         "title": finding.title, "message": finding.message, "operation": finding.operation,
         "target": report.target, "profile": report.profile, "seed": report.seed,
-        "ids": fixtures.ids, "request": finding.request, "status": finding.status,
-        "answer": finding.answer}, indent=2, default=str) + "\n")
+        "ids": ids, "request": finding.request, "status": finding.status,
+        "answer": finding.answer, **({"exchanges": exchanges} if exchanges else {})},
+        indent=2, default=str) + "\n")
     return path
-
-
-# --- replays -----------------------------------------------------------------------------------
-
-def replay_fuzz(path: Path, client: httpx.Client, admin_token: str,
-                out: Callable[[str], None] = print) -> str | None:
-    """Rerun a fuzz finding's request against a target (fresh spaces, its ids in place of the
-    recorded ones) and check the answer again; return what still fails, else None."""
-    recorded = json.loads(path.read_text())
-    fixtures = provision(client, admin_token, f"rp{secrets.token_hex(3)}")
-    request = json.loads(_substitute(json.dumps(recorded["request"]), recorded["ids"],
-                                     fixtures.ids))
-    headers = dict(request["headers"])
-    credential = {"admin": fixtures.admin_token, "data": fixtures.data_token}.get(
-        request["credential"])
-    if credential and "Authorization" not in headers:
-        headers["Authorization"] = f"Bearer {credential}"
-    body = request["body"]
-    if isinstance(body, dict) and set(body) == {"$bytes"}:
-        content: bytes | None = body["$bytes"].encode("latin-1")
-    elif body is None:
-        content = None
-    else:
-        content = json.dumps(body).encode()
-        headers.setdefault("Content-Type", request.get("media_type") or "application/json")
-    try:
-        response = client.request(request["method"], request["path"], params=request["query"],
-                                  content=content, headers=headers)
-    except httpx.TransportError as error:
-        problem: str | None = f"no answer: {error!r}"
-    else:
-        problem = recheck(recorded, request, response)
-    if problem:
-        out(f"still failing: {recorded['kind']}: {problem}")
-    else:
-        out(f"passes now: {recorded['operation']} (recorded: {recorded['kind']}: "
-            f"{recorded['title']})")
-    return problem
-
-
-def _substitute(text: str, old: dict[str, str], new: dict[str, str]) -> str:
-    for name, value in sorted(old.items(), key=lambda item: -len(item[1])):
-        if name in new and len(value) > 3:  # short values (revision "1") are left as they are
-            text = text.replace(value, new[name])
-    return text
-
-
-def recheck(recorded: dict[str, Any], request: dict[str, Any],
-            response: httpx.Response) -> str | None:
-    """The recorded check, judged again on a new answer, with the kit's document."""
-    status = response.status_code
-    if status >= 500:
-        return f"{status}: {response.text[:300]}"
-    method, template = recorded["operation"].split(" ", 1)
-    operation = contract()["paths"].get(template, {}).get(method.lower(), {})
-    answers = operation.get("responses", {})
-    if str(status) not in answers:
-        return f"status {status} is not documented for {recorded['operation']}"
-    check = recorded["check"]
-    if check == "negative_data_rejection" and status < 400:
-        exact = ByteExact(contract())
-        if exact.query_valid(operation, request["query"]) and exact.body_valid(
-                operation, request["body"]):
-            return None  # valid by its byte limits: accepted rightly
-        return f"an invalid request was accepted with {status}"
-    if check == "positive_data_acceptance" and status >= 400 and status not in (
-            401, 403, 404, *fuzz_rules.allowed(check, operation.get("operationId", ""))):
-        return f"a valid request was refused with {status}: {response.text[:300]}"
-    if check == "response_schema_conformance":
-        return _schema_problem(answers[str(status)], response)
-    return None
-
-
-def _schema_problem(answer: dict[str, Any], response: httpx.Response) -> str | None:
-    import jsonschema_rs  # Schemathesis's own validator
-
-    schema = answer.get("content", {}).get("application/json", {}).get("schema")
-    if schema is None:
-        return None
-    try:
-        body = response.json()
-    except ValueError:
-        return f"the answer is not JSON: {response.text[:200]}"
-    document = contract()
-    validator = jsonschema_rs.Draft202012Validator(
-        {**schema, "components": document["components"]})
-    errors = [error.message for error in validator.iter_errors(body)]
-    return f"the answer does not fit its schema: {errors[0]}" if errors else None

@@ -1,20 +1,26 @@
-"""``waypost conformance fuzz``: Schemathesis against a target's published contract."""
+"""``waypost conformance fuzz``: Schemathesis against a target's published contract; and
+``waypost conformance replay`` of what it, or the hostile phase's command, wrote."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
 import httpx
 
-from waypost.conformance import fuzz, fuzz_rules, runner
+from waypost.conformance import fuzz, fuzz_rules, hostile, runner
 from waypost.conformance.arguments import add_target, admin_token
+from waypost.conformance.fuzz_bodies import ByteExact
 from waypost.conformance.targets import check_target, open_target
 from waypost.properties.bounds import bounded_client
+from waypost.properties.untrusted import visible
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -84,7 +90,7 @@ def _fuzz(args: argparse.Namespace) -> int:
                                    seed=args.seed, replay_dir=args.replay_dir,
                                    progress=Progress(), max_examples=args.max_examples)
     except (ValueError, RuntimeError) as exc:
-        print(f"waypost conformance fuzz: {exc}", file=sys.stderr)
+        print(f"waypost conformance fuzz: {visible(str(exc))}", file=sys.stderr)
         return 2
     report.expected_reason = reason
     print(file=sys.stderr)
@@ -114,23 +120,143 @@ def fuzz_phase(target: str, client: httpx.Client, admin_token: str,
 
 
 def is_fuzz_replay(path: Path) -> bool:
+    """Whether ``path`` is a file this module reruns: a fuzz finding's, or the exchanges of a
+    failed hostile check (``waypost conformance hostile``)."""
+    return _format(path) in (fuzz.REPLAY_FORMAT, hostile.REPLAY_FORMAT)
+
+
+def _format(path: Path) -> Any:
     try:
-        return bool(json.loads(path.read_text()).get("format") == fuzz.REPLAY_FORMAT)
+        return json.loads(path.read_text()).get("format")
     except (OSError, ValueError, AttributeError):
-        return False
+        return None
 
 
 def replay_finding(args: argparse.Namespace) -> int:
-    """``waypost conformance replay`` of a fuzz finding."""
+    """``waypost conformance replay`` of a fuzz finding, or of a hostile check (rerun whole,
+    on a target started as ``conformance hostile`` starts it: without test hooks)."""
+    check = json.loads(args.file.read_text()).get("check") \
+        if _format(args.file) == hostile.REPLAY_FORMAT else None
     try:
-        with open_target(args.target, admin_token(args)) as target, \
+        with open_target(args.target, admin_token(args), test_hooks=check is None) as target, \
                 bounded_client(target.url) as client:
             check_target(client, target.admin_token)
-            problem = fuzz.replay_fuzz(args.file, client, target.admin_token)
+            if check is not None:
+                problem = replay_hostile(str(check), client, target.admin_token)
+            else:
+                problem = replay_fuzz(args.file, client, target.admin_token)
     except (ValueError, RuntimeError, OSError) as exc:
-        print(f"waypost conformance replay: {exc}", file=sys.stderr)
+        print(f"waypost conformance replay: {visible(str(exc))}", file=sys.stderr)
         return 2
     return 1 if problem is not None else 0
+
+
+def replay_hostile(check: str, client: httpx.Client, admin_token: str,
+                   out: Callable[[str], None] = print) -> str | None:
+    """Run the hostile check ``check`` again; what still fails, else None."""
+    if check not in hostile.NAMES:
+        raise ValueError(f"no hostile check {visible(check)!r} in this kit")
+    row = hostile.run_checks(client, admin_token, f"rp{secrets.token_hex(3)}", (check,))[0]
+    if row.result == "fail":
+        out(visible(f"still failing: {row.message}"))
+        return row.message
+    out(visible(f"passes now: hostile {check} ({row.result}{': ' if row.message else ''}"
+                f"{row.message})"))
+    return None
+
+
+def replay_fuzz(path: Path, client: httpx.Client, admin_token: str,
+                out: Callable[[str], None] = print) -> str | None:
+    """Rerun a fuzz finding's request against a target (fresh spaces, its ids in place of the
+    recorded ones) and check the answer again; return what still fails, else None. A finding
+    of the setup is its setup run again."""
+    recorded = json.loads(path.read_text())
+    try:
+        fixtures = fuzz.provision(client, admin_token, f"rp{secrets.token_hex(3)}")
+    except fuzz.SetupFailed as failed:
+        out(visible(f"still failing: {failed}"))
+        return failed.finding.message
+    if recorded["check"] in {check.name for check in fuzz_rules.SETUP_CHECKS}:
+        out(visible(f"passes now: the fuzz phase's setup (recorded: {recorded['message']})"))
+        return None
+    request = json.loads(_substitute(json.dumps(recorded["request"]), recorded["ids"],
+                                     fixtures.ids))
+    headers = dict(request["headers"])
+    credential = {"admin": fixtures.admin_token, "data": fixtures.data_token}.get(
+        request["credential"])
+    if credential and "Authorization" not in headers:
+        headers["Authorization"] = f"Bearer {credential}"
+    body = request["body"]
+    if isinstance(body, dict) and set(body) == {"$bytes"}:
+        content: bytes | None = body["$bytes"].encode("latin-1")
+    elif body is None:
+        content = None
+    else:
+        content = json.dumps(body).encode()
+        headers.setdefault("Content-Type", request.get("media_type") or "application/json")
+    try:
+        response = client.request(request["method"], request["path"], params=request["query"],
+                                  content=content, headers=headers)
+    except httpx.TransportError as error:
+        problem: str | None = f"no answer: {error!r}"
+    else:
+        problem = recheck(recorded, request, response)
+    if problem:
+        out(f"still failing: {recorded['kind']}: {problem}")
+    else:
+        out(f"passes now: {recorded['operation']} (recorded: {recorded['kind']}: "
+            f"{recorded['title']})")
+    return problem
+
+
+def _substitute(text: str, old: dict[str, str], new: dict[str, str]) -> str:
+    for name, value in sorted(old.items(), key=lambda item: -len(item[1])):
+        if name in new and len(value) > 3:  # short values (revision "1") are left as they are
+            text = text.replace(value, new[name])
+    return text
+
+
+def recheck(recorded: dict[str, Any], request: dict[str, Any],
+            response: httpx.Response) -> str | None:
+    """The recorded check, judged again on a new answer, with the kit's document."""
+    status = response.status_code
+    if status >= 500:
+        return f"{status}: {response.text[:300]}"
+    method, template = recorded["operation"].split(" ", 1)
+    operation = fuzz.contract()["paths"].get(template, {}).get(method.lower(), {})
+    answers = operation.get("responses", {})
+    if str(status) not in answers:
+        return f"status {status} is not documented for {recorded['operation']}"
+    check = recorded["check"]
+    if check == "negative_data_rejection" and status < 400:
+        exact = ByteExact(fuzz.contract())
+        if exact.query_valid(operation, request["query"]) and exact.body_valid(
+                operation, request["body"]):
+            return None  # valid by its byte limits: accepted rightly
+        return f"an invalid request was accepted with {status}"
+    if check == "positive_data_acceptance" and status >= 400 and status not in (
+            401, 403, 404, *fuzz_rules.allowed(check, operation.get("operationId", ""))):
+        return f"a valid request was refused with {status}: {response.text[:300]}"
+    if check == "response_schema_conformance":
+        return _schema_problem(answers[str(status)], response)
+    return None
+
+
+def _schema_problem(answer: dict[str, Any], response: httpx.Response) -> str | None:
+    import jsonschema_rs  # Schemathesis's own validator
+
+    schema = answer.get("content", {}).get("application/json", {}).get("schema")
+    if schema is None:
+        return None
+    try:
+        body = response.json()
+    except ValueError:
+        return f"the answer is not JSON: {response.text[:200]}"
+    document = fuzz.contract()
+    validator = jsonschema_rs.Draft202012Validator(
+        {**schema, "components": document["components"]})
+    errors = [error.message for error in validator.iter_errors(body)]
+    return f"the answer does not fit its schema: {errors[0]}" if errors else None
 
 
 def summary(report: fuzz.FuzzReport) -> str:
@@ -143,9 +269,15 @@ def summary(report: fuzz.FuzzReport) -> str:
         kinds[finding.kind] = kinds.get(finding.kind, 0) + 1
     for check in fuzz_rules.FUZZ_CHECKS:
         lines.append(f"   {check.finding:<30} {kinds.get(check.finding, 0):>5}")
+    for check in fuzz_rules.SETUP_CHECKS:  # shown only when the setup failed
+        failed = sum(finding.check == check.name for finding in report.findings)
+        if failed:
+            lines.append(f"   {check.finding:<30} {failed:>5}")
     for finding in report.findings:
-        lines.append(f"   {finding.kind}: {finding.operation} answered {finding.status}: "
-                     f"{finding.title} — replay: {finding.replay}")
+        lines.append(visible(f"   {finding.kind}: {finding.operation} answered "
+                             f"{finding.status}: {finding.title} — replay: {finding.replay}"))
+        if finding.expected:  # a setup step's: what it wanted and what came
+            lines.append(f"      {visible(finding.message[:600])}")
     lines += [f"   engine error: {error[:300]}" for error in report.errors]
     lines.append(f"fuzz: {report.result.upper()}"
                  + (f" (expected: {report.expected_reason})" if report.expected_reason else ""))

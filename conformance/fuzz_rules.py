@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from waypost.properties.requirements import register
+
 
 @dataclass(frozen=True)
 class FuzzCheck:
@@ -36,6 +38,19 @@ FUZZ_CHECKS = (
     FuzzCheck("use_after_free", "resource alive after delete", ("WP-HTTP-7",)),
     FuzzCheck("ensure_resource_availability", "created resource missing", ("WP-HTTP-7",)),
 )
+
+#: The steps of the phase's own setup (``fuzz.provision``), each a check of the requirements
+#: a server breaks when it refuses or garbles it: a failure is the phase's one finding, with
+#: the ids of the step's answer, never an error of the run.
+SETUP_CHECKS = (
+    FuzzCheck("setup_control", "setup: control plane refused",
+              ("WP-CTRL-3", "WP-CTRL-6", "WP-CTRL-11", "WP-CTRL-12", "WP-AUTH-8", "WP-AUTH-9")),
+    FuzzCheck("setup_send", "setup: send refused", ("WP-MSG-9", "WP-HTTP-10")),
+    FuzzCheck("setup_upload", "setup: upload refused", ("WP-UPL-2", "WP-UPL-3", "WP-HTTP-15")),
+    FuzzCheck("setup_publish", "setup: publish refused", ("WP-MEM-17", "WP-HTTP-16")),
+)
+for _setup in SETUP_CHECKS:  # the requirement table's (FUZZ_CHECKS: conformance/requirements)
+    register(f"fuzz {_setup.name}", _setup.requirements)
 
 
 @dataclass(frozen=True)
@@ -135,7 +150,7 @@ def allowed(check: str, operation: str) -> list[int]:
 
 
 def requirements_of(check: str) -> tuple[str, ...]:
-    return next((c.requirements for c in FUZZ_CHECKS if c.name == check), ())
+    return next((c.requirements for c in (*FUZZ_CHECKS, *SETUP_CHECKS) if c.name == check), ())
 
 
 def table() -> list[dict[str, Any]]:

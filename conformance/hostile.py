@@ -11,7 +11,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -28,7 +28,13 @@ from waypost.properties import (
     hostile_wire,
 )
 from waypost.properties.bounds import bounded_client
-from waypost.properties.hostile import Finding, HostileCheck, provision, still_answering
+from waypost.properties.hostile import (
+    Finding,
+    HostileCheck,
+    Probe,
+    provision,
+    still_answering,
+)
 from waypost.properties.untrusted import visible
 
 CHECKS: tuple[HostileCheck, ...] = (hostile_values.CHECKS + hostile_text.CHECKS
@@ -47,64 +53,100 @@ class HostileRow:
     inputs: int = 0
     message: str = ""
     seconds: float = 0.0
+    replay: str | None = None  # a failure's exchanges, when the run has a replay directory
+    evidence: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def as_json(self) -> dict[str, Any]:
-        return {"check": self.check.name, "description": self.check.description,
-                "requirements": list(self.check.requirements), "result": self.result,
-                "inputs": self.inputs, "message": self.message,
-                "seconds": round(self.seconds, 3)}
+        shown = {"check": self.check.name, "description": self.check.description,
+                 "requirements": list(self.check.requirements), "result": self.result,
+                 "inputs": self.inputs, "message": self.message,
+                 "seconds": round(self.seconds, 3)}
+        return shown if self.replay is None else {**shown, "replay": self.replay}
+
+
+#: The format of the file a failed check leaves: its last exchanges, to read or rerun.
+REPLAY_FORMAT = "waypost-hostile-replay/1"
 
 
 def run_checks(client: httpx.Client, admin_token: str, prefix: str,
                only: tuple[str, ...] = NAMES,
-               progress: Callable[[HostileRow], None] | None = None) -> list[HostileRow]:
-    """Run the chosen checks, each in a space of its own (``<prefix>-<random>``)."""
+               progress: Callable[[HostileRow], None] | None = None,
+               replay_dir: Path | None = None) -> list[HostileRow]:
+    """Run the chosen checks, each in a space of its own (``<prefix>-<random>``); with
+    ``replay_dir``, a failed check's last exchanges go to ``<prefix>-hostile-<check>.json``
+    there (its row's ``replay``)."""
     rows: list[HostileRow] = []
     for check in (c for c in CHECKS if c.name in only):
         started = time.monotonic()
         row = _run_one(check, client, admin_token, prefix)
         row.seconds = time.monotonic() - started
+        if row.result == "fail" and replay_dir is not None:
+            row.replay = str(write_replay(replay_dir, prefix, row, str(client.base_url)))
         rows.append(row)
         if progress is not None:
             progress(row)
     return rows
 
 
+def write_replay(directory: Path, prefix: str, row: HostileRow, target: str) -> Path:
+    """A failed check's file: what it checks, what it found, and its last exchanges (secrets
+    masked, excerpts only); ``waypost conformance replay FILE`` runs the check again."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{prefix}-hostile-{row.check.name}.json"
+    path.write_text(json.dumps({
+        "format": REPLAY_FORMAT, "property": "HOSTILE", "check": row.check.name,
+        "requirements": list(row.check.requirements), "message": visible(row.message),
+        "target": target, "exchanges": row.evidence}, indent=2) + "\n")
+    return path
+
+
 def _run_one(check: HostileCheck, client: httpx.Client, admin_token: str,
              prefix: str) -> HostileRow:
     try:
         probe = provision(client, admin_token, f"{prefix}-{check.name.replace('_', '')}")
-    except (Finding, RuntimeError, httpx.HTTPError, ValueError, KeyError, TypeError) as error:
-        # a server that stopped answering in an earlier check: a failed row, not a crash
+    except (Finding, RuntimeError, httpx.HTTPError, ValueError, KeyError, TypeError,
+            AttributeError) as error:
+        # a control plane that refuses the space (a Finding naming the requirement), or a
+        # server that stopped answering in an earlier check: a failed row, not a crash
         return HostileRow(check, "fail", 0, f"{check.name}: no fresh space for the check: "
-                                            f"{error}")
-    if check.needs == "no test hooks" and probe.test_hooks:
-        return HostileRow(check, "not applicable", 0, "the target runs with test hooks "
-                          "(capabilities.test_hooks): run 'waypost conformance hostile', "
-                          "which starts sqlite and d1 without them, or a URL without them")
-    if check.needs == "a raw connection" and not hostile_wire.reachable(probe):
-        return HostileRow(check, "not applicable", 0, "the target's URL takes no raw "
-                          "connection (the kit runs through an in-process transport)")
-    if check.needs == "test hooks" and not probe.test_hooks:
-        return HostileRow(check, "not applicable", 0, "the target runs without test hooks "
-                          "(capabilities.test_hooks): a full 'waypost conformance --target "
-                          "sqlite' starts it with them")
+                                            f"{error}", evidence=getattr(error, "evidence", []))
+    why = _not_applicable(check, probe)
+    if why is not None:
+        return HostileRow(check, "not applicable", 0, why)
     row, provisioned = HostileRow(check, "pass"), probe.requests
     try:
         check.run(probe)
     except Finding as finding:
         row.result, row.message = "fail", f"{check.name}: {finding}"
     except (httpx.HTTPError, RuntimeError, ValueError, KeyError, TypeError,
-            AttributeError) as error:  # an answer unlike the protocol's, a refused provisioning
+            AttributeError) as error:  # an answer unlike the protocol's
         row.result, row.message = "fail", f"{check.name}: unexpected answer: {error!r}"
+    if row.result == "fail":  # the exchanges that led to it, before the liveness check's
+        row.evidence = probe.evidence()
     try:
         still_answering(probe)
     except Finding as finding:
         row.result = "fail"
         row.message = f"{row.message}; " if row.message else f"{check.name}: "
         row.message += f"the server stopped answering: {finding}"
+        row.evidence = row.evidence or probe.evidence()
     row.inputs = probe.requests - provisioned
     return row
+
+
+def _not_applicable(check: HostileCheck, probe: Probe) -> str | None:
+    """Why ``check`` does not apply to this target, or None."""
+    if check.needs == "no test hooks" and probe.test_hooks:
+        return ("the target runs with test hooks (capabilities.test_hooks): run 'waypost "
+                "conformance hostile', which starts sqlite and d1 without them, or a URL "
+                "without them")
+    if check.needs == "a raw connection" and not hostile_wire.reachable(probe):
+        return ("the target's URL takes no raw connection (the kit runs through an in-process "
+                "transport)")
+    if check.needs == "test hooks" and not probe.test_hooks:
+        return ("the target runs without test hooks (capabilities.test_hooks): a full "
+                "'waypost conformance --target sqlite' starts it with them")
+    return None
 
 
 def summary(rows: list[HostileRow]) -> tuple[str, str]:
@@ -164,12 +206,17 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
                     "(status, code and details.field as docs/protocol.md states them) and a "
                     "server that still answers. Targets sqlite and d1 start the reference "
                     "without test hooks (the checks that need them are not applicable); a "
-                    "URL is checked as it runs. Exit 1 on a failure.")
+                    "URL is checked as it runs. A failed check's last exchanges are written "
+                    "to --replay-dir (waypost conformance replay FILE runs the check again). "
+                    "Exit 1 on a failure.")
     add_target(hostile)
     hostile.add_argument("--only", default=None,
                          help=f"comma-separated checks (default: all): {', '.join(NAMES)}")
     hostile.add_argument("--report-json", type=Path, default=None, help="write a JSON report")
     hostile.add_argument("--junit", type=Path, default=None, help="write a JUnit XML report")
+    hostile.add_argument("--replay-dir", type=Path, default=Path("waypost-replays"),
+                         help="where a failed check's exchanges are written, one file per "
+                              "check (default: ./waypost-replays)")
     hostile.set_defaults(run=_hostile)
 
 
@@ -185,7 +232,7 @@ def _hostile(args: argparse.Namespace) -> int:
                 print(f"hostile {row.check.name}: {row.result} ({row.inputs} inputs, "
                       f"{row.seconds:.1f} s)", file=sys.stderr)
             rows = run_checks(client, target.admin_token, f"hostile{int(time.time())}",
-                              only, progress)
+                              only, progress, args.replay_dir)
     except (ValueError, RuntimeError) as exc:
         print(f"waypost conformance hostile: {visible(str(exc))}", file=sys.stderr)
         return 2
@@ -203,4 +250,8 @@ def _hostile(args: argparse.Namespace) -> int:
         ET.ElementTree(suite).write(args.junit, encoding="utf-8", xml_declaration=True)
     print(f"hostile input: {result.upper() if result == 'fail' else result} — "
           f"{visible(note[:300])}")
+    for row in rows:
+        if row.replay is not None:
+            print(f"exchanges of {row.check.name}: {row.replay} (rerun: waypost conformance "
+                  f"replay {row.replay} --target {args.target})")
     return 1 if result == "fail" else 0

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.support.threaded_server import serving_app
-from waypost.conformance import fuzz
+from waypost.conformance import fuzz, fuzz_command
 from waypost.reference.server import Settings, build_app
 from waypost.reference.service import messages
 from waypost.reference.service.context import Context, Outcome
@@ -124,12 +124,12 @@ def test_a_broken_server_is_found_and_its_replay_still_fails(
         assert recorded["format"] == fuzz.REPLAY_FORMAT
         assert recorded["requirements"]
         said: list[str] = []
-        assert fuzz.replay_fuzz(replay, client, ADMIN, out=said.append) is not None
+        assert fuzz_command.replay_fuzz(replay, client, ADMIN, out=said.append) is not None
         assert said[0].startswith("still failing")
     monkeypatch.undo()  # the reference as it is: the same replay passes
     with serving(tmp_path / "fixed") as url, httpx.Client(base_url=url, timeout=60) as client:
         said = []
-        assert fuzz.replay_fuzz(replay, client, ADMIN, out=said.append) is None, said
+        assert fuzz_command.replay_fuzz(replay, client, ADMIN, out=said.append) is None, said
 
 
 def test_the_kit_report_shows_the_fuzz_phase_as_its_own_row(tmp_path: Path) -> None:
