@@ -19,7 +19,7 @@ from waypost.properties.contract_common import (
     shown,
     text,
 )
-from waypost.properties.contract_schema import problems, success
+from waypost.properties.contract_schema import documented, problems, success
 from waypost.properties.hostile import ALL_SCOPES, Finding, HostileCheck, Probe
 
 #: The routes of protocol.md §6.2, but ``/_test/…`` (WP-HTTP-8).
@@ -45,17 +45,34 @@ ADMIN_ROUTES: tuple[tuple[str, str], ...] = (
     ("POST", "/admin/v1/spaces/{space_id}/threads/{thread_id}/members"),
     ("GET", "/admin/v1/spaces"), ("GET", "/admin/v1/spaces/{space_id}"))
 ROUTES = DATA_ROUTES + ADMIN_ROUTES
-#: Routes whose answers the protocol gives by status alone (§13's table, WP-CTRL-9; an
-#: upload's PUT answers any 2xx; blob content is bytes): no JSON shape is checked.
-STATUS_ONLY = frozenset({
-    ("PUT", "/v1/uploads/{upload_id}/content"), ("GET", "/v1/blobs/{blob_id}/content"),
-    ("POST", "/admin/v1/spaces/{space_id}/actors"),
-    ("POST", "/admin/v1/spaces/{space_id}/actors/{actor_id}/disable"),
-    ("POST", "/admin/v1/spaces/{space_id}/consumers"),
-    ("POST", "/admin/v1/spaces/{space_id}/consumers/{consumer_id}/view"),
-    ("POST", "/admin/v1/spaces/{space_id}/collections"),
-    ("POST", "/admin/v1/tokens/{token_id}/revoke"),
-    ("POST", "/admin/v1/spaces/{space_id}/threads/{thread_id}/members")})
+UPLOAD_CONTENT = ("PUT", "/v1/uploads/{upload_id}/content")
+#: Routes whose success the protocol gives by status alone: an upload's PUT answers any 2xx,
+#: with or without a body (WP-UPL-3); blob content is bytes. The kit's document gives them no
+#: JSON shape; every other success answer is held to the shape of its schema.
+STATUS_ONLY = frozenset({UPLOAD_CONTENT, ("GET", "/v1/blobs/{blob_id}/content")})
+#: The requirement that gives each route's success answer its shape (§6.3, §13).
+SHAPES: dict[tuple[str, str], str] = {
+    ("GET", "/v1/describe"): "WP-HTTP-9", ("POST", "/v1/messages"): "WP-HTTP-10",
+    ("GET", "/v1/messages/{message_id}"): "WP-HTTP-11", ("GET", "/v1/feed"): "WP-HTTP-13",
+    ("POST", "/v1/acks"): "WP-HTTP-14", ("POST", "/v1/blobs"): "WP-HTTP-15",
+    UPLOAD_CONTENT: "WP-UPL-3", ("POST", "/v1/uploads/{upload_id}/commit"): "WP-HTTP-15",
+    ("GET", "/v1/blobs/{blob_id}"): "WP-HTTP-15", ("GET", "/v1/blobs/{blob_id}/content"):
+    "WP-UPL-9", ("POST", "/v1/collections/{collection_id}/revisions"): "WP-HTTP-16",
+    ("GET", "/v1/collections/{collection_id}"): "WP-HTTP-17",
+    ("GET", "/v1/collections/{collection_id}/revisions/{revision}"): "WP-HTTP-17",
+    ("GET", "/v1/collections/{collection_id}/revisions/{revision}/items"): "WP-HTTP-17",
+    ("GET", "/v1/submissions/{operation}/{request_id}"): "WP-IDEM-13",
+    ("POST", "/admin/v1/spaces"): "WP-CTRL-6",
+    ("POST", "/admin/v1/spaces/{space_id}/actors"): "WP-CTRL-3",
+    ("POST", "/admin/v1/spaces/{space_id}/actors/{actor_id}/disable"): "WP-CTRL-10",
+    ("POST", "/admin/v1/spaces/{space_id}/consumers"): "WP-CTRL-3",
+    ("POST", "/admin/v1/spaces/{space_id}/consumers/{consumer_id}/view"): "WP-CTRL-9",
+    ("POST", "/admin/v1/spaces/{space_id}/collections"): "WP-CTRL-3",
+    ("POST", "/admin/v1/spaces/{space_id}/tokens"): "WP-CTRL-11",
+    ("POST", "/admin/v1/tokens/{token_id}/revoke"): "WP-CTRL-13",
+    ("POST", "/admin/v1/spaces/{space_id}/threads/{thread_id}/members"): "WP-CTRL-14",
+    ("GET", "/admin/v1/spaces"): "WP-CTRL-16", ("GET", "/admin/v1/spaces/{space_id}"):
+    "WP-CTRL-16"}
 METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")
 
 
@@ -77,16 +94,20 @@ class _Table:
                                     headers=headers)
         what = f"{method} {path} ({method} {template}, WP-HTTP-8)"
         statuses = success(method, template)
-        accepted = range(200, 300) if method == "PUT" else statuses
-        if answer.status_code not in accepted:
+        if answer.status_code not in statuses:
+            given = [s for s in documented(method, template) if s.startswith("2")]
             raise Finding(f"{what}: {shown(answer)}; the kit's OpenAPI document gives "
-                          f"{sorted(statuses)}: the route is not served as §6 says")
-        schema = statuses.get(answer.status_code)
-        if (method, template) not in STATUS_ONLY and schema is not None:
+                          f"{', '.join(given)}: the route is not served as §6 says")
+        schema = statuses[answer.status_code]
+        rule = SHAPES[(method, template)]
+        if (method, template) == UPLOAD_CONTENT and answer.content:
+            json_of(answer, f"{what}: a body, when there is one, is JSON ({rule}, WP-HTTP-1)")
+        elif (method, template) not in STATUS_ONLY and schema is not None:
             found = problems(json_of(answer, what), schema)
             if found:
-                raise Finding(f"{what}: the answer is not of the shape of §6.3 "
-                              f"(conformance/openapi/waypost-1.json): {'; '.join(found[:5])}")
+                raise Finding(f"{what}: the answer is not of the shape {rule} gives it "
+                              f"(protocol.md §6.3, §13; conformance/openapi/waypost-1.json): "
+                              f"{'; '.join(found[:5])}")
         self.called.add((method, template))
         return answer
 
@@ -160,8 +181,22 @@ def _pass(table: _Table) -> dict[str, Any]:
                body={"request_id": probe.rid("rt")})
     table.call("POST", f"{base}/actors/{{actor_id}}/disable", who="admin",
                body={"request_id": probe.rid("rt")})
-    call("GET", "/admin/v1/spaces", who="admin")
-    return call("GET", base, who="admin")
+    spaces = table.call("GET", "/admin/v1/spaces", who="admin")
+    space = table.call("GET", base, who="admin")
+    _no_secret(issued.get("token"), {"GET /admin/v1/spaces": spaces, f"GET {base}": space})
+    return obj(space, f"GET {base}", 200)
+
+
+def _no_secret(token: Any, reads: dict[str, httpx.Response]) -> None:
+    """No control-plane read shows the token's secret, whole or its part after the last ``.``
+    (WP-CTRL-16)."""
+    if not isinstance(token, str) or len(token) < 16:
+        return
+    tail = token.rsplit(".", 1)[-1]
+    secrets = [token, *([tail] if len(tail) >= 16 else [])]
+    for what, read in reads.items():
+        if any(secret in read.text for secret in secrets):
+            raise Finding(f"{what} shows a token's secret (WP-CTRL-16)")
 
 
 def route_table(probe: Probe) -> int:
@@ -252,7 +287,7 @@ CHECKS = (
     HostileCheck("route_table", "every route of §6.2 and §13 once, with real ids: the status "
                  "and answer shape of the kit's OpenAPI document; every other method of each "
                  "path is 404 in the envelope and changes nothing",
-                 ("WP-HTTP-8", "WP-HTTP-5", "WP-HTTP-3", "WP-HTTP-7", "WP-ERR-1"),
+                 ("WP-HTTP-8", "WP-HTTP-5", "WP-HTTP-3", "WP-HTTP-7", "WP-ERR-1", "WP-CTRL-16"),
                  route_table),
     HostileCheck("mcp_entry", "capabilities.mcp is a boolean; false: /mcp answers like an "
                  "unknown path with or without a token; true: an MCP initialize needs the "

@@ -1,11 +1,14 @@
 """The kit's OpenAPI document (``conformance/openapi/waypost-1.json``, package data) and a check
 of an answer against one of its schemas, for the route-table check (WP-HTTP-8).
 
-The check knows the JSON Schema keywords that document uses (``$ref``, ``type``, ``required``,
-``properties``, ``items``, ``const``, ``enum``, ``pattern``, lengths, bounds, ``oneOf`` /
-``anyOf`` / ``allOf``, ``not``, ``if`` / ``then``) and leaves ``additionalProperties`` aside:
-a server MAY add members (protocol.md §6.3). It reads the answer as hostile input: bounded
-depth, at most 200 elements of a list, at most 20 problems."""
+An answer schema's ``required`` members are exactly those protocol.md names for the answer
+(§6.3, §13): an answer lacking one fails, naming it; an answer with members the document does
+not name passes, since a server MAY add members. The check knows the JSON Schema keywords that
+document uses (``$ref``, ``type``, ``required``, ``properties``, ``items``, ``const``, ``enum``,
+``pattern``, lengths, bounds, ``oneOf`` / ``anyOf`` / ``allOf``, ``not``, ``if`` / ``then``)
+and leaves ``additionalProperties`` aside (only the error envelope's top level is closed, which
+``grammar.envelope_problems`` checks). It reads the answer as hostile input: bounded depth, at
+most 200 elements of a list, at most 20 problems."""
 
 from __future__ import annotations
 
@@ -128,13 +131,21 @@ def _combined(instance: Any, schema: Schema, where: str, depth: int) -> list[str
     return found
 
 
+def documented(method: str, template: str) -> list[str]:
+    """The statuses the kit's document gives a route, as it writes them (``2XX``: any 2xx)."""
+    return list(document()["paths"][template][method.lower()]["responses"])
+
+
 def success(method: str, template: str) -> dict[int, Schema | None]:
     """The success statuses the kit's document gives a route, each with its JSON schema
-    (None: not a JSON answer)."""
+    (None: no JSON shape, e.g. raw bytes or a PUT's optional body). A range such as ``2XX``
+    stands for each status of it that the document does not give on its own."""
     responses = document()["paths"][template][method.lower()]["responses"]
     found: dict[int, Schema | None] = {}
-    for status, answer in responses.items():
+    for status, answer in sorted(responses.items(), key=lambda entry: -entry[0].count("X")):
         if status.startswith("2"):
             content = answer.get("content") or {}
-            found[int(status)] = (content.get("application/json") or {}).get("schema")
+            schema = (content.get("application/json") or {}).get("schema")
+            codes = range(200, 300) if status.upper() == "2XX" else (int(status),)
+            found.update(dict.fromkeys(codes, schema))
     return found

@@ -1,7 +1,11 @@
 """The OpenAPI 3.1 document served at ``/openapi.json`` (protocol.md §3, §6, §7, §8, §10).
 
 Schemas are JSON Schema 2020-12. Request bodies say exactly what the parsers accept (unknown
-fields are rejected, so every object has ``additionalProperties: false``); byte limits of UTF-8
+fields are rejected, so every object has ``additionalProperties: false``). Answers are open: an
+answer schema's ``required`` members are exactly those docs/protocol.md names for it (§6.3,
+§13; ``tests/project/test_answer_shapes.py`` holds the two equal), its optional ones are what
+the reference adds, and a server MAY add more (only the error envelope's top level is closed,
+WP-ERR-1). The upload content PUT answers any 2xx, with or without a body. Byte limits of UTF-8
 text appear as ``maxLength`` (a necessary bound: a string of at most N bytes has at most N
 characters) and in the description. Limits are the defaults of :class:`Limits`; a deployment
 publishes its own, possibly smaller, values at ``GET /v1/describe``. Two bodies are raw bytes,
@@ -118,10 +122,17 @@ def admin_write(op_id: str, summary: str, status: int, result: str, body: str,
                      body, [parameter(name) for name in path], write=True)
 
 
-def upload(op_id: str, summary: str, result: str, errors: Errors, *path: str) -> Schema:
-    """A data-plane operation whose body is raw bytes (any length, 0 included), not JSON."""
-    op = operation(op_id, summary, DATA, 200, ref(result), errors,
+def upload(op_id: str, summary: str, errors: Errors, *path: str) -> Schema:
+    """A data-plane operation whose body is raw bytes (any length, 0 included), not JSON, and
+    whose success is any ``2XX``, with or without a body (WP-UPL-3): no shape is documented."""
+    op = operation(op_id, summary, DATA, 200, {}, errors,
                    params=[parameter(name) for name in path])
+    op["responses"] = {"2XX": {
+        "description": "Any success status, with or without a body: the declared bytes are "
+                       "stored (or already were). A body, when present, is JSON and not part "
+                       "of the contract (protocol.md WP-UPL-3); the reference answers 200 "
+                       "{upload_id, blob_id, state: stored | sealed, size, sha256}."},
+        **{status: answer for status, answer in op["responses"].items() if status != "200"}}
     op["requestBody"] = {"required": True, "description": "The raw content bytes.",
                          "content": {RAW: {}}}
     return op
@@ -198,7 +209,7 @@ def _paths() -> dict[str, dict[str, Schema]]:
         "/v1/uploads/{upload_id}/content": {"put": upload(
             "putUploadContent", "The content, streamed and verified against the declared size "
             "and SHA-256; create-only (the same bytes again are accepted, never others).",
-            "UploadStored", ("INVALID_REQUEST", 401, 403, 404, 410, "CONTENT_MISMATCH", 503),
+            ("INVALID_REQUEST", 401, 403, 404, 410, "CONTENT_MISMATCH", 503),
             "upload_id")},
         "/v1/uploads/{upload_id}/commit": {"post": operation(
             "commitUpload", "blob.commit: seal the stored upload into an immutable blob.", DATA,
@@ -274,7 +285,8 @@ def _paths() -> dict[str, dict[str, Schema]]:
             "changeView", "A new view and filter; bumps view_revision.", 200, "ConsumerView",
             "ChangeViewRequest", "space_id", "consumer_id")},
         f"{space}/collections": {"post": admin_write(
-            "createCollection", "A memory collection of a source actor.", 201, "Collection",
+            "createCollection", "A memory collection of a source actor.", 201,
+            "CollectionCreated",
             "CreateCollectionRequest", "space_id")},
         f"{space}/tokens": {"post": admin_write(
             "issueToken", "A bearer token; its secret is returned only here.", 201,
@@ -307,8 +319,8 @@ LINKS: dict[tuple[str, str], dict[str, tuple[str, dict[str, Any]]]] = {
         "PutContent": ("putUploadContent", {"upload_id": _body("upload_id")}),
         "CommitUpload": ("commitUpload", {"upload_id": _body("upload_id")}),
         "ReadBlob": ("readBlob", {"blob_id": _body("blob_id")})},
-    ("putUploadContent", "200"): {
-        "CommitUpload": ("commitUpload", {"upload_id": _body("upload_id")})},
+    ("putUploadContent", "2XX"): {
+        "CommitUpload": ("commitUpload", {"upload_id": _path("upload_id")})},
     ("commitUpload", "200"): {
         "ReadBlob": ("readBlob", {"blob_id": _body("blob_id")}),
         "ReadContent": ("readBlobContent", {"blob_id": _body("blob_id")})},

@@ -43,9 +43,17 @@ def ref(name: str) -> Schema:
 
 def obj(required: dict[str, Schema], optional: dict[str, Schema] | None = None,
         description: str | None = None) -> Schema:
-    """A closed JSON object: exactly these required members, any of the optional ones."""
+    """A closed JSON object (a request body, which the parsers hold to exactly these members:
+    WP-VAL-1): these required members, any of the optional ones, no other."""
+    return {**answer(required, optional, description), "additionalProperties": False}
+
+
+def answer(required: dict[str, Schema], optional: dict[str, Schema] | None = None,
+           description: str | None = None) -> Schema:
+    """An open JSON object (an answer): the members protocol.md names for it are ``required``
+    (§6.3, §13), the others the reference answers are ``optional``, and a server MAY add more."""
     schema: Schema = {"type": "object", "properties": {**required, **(optional or {})},
-                      "required": list(required), "additionalProperties": False}
+                      "required": list(required)}
     if description:
         schema["description"] = description
     return schema
@@ -138,11 +146,12 @@ def _values() -> dict[str, Schema]:
                                 {"type": "number", "not": {"type": "integer"}},
                                 array(ref("JsonValue")),
                                 {"type": "object", "additionalProperties": ref("JsonValue")}]},
-        "Error": obj({"error": obj({
+        "Error": obj({"error": answer({
             "code": enum([cls.code for cls in ERROR_CLASSES]),
             "message": {"type": "string"},
             "details": {"type": "object", "description": "e.g. field, max, current_revision"},
-        })}, description="The one error envelope (protocol.md §7)."),
+        })}, description="The one error envelope (protocol.md §7): exactly one member, error "
+                         "(WP-ERR-1)."),
     }
 
 
@@ -163,64 +172,65 @@ def _messages() -> dict[str, Schema]:
         }, "recipient_ids omitted: the space's default actor. in_reply_to needs thread_id.")
         | {"if": {"properties": {"thread": {"required": ["new"]}}},
            "then": {"not": {"required": ["in_reply_to"]}}},
-        "MessageSent": obj({"message_id": ID, "thread_id": ID, "feed_item_id": ID,
-                            "sequence": SEQ, "committed_at": TIME}),
-        "Message": obj({
+        "MessageSent": answer({"message_id": ID, "thread_id": ID, "feed_item_id": ID,
+                               "sequence": SEQ, "committed_at": TIME}),
+        "Message": answer({
             "message_id": ID, "thread_id": ID, "in_reply_to": nullable(ID), "producer_id": ID,
             "recipient_ids": IDS, "kind": KIND, "subject": {"type": "string"},
-            "body": obj({"text": {"type": "string"}, "options": array({"type": "string"}),
-                         "source_uri": nullable({"type": "string"})}),
+            "body": answer({"text": {"type": "string"}, "options": array({"type": "string"}),
+                            "source_uri": nullable({"type": "string"})}),
             "attachment_ids": IDS, "metadata": nullable(ref("Metadata")),
             "committed_at": TIME, "feed_item_id": ID, "sequence": SEQ}),
     }
 
 
 def _feed_item(kind: str, detail: Schema) -> Schema:
-    return obj({"item_id": ID, "sequence": SEQ, "type": const(kind), "producer_id": ID,
-                "recipient_ids": IDS, "thread_id": nullable(ID), "committed_at": TIME,
-                kind: detail})
+    return answer({"item_id": ID, "sequence": SEQ, "type": const(kind), "producer_id": ID,
+                   "recipient_ids": IDS, "thread_id": nullable(ID), "committed_at": TIME,
+                   kind: detail})
 
 
 def _feed() -> dict[str, Schema]:
     variants = {"message": "MessageFeedItem", "receipt": "ReceiptFeedItem",
                 "memory_revision": "MemoryRevisionFeedItem"}
     return {
-        "MessageFeedItem": _feed_item("message", obj({
+        "MessageFeedItem": _feed_item("message", answer({
             "message_id": ID, "subject": {"type": "string"}, "kind": KIND})),
-        "ReceiptFeedItem": _feed_item("receipt", obj({
+        "ReceiptFeedItem": _feed_item("receipt", answer({
             "receipt_id": ID, "receipt_version": integer(1), "subject_item_id": ID,
             "subject_resource_id": ID, "consumer_id": ID, "actor_id": ID,
             "stage": STAGE, "updated_at": TIME})),
-        "MemoryRevisionFeedItem": _feed_item("memory_revision", obj({
+        "MemoryRevisionFeedItem": _feed_item("memory_revision", answer({
             "collection_id": ID, "revision": ref("Revision"),
             "parent_revision": ref("Revision"), "manifest_blob_id": ID})),
         "FeedItem": {"oneOf": [ref(name) for name in variants.values()],
                      "discriminator": {"propertyName": "type", "mapping": {
                          kind: f"#/components/schemas/{name}" for kind, name in variants.items()}}},
-        "FeedPage": obj({"items": array(ref("FeedItem")), "next_cursor": CURSOR,
-                         "has_more": {"type": "boolean"}}),
+        "FeedPage": answer({"items": array(ref("FeedItem")), "next_cursor": CURSOR,
+                            "has_more": {"type": "boolean"}}),
         "AckRequest": obj({
             "request_id": ref("RequestId"),
             "items": array(obj({"item_id": ID, "stage": STAGE}), high=LIMITS.ack_items),
         }, {"checkpoint": obj({"cursor": CURSOR})},
             "items may be empty only with a checkpoint; one item id at most once."),
-        "AckResult": obj({
-            "items": array(obj({"item_id": ID, "stage": STAGE,
-                                "receipt_version": integer(1), "changed": {"type": "boolean"}})),
+        "AckResult": answer({
+            "items": array(answer({"item_id": ID, "stage": STAGE, "receipt_version": integer(1),
+                                   "changed": {"type": "boolean"}})),
             "checkpoint_sequence": nullable(SEQ)}),
-        "Submission": obj({
+        "Submission": answer({
             "operation": enum(OPERATIONS), "request_id": ref("RequestId"),
             "state": enum(["pending", "committed", "failed"]), "fingerprint": ref("Sha256"),
-            "result": nullable(obj({
+            "result": nullable(answer({
                 "status": integer(200, 599),
                 "body": {"anyOf": [ref("MessageSent"), ref("AckResult"), ref("UploadPrepared"),
                                    ref("BlobSealed"), ref("Published"), ref("Error")]}}))}),
-        "Describe": obj({
+        "Describe": answer({
             "protocol": const("waypost/1"), "server": {"type": "string"},
-            "limits": obj({name: integer() for name in LIMITS.published()}),
-            "capabilities": obj({"adapter": {"type": "string"}, "test_hooks": {"type": "boolean"},
-                                 "mcp": {"type": "boolean"},
-                                 "operations": array(enum(OPERATIONS))})}),
+            "limits": answer({name: integer() for name in LIMITS.published()}),
+            "capabilities": answer({"test_hooks": {"type": "boolean"},
+                                    "mcp": {"type": "boolean"}},
+                                   {"adapter": {"type": "string"},
+                                    "operations": array(enum(OPERATIONS))})}),
     }
 
 
@@ -239,29 +249,26 @@ def _blobs() -> dict[str, Schema]:
                 "description": "A media type (type/subtype, optional ; name=value parameters) "
                                "of 1-255 ASCII bytes; anything else is 400 INVALID_REQUEST."},
         }, {"filename": text(1, values.BLOB_TEXT_BYTES, LINE)}),
-        "UploadPrepared": obj({
+        "UploadPrepared": answer({
             "upload_id": ID, "blob_id": ID,
             "upload_url": {"type": "string",
                            "pattern": f"^/v1/uploads/{OBJECT_ID[1:-1]}/content$",
                            "description": "Where to PUT the content, relative to this server."},
             "expires_at": TIME,
         }, description="blob_id is fixed now; the blob exists only once the upload is sealed."),
-        "UploadStored": obj({"upload_id": ID, "blob_id": ID,
-                             "state": enum(["stored", "sealed"]), "size": size,
-                             "sha256": sha256}),
-        "BlobSealed": obj(facts),
-        "Blob": obj({**facts, "filename": nullable({"type": "string"}), "sealed_at": TIME}),
-        "Clock": obj({"now": TIME}),
+        "BlobSealed": answer(facts),
+        "Blob": answer({**facts, "filename": nullable({"type": "string"}), "sealed_at": TIME}),
+        "Clock": answer({"now": TIME}),
         "ArmFaultRequest": obj({"point": enum(faults.POINTS), "action": enum(faults.ACTIONS)},
                                {"times": {**integer(1, 1000), "default": 1}}),
-        "Faults": obj({"armed": array(obj({"point": enum(faults.POINTS),
-                                           "action": enum(faults.ACTIONS),
-                                           "times": integer(1, 1000)})),
-                       "points": array(enum(faults.POINTS)),
-                       "actions": array(enum(faults.ACTIONS)),
-                       "crash_mode": enum(["abandon", "exit"])}),
+        "Faults": answer({"armed": array(answer({"point": enum(faults.POINTS),
+                                                 "action": enum(faults.ACTIONS),
+                                                 "times": integer(1, 1000)})),
+                          "points": array(enum(faults.POINTS)),
+                          "actions": array(enum(faults.ACTIONS))},
+                         {"crash_mode": enum(["abandon", "exit"])}),
         "EmptyRequest": obj({}),
-        "Restarted": obj({"restarted": const(True)}),
+        "Restarted": answer({"restarted": const(True)}),
         "ClockAdvanceRequest": obj({"advance_ms": integer(0, MAX_ADVANCE_MS)}),
     }
 
@@ -269,10 +276,10 @@ def _blobs() -> dict[str, Schema]:
 def _memory() -> dict[str, Schema]:
     item_in = obj({"item_id": ID, "path": text(1, values.MAX_PATH_BYTES, PATH), "blob_id": ID},
                   {"metadata": ref("Metadata")})
-    active = obj({"item_id": ID, "state": const("active"), "path": {"type": "string"},
-                  "blob_id": ID, "metadata": ref("Metadata")})
-    tombstone = obj({"item_id": ID, "state": const("tombstone"),
-                     "deleted_in_revision": integer(1, values.MAX_REVISION)})
+    active = answer({"item_id": ID, "state": const("active"), "path": {"type": "string"},
+                     "blob_id": ID, "metadata": ref("Metadata")})
+    tombstone = answer({"item_id": ID, "state": const("tombstone"),
+                        "deleted_in_revision": integer(1, values.MAX_REVISION)})
     inline = obj({"request_id": ref("RequestId"), "expected_revision": ref("Revision"),
                   "mode": enum(MODES),
                   "items": array(item_in, high=LIMITS.inline_items_per_publish)},
@@ -283,20 +290,24 @@ def _memory() -> dict[str, Schema]:
         "PublishRequest": {"oneOf": [inline, by_manifest], "description":
                            "Inline items (+ delete_ids, delta only) or a manifest blob holding "
                            "{items, delete_ids} in the inline format."},
-        "Published": {"oneOf": [
-            obj({"revision": integer(1, values.MAX_REVISION),
-                 "parent_revision": ref("Revision"), "changed": const(True)}),
-            obj({"revision": ref("Revision"), "changed": const(False)})]},
-        "MemoryEntry": {"oneOf": [active, tombstone]},
-        "RevisionInfo": obj({
+        "PublishedRevision": answer({"revision": integer(1, values.MAX_REVISION),
+                                     "parent_revision": ref("Revision"),
+                                     "changed": const(True)}),
+        "PublishedUnchanged": answer({"revision": ref("Revision"), "changed": const(False)}),
+        "Published": {"oneOf": [ref("PublishedRevision"), ref("PublishedUnchanged")]},
+        "ActiveEntry": active,
+        "TombstoneEntry": tombstone,
+        "MemoryEntry": {"oneOf": [ref("ActiveEntry"), ref("TombstoneEntry")]},
+        "RevisionInfo": answer({
             "collection_id": ID, "revision": ref("Revision"),
             "parent_revision": nullable(ref("Revision")), "manifest_blob_id": nullable(ID),
-            "state_fingerprint": ref("Sha256"), "committed_at": nullable(TIME),
-            "feed_item_id": nullable(ID), "sequence": nullable(SEQ)},
+            "state_fingerprint": ref("Sha256")}, {
+            "committed_at": nullable(TIME), "feed_item_id": nullable(ID),
+            "sequence": nullable(SEQ)},
             description="Revision 0 is the virtual empty state: no manifest, no feed item."),
-        "RevisionItems": obj({"collection_id": ID, "revision": ref("Revision"),
-                              "items": array(ref("MemoryEntry")), "next_cursor": CURSOR,
-                              "has_more": {"type": "boolean"}}),
+        "RevisionItems": answer({"items": array(ref("MemoryEntry")), "next_cursor": CURSOR,
+                                 "has_more": {"type": "boolean"}},
+                                {"collection_id": ID, "revision": ref("Revision")}),
     }
 
 
@@ -304,36 +315,41 @@ def _control() -> dict[str, Schema]:
     name, uri = text(1, control.MAX_NAME_BYTES, LINE), text(1, control.MAX_URI_BYTES, LINE)
     rid = ref("RequestId")
     actor = {"actor_id": ID, "kind": enum(control.ACTOR_KINDS), "display_name": name}
-    filter_ = obj({}, {dim: array(enum(control.ITEM_TYPES) if dim == "item_types" else ID,
-                                  high=values.FILTER_ENTRIES) for dim in FILTER_DIMENSIONS})
+    dimensions = {dim: array(enum(control.ITEM_TYPES) if dim == "item_types" else ID,
+                             high=values.FILTER_ENTRIES) for dim in FILTER_DIMENSIONS}
     recipients = {"oneOf": [obj({"mode": const("any")}),
                             obj({"mode": const("listed"), "actor_ids": IDS})]}
     space = {"space_id": ID, "display_name": {"type": "string"}, "source_uri": {"type": "string"},
-             "default_actor_id": ID, "created_at": TIME}
+             "default_actor_id": ID}
     token_fields = {"token_id": ID, "grant_fingerprint": ref("Sha256"),
                     "expires_at": nullable(TIME)}
     collection = {"collection_id": ID, "source_actor_id": ID, "scope": {"type": "string"},
                   "current_revision": ref("Revision")}
     view = {"view": enum(control.VIEWS)}
+    created = {"created_at": TIME}
     return {
         "RequestOnly": obj({"request_id": rid}),
         "CreateSpaceRequest": obj({"request_id": rid, "space_id": ID, "display_name": name,
                                    "source_uri": uri,
                                    "default_actor": obj(actor)}),
-        "SpaceCreated": obj({"space_id": ID, "default_actor_id": ID}),
+        "SpaceCreated": answer({"space_id": ID, "default_actor_id": ID}),
         "CreateActorRequest": obj({"request_id": rid, **actor}),
-        "ActorCreated": obj({"space_id": ID, "actor_id": ID}),
-        "ActorDisabled": obj({"space_id": ID, "actor_id": ID, "disabled": const(True),
-                              "authority_version": integer()}),
-        "ConsumerFilter": filter_,
+        "ActorCreated": answer({"actor_id": ID}, {"space_id": ID}),
+        "ActorDisabled": answer({"actor_id": ID}, {"space_id": ID, "disabled": const(True),
+                                                   "authority_version": integer()}),
+        "ConsumerFilter": obj({}, dimensions),
         "CreateConsumerRequest": obj({"request_id": rid, "consumer_id": ID, "actor_id": ID,
                                       **view}, {"filter": ref("ConsumerFilter")}),
         "ChangeViewRequest": obj({"request_id": rid, **view}, {"filter": ref("ConsumerFilter")}),
-        "ConsumerView": obj({"consumer_id": ID, "actor_id": ID, **view,
-                             "view_revision": integer()}),
+        "ConsumerView": answer({"consumer_id": ID}, {"actor_id": ID, **view,
+                                                     "view_revision": integer()},
+                               "view_revision: the consumer's, after this write (the "
+                               "reference starts a consumer at 1)."),
         "CreateCollectionRequest": obj({"request_id": rid, "collection_id": ID,
                                         "source_actor_id": ID, "scope": uri}),
-        "Collection": obj(collection),
+        "CollectionCreated": answer({"collection_id": ID}, {
+            k: v for k, v in collection.items() if k != "collection_id"}),
+        "Collection": answer(collection),
         "IssueTokenRequest": obj({
             "request_id": rid, "actor_id": ID, "consumer_id": ID, "scopes": array(enum(SCOPES)),
             "recipients": recipients,
@@ -342,30 +358,32 @@ def _control() -> dict[str, Schema]:
             "blob_references": IDS,
         }, {"expires_at": {"type": "string", "format": "date-time", "pattern": TIMESTAMP_INPUT}},
             "Every grant list is explicit: an empty list grants nothing."),
-        "TokenIssued": obj({**token_fields, "token": nullable({"type": "string"})},
-                           description="token: the secret, only in the first answer "
-                                       "(null when replayed)."),
-        "TokenRevoked": obj({"token_id": ID, "revoked": const(True)}),
+        "TokenIssued": answer({**token_fields, "token": nullable({"type": "string"})},
+                              description="token: the secret, only in the first answer "
+                                          "(null when replayed)."),
+        "TokenRevoked": answer({"token_id": ID}, {"revoked": const(True)}),
         "AddThreadMembersRequest": obj({"request_id": rid,
                                         "actor_ids": array(ID, 1, LIMITS.recipients)}),
-        "ThreadMembers": obj({"space_id": ID, "thread_id": ID, "member_ids": IDS}),
-        "Space": obj(space),
-        "SpaceList": obj({"spaces": array(ref("Space"))}),
-        "SpaceDetail": obj({
+        "ThreadMembers": answer({"thread_id": ID}, {"space_id": ID, "member_ids": IDS}),
+        "Space": answer(space, created),
+        "SpaceList": answer({"spaces": array(ref("Space"))}),
+        "SpaceDetail": answer({
             **space,
-            "actors": array(obj({**actor, "display_name": {"type": "string"},
-                                 "disabled": {"type": "boolean"},
-                                 "authority_version": integer(), "created_at": TIME})),
-            "consumers": array(obj({"consumer_id": ID, "actor_id": ID, **view,
-                                    "view_revision": integer(), "disabled": {"type": "boolean"},
-                                    "filter": ref("ConsumerFilter"), "created_at": TIME})),
-            "collections": array(obj({**collection, "created_at": TIME})),
-            "tokens": array(obj({**token_fields, "actor_id": ID, "consumer_id": ID,
-                                 "revoked": {"type": "boolean"}, "scopes": array(enum(SCOPES)),
-                                 "created_at": TIME})),
-            "threads": array(obj({"thread_id": ID, "member_ids": IDS, "created_at": TIME})),
-        }, description="A space with its actors, consumers, collections, tokens (no secrets) "
-                       "and threads."),
+            "actors": array(answer({**actor, "display_name": {"type": "string"},
+                                    "disabled": {"type": "boolean"},
+                                    "authority_version": integer()}, created)),
+            "consumers": array(answer({"consumer_id": ID, "actor_id": ID, **view,
+                                       "filter": answer({}, dimensions),
+                                       "view_revision": integer()},
+                                      {"disabled": {"type": "boolean"}, **created})),
+            "collections": array(answer(collection, created)),
+            "tokens": array(answer({"token_id": ID, "actor_id": ID, "consumer_id": ID,
+                                    **{k: v for k, v in token_fields.items() if k != "token_id"},
+                                    "revoked": {"type": "boolean"}},
+                                   {"scopes": array(enum(SCOPES)), **created})),
+            "threads": array(answer({"thread_id": ID, "member_ids": IDS}, created)),
+        }, created, "A space with its actors, consumers, collections, tokens (no secrets) and "
+                    "threads."),
     }
 
 
