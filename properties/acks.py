@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from waypost.properties import fingerprints
-from waypost.properties.compare import MISSING, masked, protocol_view
-from waypost.properties.model import Recorded
+from waypost.properties.compare import MISSING, masked, protocol_view, stable
+from waypost.properties.model import Recorded, Token
 from waypost.properties.owners import refusal_ids
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ def ack(world: World, token: str, lines: list[list[Any]], cursor: Any,
         fingerprints.ack_fingerprint(body, position), 200, expected)
     if recheck:
         _recheck(world, token, lines, expected)
+        _retry_after_advances(world, acker, body, lines, expected)
 
 
 def _answered(world: World, answer: Answer, expected: dict[str, Any]) -> bool:
@@ -91,6 +92,26 @@ def _recheck(world: World, token: str, lines: list[list[Any]],
     if done:
         ack(world, token, [[ref, "received"] for ref in done], None)
         ack(world, token, [[ref, "processed"] for ref in done], None)
+
+
+def _retry_after_advances(world: World, acker: Token, body: dict[str, Any],
+                          lines: list[list[Any]], expected: dict[str, Any]) -> None:
+    """The items an ACK left ``received`` advanced to ``processed``, then the ACK itself
+    again: it must answer its own moment's stages and versions, not the current ones (P10's
+    counterexample)."""
+    received = [ref for (ref, _), result in zip(lines, expected["items"], strict=False)
+                if result["stage"] == "received"]
+    if not received:
+        return
+    ack(world, acker.handle, [[ref, "processed"] for ref in received], None)
+    answer = world.as_(acker, "POST", "/v1/acks", body)
+    if world.dead(acker, answer, "ACK retry"):
+        return
+    world.check(("WP-RCPT-13", "WP-IDEM-8", "WP-IDEM-6"), answer.status == 200
+                and protocol_view(stable(answer.json), expected) == expected,
+                "a retried ACK must answer the stages and versions of its own moment, not the "
+                "receipts' current ones", answer=answer.json, status=answer.status,
+                expected=expected)
 
 
 def ack_limits(world: World, token: str) -> None:

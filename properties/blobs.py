@@ -8,7 +8,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 from waypost.properties import fingerprints
-from waypost.properties.compare import MISSING, epoch_ms, shaped
+from waypost.properties.compare import MISSING, epoch_ms, protocol_view, shaped
 from waypost.properties.model import Recorded, Token, Upload
 from waypost.properties.owners import refusal_ids
 
@@ -119,7 +119,8 @@ def seal(world: World, token: str, upload: int) -> None:
         world.expect_refusal(answer, {"NOT_READY"}, "WP-UPL-7", "commit before content")
         return
     if not world.check(("WP-HTTP-15", "WP-UPL-2", "WP-UPL-11"),
-                       answer.status == 200 and answer.json == slot.sealed_answer,
+                       answer.status == 200 and protocol_view(answer.json, slot.sealed_answer)
+                       == slot.sealed_answer,
                        "commit must answer the sealed blob's facts", answer=answer.json,
                        expected=slot.sealed_answer):
         return
@@ -149,7 +150,7 @@ def read_blob(world: World, token: str, upload: int | None) -> None:
     shown = {k: v for k, v in answer.json.items() if k != "sealed_at"} \
         if isinstance(answer.json, dict) else None
     if not world.check(("WP-UPL-10", "WP-HTTP-15", "WP-VAL-21", "WP-VAL-22"),
-                       answer.status == 200 and shown == expected,
+                       answer.status == 200 and protocol_view(shown, expected) == expected,
                        "blob metadata differs", answer=answer.json, expected=expected):
         return
     if slot.sealed is None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from waypost.properties import fingerprints, fixtures
 from waypost.properties.compare import epoch_ms
+from waypost.properties.feed import read_feed
 from waypost.properties.memory import COLLECTIONS
 from waypost.properties.memory_model import Collection
 from waypost.properties.model import Actor, Consumer, Token
@@ -140,9 +141,10 @@ def issue(world: World, space: str, actor: str, consumer_id: str, scopes: list[s
 def rotate(world: World, token: str) -> None:
     """A second token with identical grants: same fingerprint, cursors stay valid (P07)."""
     old = world.token(token)
-    issue(world, old.space, old.actor_id, old.consumer_id, sorted(old.scopes),
-          None if old.recipients_any else sorted(old.recipient_ids),
-          sorted(old.blob_references), old.collections)
+    _read_old_cursor(world, old, issue(
+        world, old.space, old.actor_id, old.consumer_id, sorted(old.scopes),
+        None if old.recipients_any else sorted(old.recipient_ids),
+        sorted(old.blob_references), old.collections))
 
 
 def regrant(world: World, token: str) -> None:
@@ -150,9 +152,20 @@ def regrant(world: World, token: str) -> None:
     cursors of the old grants are CURSOR_STALE and its checkpoint starts at 0 (P07)."""
     old = world.token(token)
     scopes = sorted(set(old.scopes) ^ {"event.subscribe"})
-    issue(world, old.space, old.actor_id, old.consumer_id, scopes,
-          None if old.recipients_any else sorted(old.recipient_ids),
-          sorted(old.blob_references), old.collections)
+    _read_old_cursor(world, old, issue(
+        world, old.space, old.actor_id, old.consumer_id, scopes,
+        None if old.recipients_any else sorted(old.recipient_ids),
+        sorted(old.blob_references), old.collections))
+
+
+def _read_old_cursor(world: World, old: Token, new: Token | None) -> None:
+    """The newest cursor held under ``old``'s grants, read through ``new``: still valid for
+    the same grant fingerprint (WP-CUR-5), CURSOR_STALE for another (WP-CUR-4)."""
+    held = [n for n, cursor in enumerate(world.model.cursors)
+            if (cursor.space, cursor.consumer_id, cursor.grant_fingerprint) == (
+                old.space, old.consumer_id, old.grant_fingerprint)]
+    if new is not None and held:
+        read_feed(world, new.handle, held[-1], 1)
 
 
 def revoke(world: World, token: str) -> None:

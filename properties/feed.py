@@ -95,7 +95,9 @@ def check_page(world: World, reader: Token, position: int, limit: int, answer: A
                         [got["item_id"] for got in shown],
                         [int(got["sequence"]) for got in shown])
     also = (*(("WP-RCPT-10",) if from_checkpoint else ()), *(("WP-CUR-5",) if rotated else ()))
-    if not world.check((*_blame(world, reader, want, shown, anomalies), *also), not anomalies,
+    blamed = _blame(world, reader, want, shown, anomalies) if anomalies \
+        else _verified(world, reader)
+    if not world.check((*blamed, *also), not anomalies,
                        "the page differs from the consumer's visible items",
                        anomalies=[a.as_json() for a in anomalies], position=position,
                        limit=limit):
@@ -155,6 +157,20 @@ def _blame(world: World, reader: Token, want: list[Item], shown: list[dict[str, 
             world, [got for got in shown if got["item_id"] in strays]):
         return ("WP-MEM-15", "WP-VIS-1")
     return ("WP-VIS-1", "WP-VIS-2", "WP-VIS-3", "WP-VIS-4", "WP-CTRL-8")
+
+
+def _verified(world: World, reader: Token) -> tuple[str, ...]:
+    """What a page equal to the model's visible items shows holds: paging (P06), and the
+    visibility rules the model applied to compute it (P08): the table and the server's own
+    computation always, the filter's dimensions where the consumer has a filter, receipts
+    about revisions where the space holds any."""
+    consumer = world.model.consumer_of(reader)
+    filtered = any(consumer.filter.values())
+    about_revisions = any(item.type == "receipt" and item.about_collection
+                          for item in world.model.items.get(reader.space, []))
+    return ("WP-FEED-3", "WP-FEED-2", "WP-FEED-9", "WP-VIS-1", "WP-VIS-4",
+            *(("WP-VIS-2", "WP-CTRL-8") if filtered else ()),
+            *(("WP-VIS-3",) if about_revisions else ()))
 
 
 def _strays(world: World, reader: Token, shown: list[dict[str, Any]],

@@ -10,7 +10,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from waypost.properties import blobs, feed, memory
-from waypost.properties.compare import shaped
+from waypost.properties.compare import protocol_view, shaped
 from waypost.properties.limit_phase import (
     ITEM_PAGES,
     RULES,
@@ -190,7 +190,8 @@ def _item_page(world: World, reader: Token, value: int) -> None:
     page = answer.json if isinstance(answer.json, dict) else {}
     shown = page.get("items")
     world.check(ITEM_PAGES, answer.status == 200 and isinstance(shown, list)
-                and 0 < len(shown) <= value and shown == wanted[:len(shown)]
+                and 0 < len(shown) <= value
+                and protocol_view(shown, wanted[:len(shown)]) == wanted[:len(shown)]
                 and page.get("has_more") is True,
                 f"an item page of limit = page_limit = {value} must hold at most that many of "
                 f"the revision's first entries, with has_more", answer=answer.json,

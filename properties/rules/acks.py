@@ -43,17 +43,27 @@ def _items(d: RuleDriver, data: st.DataObject, holder: Token, wrong: bool) -> li
              if space == holder.space and consumer == holder.consumer_id}
     again = [ref for ref in visible if getattr(d.world.item_ref(ref), "item_id", None) in acked]
     visible = visible + again * 3  # stages on items already acknowledged: no-ops, regressions
-    others = d.bound_items("A")[:3] + d.bound_items("B")[:2] + [None]
+    # a receipt item, which no ACK may name (WP-RCPT-4), is one of the bad items
+    others = d.bound_items("A")[:3] + d.bound_items("B")[:2] + _receipts(d, holder)[-2:] + [None]
     if wrong and visible:
         refs: list[Any] = data.draw(st.lists(st.sampled_from(visible), min_size=1, max_size=5,
                                              unique_by=repr))
         bad = data.draw(st.sampled_from([o for o in others if o not in refs]))
         refs.insert(data.draw(st.integers(0, len(refs))), bad)
         return refs
-    chosen: list[Any] = data.draw(st.lists(st.sampled_from(visible or others), min_size=0,
+    # mostly items: a checkpoint-only ACK (no items) a quarter of the time
+    some = 1 if visible and data.draw(st.sampled_from([True, True, True, False])) else 0
+    chosen: list[Any] = data.draw(st.lists(st.sampled_from(visible or others), min_size=some,
                                            max_size=min(20, d.model.limits.get("ack_items", 20)),
                                            unique_by=repr))
     return chosen
+
+
+def _receipts(d: RuleDriver, holder: Token) -> list[Any]:
+    """The receipt items the holder sees, as references."""
+    return [[space, item.index] for space in SPACE_ACTORS
+            for item in d.model.items.get(d.world.space_ids[space], [])
+            if item.bound and item.type == "receipt" and d.model.visible(item, holder)]
 
 
 def _checkpoint(d: RuleDriver, data: st.DataObject, holder: Token, wrong: bool) -> Any:

@@ -67,7 +67,11 @@ def change_authority(d: RuleDriver, data: st.DataObject) -> None:
                                       "view", "disable", "limits"]))
     if mode in ("regrant", "limits", "rotate", "revoke"):
         name = {"limits": "ack_limits"}.get(mode, mode)
-        d.run(name, token=sample(data, d.handles()))
+        # a new token of a consumer that holds cursors reads one of them (P07)
+        holding = {(c.space, c.consumer_id) for c in d.model.cursors}
+        tokens = [t.handle for t in d.model.tokens.values()
+                  if (t.space, t.consumer_id) in holding] if mode in ("regrant", "rotate") else []
+        d.run(name, token=sample(data, tokens or d.handles()))
     elif mode == "disable" and len(d.world.commands) > 8:
         d.run("disable", space_name="A", actor=sample(data, list(SPACE_ACTORS["A"][1:])))
     elif mode == "view":

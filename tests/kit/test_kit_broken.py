@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -237,6 +238,45 @@ def fixed_revision_follows_the_head(mp: pytest.MonkeyPatch, client: TestClient) 
         return Statement(statement.sql.replace("AND revision = ?3", f"AND revision = {head}"),
                          statement.params)
     mp.setattr(memory_sql, "page_statement", page_statement)
+
+
+def cursor_not_bound_to_grants(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    """A feed cursor is bound to its consumer, view and filter, but not to the grant
+    fingerprint: an old cursor read through a regranted token still answers (WP-CUR-4)."""
+    original = feed.binding_fault
+
+    def binding_fault(principal: Any, decoded: Any) -> str:
+        return original(principal, replace(decoded, grant_fingerprint=principal.grant_fingerprint.hex()))
+    mp.setattr(feed, "binding_fault", binding_fault)
+    mp.setattr(acks, "binding_fault", binding_fault)
+
+
+def delta_may_delete_what_it_upserts(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    """A delta that deletes an id it also upserts is accepted: the upsert wins (P14's
+    counterexample)."""
+    from waypost.reference.domain import memory_requests
+
+    original = memory_requests.parse_publish
+
+    def parse_publish(raw: Any, collection_id: str, limits: Any) -> Any:
+        if isinstance(raw, dict) and isinstance(raw.get("delete_ids"), list) \
+                and isinstance(raw.get("items"), list):
+            upserted = {item.get("item_id") for item in raw["items"] if isinstance(item, dict)}
+            raw = {**raw, "delete_ids": [i for i in raw["delete_ids"] if i not in upserted]}
+        return original(raw, collection_id, limits)
+    mp.setattr(memory, "parse_publish", parse_publish)
+
+
+def attachments_of_anyone(mp: pytest.MonkeyPatch, client: TestClient) -> None:
+    """A send may attach any sealed blob of its space, whoever owns it and whatever the token's
+    grants (P16's counterexample)."""
+    from waypost.reference.storage import messages as messages_sql
+
+    mp.setattr(messages_sql, "referenceable", lambda blob_id, owner: (
+        f"EXISTS (SELECT 1 FROM blobs b WHERE b.space_id = :space_id AND b.blob_id = {blob_id})"))
+    messages_sql._send_sql.cache_clear()
+    mp.setattr(messages_sql, "_send_sql",
+               functools.lru_cache(maxsize=64)(messages_sql._send_sql.__wrapped__))
 
 
 VARIANTS: dict[str, tuple[Patch | str, set[str]]] = {

@@ -224,3 +224,36 @@ def cas_retried(app: App) -> App:
                     "headers": [*kept, (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
     return front
+
+
+def acks_replayed_at_the_current_stage(app: App) -> App:
+    """A retried ACK answers each receipt's current stage and version (those of the latest
+    ACK answered for the item through the same token), not those of its own moment (P10's
+    counterexample)."""
+    latest: dict[tuple[bytes, str], dict[str, Any]] = {}
+
+    def after(scope: Scope, request: bytes, answer: Answer) -> Answer:
+        status, headers, body = answer
+        parsed = _json(body)
+        if (scope["method"], scope["path"], status) != ("POST", "/v1/acks", 200) \
+                or not isinstance(parsed, dict):
+            return answer
+        token = dict(scope.get("headers", [])).get(b"authorization", b"")
+        items = [item for item in parsed.get("items", []) if isinstance(item, dict)]
+        if dict(headers).get(b"waypost-replayed") == b"true":
+            for item in items:
+                item.update(latest.get((token, item.get("item_id")), {}))
+            return status, headers, json.dumps(parsed).encode()
+        for item in items:
+            latest[(token, item.get("item_id"))] = {
+                "stage": item.get("stage"), "receipt_version": item.get("receipt_version")}
+        return answer
+    return wrapping(app, after=after)
+
+def acks_at_version_one(method: str, path: str, request: Any, status: int, answer: Any,
+                        headers: dict[str, str]) -> tuple[int, Any]:
+    """An ACK's answer gives every receipt version 1, whatever the version (P09)."""
+    if (method, path, status) == ("POST", "/v1/acks", 200) and isinstance(answer, dict):
+        for item in answer.get("items", []):
+            item["receipt_version"] = 1
+    return status, answer
