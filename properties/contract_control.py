@@ -163,8 +163,12 @@ def control_failures(probe: Probe) -> int:
          {"request_id": probe.rid("th"), "actor_ids": ["frank"]}))
     for what, path, _, body in writes:
         answer = probe.request("POST", path, who="admin", body=body)
-        error(answer, f"{what} before frank exists", {"NOT_FOUND": None,
-                                                      "INVALID_REQUEST": None})
+        found = error(answer, f"{what} before frank exists", {"NOT_FOUND": None,
+                                                              "INVALID_REQUEST": None})
+        field = found["details"].get("field")
+        if path.endswith("/tokens") and field not in ("actor_id", "consumer_id"):
+            raise Finding(f"{what} before frank exists: {found['code']} names details.field "
+                          f"{field!r:.60}, not 'actor_id' or 'consumer_id' (WP-CTRL-11)")
     admin(probe, "POST", f"{base}/actors", {"request_id": probe.rid("ac"), "actor_id": "frank",
                                             "kind": "agent", "display_name": "frank"})
     for what, path, status, body in writes:
@@ -214,7 +218,8 @@ CHECKS = (
                   "WP-IDEM-7", "WP-IDEM-9", "WP-ERR-1"), control_replay),
     HostileCheck("control_failures", "consumer, token, collection and thread members for an "
                  "actor that does not exist yet, then the same requests once it does: the "
-                 "failures were not recorded", ("WP-CTRL-4", "WP-ERR-1"), control_failures),
+                 "failures were not recorded", ("WP-CTRL-4", "WP-CTRL-11", "WP-ERR-1"),
+                 control_failures),
     HostileCheck("control_reads", "reads of the spaces and of a space through the control "
                  "plane leave every inbox's checkpoint and the receipts as they were",
                  ("WP-CTRL-5",), control_reads),

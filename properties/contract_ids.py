@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from waypost.properties.contract_common import admin, error, obj, text
+from waypost.properties.contract_common import admin, detail, error, listed, obj, text
 from waypost.properties.hostile import ALL_SCOPES, Finding, HostileCheck, Probe
 
 
@@ -47,10 +47,26 @@ def taken_ids(probe: Probe) -> int:
     return probe.requests
 
 
+#: What a token issue names, nothing to issue, and the fields that may name it (WP-CTRL-11,
+#: WP-ERR-8): a missing actor or consumer is 400 or 404; a missing recipient or collection
+#: 404, naming its list or the element at fault.
+MISSING: tuple[tuple[str, dict[str, Any], tuple[str, ...], tuple[str, ...]], ...] = (
+    ("an actor the space lacks", {"actor_id": "nobody"}, ("INVALID_REQUEST", "NOT_FOUND"),
+     ("actor_id", "consumer_id")),
+    ("a consumer the space lacks", {"consumer_id": "nobody-inbox"},
+     ("INVALID_REQUEST", "NOT_FOUND"), ("consumer_id",)),
+    ("a recipient the space lacks", {"recipients": {"mode": "listed", "actor_ids": ["nobody"]}},
+     ("NOT_FOUND",), ("recipients.actor_ids", "recipients.actor_ids[0]")),
+    ("a collection the space lacks",
+     {"collections": [{"collection_id": "nothing", "actions": ["read"]}]}, ("NOT_FOUND",),
+     ("collections", "collections[0].collection_id")))
+
+
 def token_issue(probe: Probe) -> int:
-    """A token issue for a consumer of another actor is ``400`` naming ``consumer_id``; one
-    listing a recipient or granting a collection the space lacks is ``404`` naming the field;
-    a good one carries the secret and the grant fingerprint (WP-CTRL-11)."""
+    """A token issue for a consumer of another actor is ``400`` naming ``consumer_id``; for an
+    actor or a consumer the space lacks ``400`` or ``404`` naming it; one listing a recipient
+    or granting a collection the space lacks is ``404`` naming the field; nothing is issued
+    then; a good one carries the secret and the grant fingerprint (WP-CTRL-11)."""
     path = f"/admin/v1/spaces/{probe.space}/tokens"
 
     def issue(**changes: Any) -> Any:
@@ -59,17 +75,18 @@ def token_issue(probe: Probe) -> int:
                 "blob_references": [], **changes}
         return probe.request("POST", path, who="admin", body=body)
 
+    before = len(listed(detail(probe), "tokens", "the space's tokens"))
     error(issue(consumer_id="bob-inbox"), "a token of alice for bob's consumer (WP-CTRL-11)",
           {"INVALID_REQUEST": "consumer_id"})
-    for what, changes in (
-            ("a recipient the space lacks",
-             {"recipients": {"mode": "listed", "actor_ids": ["nobody"]}}),
-            ("a collection the space lacks",
-             {"collections": [{"collection_id": "nothing", "actions": ["read"]}]})):
-        found = error(issue(**changes), f"a token listing {what} (WP-CTRL-11)",
-                      {"NOT_FOUND": None})
-        if not isinstance(found["details"].get("field"), str):
-            raise Finding(f"a token listing {what}: 404 must name details.field (WP-CTRL-11)")
+    for what, changes, codes, fields in MISSING:
+        found = error(issue(**changes), f"a token naming {what} (WP-CTRL-11)",
+                      dict.fromkeys(codes))
+        if found["details"].get("field") not in fields:
+            raise Finding(f"a token naming {what}: {found['code']} names details.field "
+                          f"{found['details'].get('field')!r:.60}, not "
+                          f"{' or '.join(map(repr, fields))} (WP-CTRL-11, WP-ERR-8)")
+    if len(listed(detail(probe), "tokens", "the space's tokens")) != before:
+        raise Finding("a refused token issue left a token in the space (WP-CTRL-11)")
     issued = obj(issue(), "a token issue", 201)
     text(issued, "token", "a token issue (WP-CTRL-11)")
     fingerprint = text(issued, "grant_fingerprint", "a token issue (WP-CTRL-11)")
@@ -83,7 +100,9 @@ CHECKS = (
     HostileCheck("taken_ids", "a space, actor, consumer and collection created again under "
                  "their ids, and a space with another's source_uri: 400 naming the field, "
                  "reason already_exists", ("WP-CTRL-3", "WP-ERR-3"), taken_ids),
-    HostileCheck("token_issue", "a token for another actor's consumer (400), for a recipient "
-                 "or a collection the space lacks (404 naming the field); a good one carries "
-                 "its secret and grant fingerprint", ("WP-CTRL-11", "WP-VAL-12"), token_issue),
+    HostileCheck("token_issue", "a token for another actor's consumer (400), for an actor or "
+                 "a consumer the space lacks (400 or 404 naming it), for a recipient or a "
+                 "collection the space lacks (404 naming the field); a good one carries its "
+                 "secret and grant fingerprint", ("WP-CTRL-11", "WP-VAL-12", "WP-ERR-8"),
+                 token_issue),
 )

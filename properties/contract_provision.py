@@ -125,7 +125,7 @@ def _at_the_limit(probe: Probe, thread: str) -> None:
         return probe.request("POST", f"{base}/threads/{thread}/members", who="admin",
                              body={"request_id": probe.rid("th"), "actor_ids": actors})
     refusal = error(add(over), f"{len(over)} actor ids, recipients = {cap} (WP-CTRL-14)",
-                    {"INVALID_REQUEST": "actor_ids", "RESOURCE_LIMIT": None})
+                    {"INVALID_REQUEST": "actor_ids", "RESOURCE_LIMIT": "actor_ids"})
     if refusal["code"] == "RESOURCE_LIMIT" and refusal["details"].get("limit") != "recipients":
         raise Finding(f"too many members must name details.limit 'recipients': {refusal}")
     if set(extra) & _members(probe, thread):

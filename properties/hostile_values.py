@@ -136,12 +136,49 @@ def json_bodies(probe: Probe) -> int:
     return 3 + len(malformed)
 
 
-BAD_REVISIONS: tuple[object, ...] = (2**53, -1, 1.5, 1.0, "1", True, None, 10**400)
+BAD_REVISIONS: tuple[object, ...] = (2**53, -1, 1.5, 1.0, "1", True, None)
+#: Numbers beyond the range of a double: refused as a body the server cannot read (``body``)
+#: or judged as the member's value (WP-VAL-19), never taken.
+HUGE = (b"1e400", b"-1e400", b"1" + b"0" * 400)
+
+
+def _huge(probe: Probe, path: str, who: str, body: bytes, what: str,
+          codes: dict[str, tuple[str, ...]]) -> None:
+    """``body`` holding a number a double cannot hold: one of ``codes``, each naming one of
+    its fields (WP-VAL-19, WP-ERR-8)."""
+    answer = probe.request("POST", path, who=who, content=body,
+                           headers={"Content-Type": "application/json"})
+    found = refused(answer, what, dict.fromkeys(codes))
+    if found["details"].get("field") not in codes[found["code"]]:
+        raise Finding(f"{what}: {found['code']} names details.field "
+                      f"{found['details'].get('field')!r:.60}, not "
+                      f"{' or '.join(map(repr, codes[found['code']]))} (WP-VAL-19, WP-ERR-8)")
+
+
+def _huge_numbers(probe: Probe) -> int:
+    """``1e400``, ``-1e400`` and 400 digits as a revision, a size and in metadata."""
+    for number in HUGE:
+        shown = number[:12].decode() + ("…" if len(number) > 12 else "")
+        _huge(probe, "/v1/collections/notes/revisions", "alice",
+              b'{"request_id": "' + probe.rid("nr").encode() + b'", "expected_revision": '
+              + number + b', "mode": "delta", "items": []}', f"expected_revision {shown}",
+              {"INVALID_REQUEST": ("expected_revision", "body")})
+        size = {"INVALID_REQUEST": ("size", "body"), "RESOURCE_LIMIT": ("size",)}
+        _huge(probe, "/v1/blobs", "bob", b'{"request_id": "' + probe.rid("nr").encode()
+              + b'", "size": ' + number + b', "sha256": "' + b"0" * 64
+              + b'", "content_type": "text/plain"}', f"blob.prepare with size {shown}",
+              size if number.isdigit() else {"INVALID_REQUEST": ("size", "body")})
+        _huge(probe, "/v1/messages", "alice", b'{"request_id": "' + probe.rid("nr").encode()
+              + b'", "thread": {"new": true}, "kind": "info", "subject": "s", "body": '
+              b'{"text": "t"}, "metadata": {"n": [' + number + b"]}}",
+              f"metadata holding {shown}", {"INVALID_REQUEST": ("metadata", "body")})
+    return 3 * len(HUGE)
 
 
 def numbers(probe: Probe) -> int:
-    """Revisions, sizes, limits and waits out of range or of the wrong type."""
-    sent = 0
+    """Revisions, sizes, limits and waits out of range or of the wrong type; numbers beyond
+    the range of a double (WP-VAL-19)."""
+    sent = _huge_numbers(probe)
     for value in BAD_REVISIONS:
         content = json.dumps({"request_id": probe.rid("nr"), "expected_revision": value,
                               "mode": "delta", "items": []}).encode()
@@ -149,7 +186,7 @@ def numbers(probe: Probe) -> int:
                                content=content, headers={"Content-Type": "application/json"})
         invalid(answer, f"expected_revision {str(value)[:40]}", "expected_revision")
         sent += 1
-    for text in ("1e400", "-0.0", "9007199254740991.5"):
+    for text in ("-0.0", "9007199254740991.5"):
         content = (b'{"request_id": "' + probe.rid("nr").encode()
                    + b'", "expected_revision": ' + text.encode()
                    + b', "mode": "delta", "items": []}')
@@ -231,9 +268,10 @@ CHECKS = (
                  "UTF-8, UTF-16, lone surrogates, NaN, repeated members, not an object",
                  ("WP-VAL-19", "WP-LIM-3", "WP-LIM-4", "WP-ERR-1", "WP-ERR-5"), json_bodies),
     HostileCheck("numbers", "revisions, sizes, page limits and waits out of range or of the "
-                 "wrong type, in bodies, paths and queries",
-                 ("WP-VAL-3", "WP-VAL-7", "WP-VAL-11", "WP-FEED-6", "WP-FEED-7", "WP-UPL-1",
-                  "WP-ERR-1", "WP-ERR-5"), numbers),
+                 "wrong type, in bodies, paths and queries; 1e400 and 400 digits as a revision, "
+                 "a size and in metadata: the member's answer or a body refused",
+                 ("WP-VAL-3", "WP-VAL-7", "WP-VAL-11", "WP-VAL-19", "WP-FEED-6", "WP-FEED-7",
+                  "WP-UPL-1", "WP-ERR-1", "WP-ERR-5", "WP-ERR-8"), numbers),
     HostileCheck("hostile_ids", "ids with path traversal, NUL and SQL metacharacters in "
                  "paths and bodies: 400 naming the id or 404",
                  ("WP-VAL-3", "WP-VAL-4", "WP-VAL-6", "WP-HTTP-6", "WP-ERR-1", "WP-ERR-5"),

@@ -207,6 +207,8 @@ class Model:
             assert item.collection_id is not None
             if not (token.has("memory.read") and token.may(item.collection_id, "read")):
                 return False
+        # only a revision has a collection: a receipt about one matches no collection_ids
+        # (WP-VIS-2), although it names the collection (``about_collection``)
         values = {"producer_ids": item.producer_id, "thread_ids": item.thread_id,
                   "item_types": item.type, "collection_ids": item.collection_id}
         for dimension, allowed in consumer.filter.items():
