@@ -64,8 +64,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                           "as first found)")
     kit.add_argument("--only", default=None,
                      help="only these properties, e.g. P03,P06: the rules whose checks name "
-                          "their requirement ids run; the others are skipped, and a selected "
-                          "property no check of which ran is 'not run'")
+                          "their requirement ids run; the others are skipped; a selected "
+                          "property no check of which ran is 'not run', one some of whose "
+                          "requirement ids did not run 'incomplete'")
     kit.add_argument("--expected-failures", type=Path, default=None,
                      help="JSON list of {property, reason} known to fail on this target "
                           "(default for --target sqlite or d1: conformance/expected_failures/"

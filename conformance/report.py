@@ -22,7 +22,8 @@ from waypost.conformance.runner import Report
 from waypost.properties.untrusted import visible, visible_lines
 
 MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
-         "not covered": "not covered", "skipped": "skipped (--only)", "not run": "not run"}
+         "incomplete": "incomplete", "not covered": "not covered",
+         "skipped": "skipped (--only)", "not run": "not run"}
 
 
 def table(report: Report, requirements_hint: bool = True) -> str:
@@ -152,7 +153,8 @@ def write_markdown(report: Report, path: Path) -> None:
 
 def write_junit(report: Report, path: Path) -> None:
     """One test case per property and per limit of the limit phase; fail → <failure>,
-    xfail / not covered / not published → <skipped>."""
+    xfail / not covered / not published → <skipped>; incomplete passes, with a property
+    ``incomplete`` naming what did not run."""
     suite = ET.Element("testsuite", name=f"waypost-conformance-{report.target}",
                        time=f"{report.seconds:.3f}")
     for outcome in report.outcomes:
@@ -167,6 +169,8 @@ def write_junit(report: Report, path: Path) -> None:
                                       indent=2, default=str)
         elif outcome.result == "skipped":
             ET.SubElement(case, "skipped", message=MARKS["skipped"])
+        elif outcome.result == "incomplete":  # its checks ran and passed: no <skipped>
+            ET.SubElement(counts, "property", name="incomplete", value=outcome.message)
         elif outcome.result != "pass":
             ET.SubElement(case, "skipped",
                           message=f"{outcome.result}: {outcome.message or outcome.expected_reason}")

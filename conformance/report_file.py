@@ -27,8 +27,8 @@ MAX_ITEMS = 10_000
 #: The most characters of a text kept (a message, a note, an excerpt of evidence).
 TEXT_CHARS = 4000
 
-PROPERTY_RESULTS = frozenset({"pass", "fail", "xfail", "xpass", "not covered", "skipped",
-                              "not run"})
+PROPERTY_RESULTS = frozenset({"pass", "fail", "xfail", "xpass", "incomplete", "not covered",
+                              "skipped", "not run"})
 REQUIREMENT_RESULTS = frozenset({"pass", "fail", "xfail", "not run", "not checked"})
 LIMIT_RESULTS = frozenset({"pass", "fail", "xfail", "not published", "not checked", "skipped",
                            "not run"})

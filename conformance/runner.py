@@ -53,7 +53,7 @@ class Outcome:
     """One property's result in a run."""
 
     prop: Property
-    result: str  # pass, fail, xfail, xpass, not covered, skipped, not run
+    result: str  # pass, fail, xfail, xpass, incomplete, not covered, skipped, not run
     checks: int = 0  # checks of it made in this run
     message: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
@@ -280,7 +280,8 @@ def _results(report: Report, kit: KitRun, proxy: FaultProxy | None, wanted: set[
         for finding in report.fuzz.findings:
             kit.ledger.failed_checks.setdefault(f"fuzz {finding.check}", "FUZZ")
     report.requirements = requirement_rows(kit.ledger, wanted, expected,
-                                           NEEDS if through_fixtures else None)
+                                           _needs(report, through_fixtures))
+    incomplete(report.outcomes, report.requirements)
     if "ERROR" in failures:
         _, unexpected, path = failures["ERROR"]
         report.outcomes.append(Outcome(
@@ -289,6 +290,37 @@ def _results(report: Report, kit: KitRun, proxy: FaultProxy | None, wanted: set[
 
 
 Failures = dict[str, tuple[PropertyViolation | None, BaseException, Path]]
+
+
+def _needs(report: Report, through_fixtures: bool) -> dict[str, str]:
+    """What the checks that could not run here needed, by check name: the admin API and the
+    hooks through fixtures; a target without test hooks for the hostile check that looks for
+    them."""
+    needs = dict(NEEDS) if through_fixtures else {}
+    for row in report.hostile:
+        if row.result == "not applicable" and row.check.name == "hooks_invisible":
+            needs[f"hostile {row.check.name}"] = ("a target without test hooks ('waypost "
+                                                  "conformance hostile' starts one)")
+    return needs
+
+
+def incomplete(outcomes: list[Outcome], rows: list[coverage.Row]) -> None:
+    """A property passes only when every requirement id that defines it was checked in the
+    run (docs/properties.md, "Requirements by property"); one whose checks passed while some
+    of its ids did not run is ``incomplete``, naming them and why (ids the kit cannot check
+    at all, ``not checked``, are the table's to explain)."""
+    missing: dict[str, list[coverage.Row]] = {}
+    for row in rows:
+        if row.result == "not run" and row.requirement.prop:
+            missing.setdefault(row.requirement.prop, []).append(row)
+    for outcome in outcomes:
+        left = missing.get(outcome.prop.pid)
+        if left and outcome.result in ("pass", "xpass"):
+            outcome.result = "incomplete"
+            shown = "; ".join(f"{row.requirement.rid} ({row.note})" for row in left[:4])
+            more = f"; and {len(left) - 4} more" if len(left) > 4 else ""
+            outcome.message = (f"its checks passed, but {len(left)} of its requirements did "
+                               f"not run: {shown}{more}")
 
 
 def requirement_rows(ledger: Ledger, wanted: set[str] | None, expected: dict[str, str],

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from waypost.properties import fingerprints
 from waypost.properties.compare import MISSING, masked, protocol_view, stable
-from waypost.properties.model import Recorded, Token
+from waypost.properties.model import STAGE_RANK, Item, Recorded, Token
 from waypost.properties.owners import refusal_ids
 
 if TYPE_CHECKING:
@@ -22,11 +22,13 @@ REFUSALS: dict[str, tuple[str, ...]] = {
 
 
 def ack(world: World, token: str, lines: list[list[Any]], cursor: Any,
-        recheck: bool = False) -> None:
+        recheck: bool = False, after_refusal: bool = False) -> None:
     """An ACK of distinct items (up to the published bound) and an optional checkpoint: all
     or nothing (P09, P10).
     With ``recheck``, the items it left processed are then acknowledged ``received`` and
-    ``processed`` again: both must change nothing (the stage never goes back)."""
+    ``processed`` again: both must change nothing (the stage never goes back). A refused
+    ACK's visible items that would advance are then acknowledged alone (``after_refusal``):
+    each must advance, as nothing of the refused ACK may have been saved (P05)."""
     acker = world.token(token)
     items = [world.item_ref(ref) for ref, _ in lines]
     body: dict[str, Any] = {"request_id": world.rid(), "items": [
@@ -43,12 +45,14 @@ def ack(world: World, token: str, lines: list[list[Any]], cursor: Any,
         foreign = any(i is not None and i.space != acker.space for i in items)
         world.expect_refusal(answer, errors, ("WP-AUTH-13", "WP-RCPT-3") if foreign
                              else refusal_ids(errors, REFUSALS), "ACK")
+        if "FORBIDDEN" not in errors and not after_refusal:
+            _nothing_saved(world, acker, items, lines)
         return
     position = None if held is None else held.position
     expected = world.model.apply_ack(acker, [(item, stage) for item, (_, stage)
                                              in zip(items, lines, strict=True)
                                              if item is not None], position)
-    if not _answered(world, answer, expected):
+    if not _answered(world, answer, expected, after_refusal):
         return
     world.check("WP-IDEM-7", not answer.replayed, "a first answer must not say Waypost-Replayed")
     world.model.submissions[(acker.space, acker.actor_id, "receipt.ack",
@@ -60,7 +64,21 @@ def ack(world: World, token: str, lines: list[list[Any]], cursor: Any,
         _retry_after_advances(world, acker, body, lines, expected)
 
 
-def _answered(world: World, answer: Answer, expected: dict[str, Any]) -> bool:
+def _nothing_saved(world: World, acker: Token, items: list[Item | None],
+                   lines: list[list[Any]]) -> None:
+    """The visible items of a refused ACK whose stage would advance, acknowledged alone: if
+    the refused ACK saved any of them, their answers show it (P05's counterexample)."""
+    advancing = [[ref, stage] for item, (ref, stage) in zip(items, lines, strict=True)
+                 if item is not None and item.item_id is not None and item.type != "receipt"
+                 and world.model.visible(item, acker)
+                 and STAGE_RANK[stage] > STAGE_RANK[world.model.receipts.get(
+                     (acker.space, acker.consumer_id, item.item_id), ("none", 0))[0]]]
+    if advancing and world.model.live(acker) and acker.has("receipt.write"):
+        ack(world, acker.handle, advancing, None, after_refusal=True)
+
+
+def _answered(world: World, answer: Answer, expected: dict[str, Any],
+              after_refusal: bool = False) -> bool:
     """The ACK's answer: its shape (P10), each item's stage, version and ``changed`` (P09), the
     checkpoint after it (P10)."""
     got = answer.json if isinstance(answer.json, dict) else {}
@@ -70,8 +88,11 @@ def _answered(world: World, answer: Answer, expected: dict[str, Any]) -> bool:
             f"an ACK must answer 200 with one result per item, got {answer.status}",
             answer=answer.json, expected=expected):
         return False
-    if not world.check(("WP-RCPT-6", "WP-RCPT-7", "WP-RCPT-8"), protocol_view(
+    if not world.check(("WP-LOAD-3", "WP-RCPT-5") if after_refusal
+                       else ("WP-RCPT-6", "WP-RCPT-7", "WP-RCPT-8"), protocol_view(
             got["items"], expected["items"]) == expected["items"],
+            "an ACK of items a refused ACK named found receipts the refused ACK saved"
+            if after_refusal else
             "an ACK's item results differ from the model: a stage that went back, a version "
             "that did not move with a real advance, or a no-op that claims a change",
             answer=got["items"], expected=expected["items"]):

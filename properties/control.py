@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from waypost.properties import fingerprints, fixtures
-from waypost.properties.compare import epoch_ms
-from waypost.properties.feed import read_feed
+from waypost.properties.compare import epoch_ms, shaped
+from waypost.properties.feed import PAGE
 from waypost.properties.memory import COLLECTIONS
 from waypost.properties.memory_model import Collection
 from waypost.properties.model import Actor, Consumer, Token
@@ -68,7 +68,8 @@ def published_limits(described: Any) -> dict[str, int]:
 
 def _collections(world: World) -> None:
     """The collections, and per source actor a consumer + token that may write its own
-    collection and read every collection of its space."""
+    collection, read every collection of its space and acknowledge what it reads (receipts
+    about revisions: WP-VIS-3, WP-MEM-30)."""
     for space_name, cid, source in COLLECTIONS:
         space = world.space_ids[space_name]
         world.admin_ok("POST", f"/admin/v1/spaces/{space}/collections", {
@@ -80,7 +81,8 @@ def _collections(world: World) -> None:
         grants = [[other, ["read", "write"] if other == cid else ["read"]]
                   for name, other, _ in COLLECTIONS if name == space_name]
         provision(world, space_name, source, "inbox", {},
-                  ["memory.write", "memory.read", "blob.write", "message.read"], None,
+                  ["memory.write", "memory.read", "blob.write", "message.read",
+                   "receipt.write"], None,
                   collections=grants)
 
 
@@ -160,12 +162,20 @@ def regrant(world: World, token: str) -> None:
 
 def _read_old_cursor(world: World, old: Token, new: Token | None) -> None:
     """The newest cursor held under ``old``'s grants, read through ``new``: still valid for
-    the same grant fingerprint (WP-CUR-5), CURSOR_STALE for another (WP-CUR-4)."""
-    held = [n for n, cursor in enumerate(world.model.cursors)
+    the same grant fingerprint and view (WP-CUR-5), CURSOR_STALE for another (WP-CUR-4)."""
+    held = [cursor for cursor in world.model.cursors
             if (cursor.space, cursor.consumer_id, cursor.grant_fingerprint) == (
                 old.space, old.consumer_id, old.grant_fingerprint)]
-    if new is not None and held:
-        read_feed(world, new.handle, held[-1], 1)
+    if new is None or not held or not world.model.live(new):
+        return
+    answer = world.as_(new, "GET", "/v1/feed", params={"cursor": held[-1].text, "limit": 1})
+    if world.model.cursor_problem(held[-1], new) is None:
+        world.check("WP-CUR-5", answer.status == 200 and shaped(answer.json, PAGE),
+                    "a cursor read through a token of identical grants must stay valid",
+                    status=answer.status, answer=answer.json)
+    else:
+        world.expect_refusal(answer, {"CURSOR_STALE"}, "WP-CUR-4",
+                             "a cursor of the old grants read through a regranted token")
 
 
 def revoke(world: World, token: str) -> None:

@@ -42,21 +42,35 @@ def _items(d: RuleDriver, data: st.DataObject, holder: Token, wrong: bool) -> li
     acked = {item_id for (space, consumer, item_id) in d.model.receipts
              if space == holder.space and consumer == holder.consumer_id}
     again = [ref for ref in visible if getattr(d.world.item_ref(ref), "item_id", None) in acked]
-    visible = visible + again * 3  # stages on items already acknowledged: no-ops, regressions
-    # a receipt item, which no ACK may name (WP-RCPT-4), is one of the bad items
-    others = d.bound_items("A")[:3] + d.bound_items("B")[:2] + _receipts(d, holder)[-2:] + [None]
+    revisions = [ref for ref in visible
+                 if getattr(d.world.item_ref(ref), "type", None) == "memory_revision"]
+    # stages on items already acknowledged: no-ops, regressions; receipts about revisions
+    visible = visible + again * 3 + revisions * 2
     if wrong and visible:
         refs: list[Any] = data.draw(st.lists(st.sampled_from(visible), min_size=1, max_size=5,
                                              unique_by=repr))
-        bad = data.draw(st.sampled_from([o for o in others if o not in refs]))
-        refs.insert(data.draw(st.integers(0, len(refs))), bad)
+        refs.insert(data.draw(st.integers(0, len(refs))), _bad(d, data, holder, refs))
         return refs
     # mostly items: a checkpoint-only ACK (no items) a quarter of the time
     some = 1 if visible and data.draw(st.sampled_from([True, True, True, False])) else 0
-    chosen: list[Any] = data.draw(st.lists(st.sampled_from(visible or others), min_size=some,
+    chosen: list[Any] = data.draw(st.lists(st.sampled_from(visible or _others(d)), min_size=some,
                                            max_size=min(20, d.model.limits.get("ack_items", 20)),
                                            unique_by=repr))
     return chosen
+
+
+def _others(d: RuleDriver) -> list[Any]:
+    """Items of either space, and a missing one: most invisible or foreign to a holder."""
+    return d.bound_items("A")[:3] + d.bound_items("B")[:2] + [None]
+
+
+def _bad(d: RuleDriver, data: st.DataObject, holder: Token, refs: list[Any]) -> Any:
+    """The bad item of a wrong ACK: often a receipt item, which no ACK may name (WP-RCPT-4);
+    else an invisible, foreign or missing one."""
+    receipts = _receipts(d, holder)
+    if receipts and data.draw(st.sampled_from([True, False, False])):
+        return receipts[-1]
+    return data.draw(st.sampled_from([o for o in _others(d) if o not in refs]))
 
 
 def _receipts(d: RuleDriver, holder: Token) -> list[Any]:

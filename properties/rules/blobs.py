@@ -41,4 +41,22 @@ def upload(d: RuleDriver, data: st.DataObject) -> None:
         target = data.draw(st.sampled_from([index, index, index, None]))
         d.run("read_blob", token=token, upload=target)
     else:
-        d.run("advance_clock", ms=data.draw(st.sampled_from([1000, 3_600_001])))
+        ms = data.draw(st.sampled_from([1000, 3_600_001, 3_600_001]))
+        if ms > 1000:
+            _expire_and_seal(d, data, token, ms)
+        else:
+            d.run("advance_clock", ms=ms)
+
+
+def _expire_and_seal(d: RuleDriver, data: st.DataObject, token: str, ms: int) -> None:
+    """An upload prepared, the server clock moved past its expiry, then the upload sealed by
+    its owner: sealing raced the expiry's cleanup and the expiry won (P15: WP-UPL-8)."""
+    uploads = d.model.uploads
+    writer = next((t.handle for t in d.model.tokens.values()
+                   if t.has("blob.write") and d.model.live(t)), token)
+    before = len(uploads)
+    d.run("prepare", token=writer, content=data.draw(st.binary(max_size=16)).hex(),
+          filename=None)
+    d.run("advance_clock", ms=ms)
+    if len(uploads) > before:
+        d.run("seal", token=writer, upload=before)

@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from waypost.properties.memory import COLLECTIONS
+from waypost.properties.memory import COLLECTIONS, PATHS
 from waypost.properties.rules.driver import METADATA, RuleDriver, sample
 
 ACTIONS = ["publish"] * 8 + ["read"] * 3 + ["head", "race", "cursor", "limit", "history"]
@@ -45,6 +45,11 @@ def _head(d: RuleDriver, token: str, collection: str) -> int:
 
 def _read(d: RuleDriver, data: st.DataObject, action: str, token: str, collection: str) -> None:
     """A fixed revision read with random page sizes, or an item cursor moved elsewhere (P13)."""
+    if action == "cursor":  # a collection with two revisions to move a cursor between
+        holder = d.model.tokens[token]
+        collection = next((cid for (space, cid), target in d.model.collections.items()
+                           if space == holder.space and target.head >= 2
+                           and holder.may(cid, "read")), collection)
     revision = data.draw(st.integers(0, _head(d, token, collection) + 1))
     if action == "cursor":
         d.run("cursor_elsewhere", token=token, collection=collection, revision=revision)
@@ -101,6 +106,8 @@ def _publish(d: RuleDriver, data: st.DataObject, token: str, collection: str, po
                                **unique))  # type: ignore[arg-type]
     if mode is None:
         mode = data.draw(st.sampled_from(["delta", "snapshot"]))
+    if mode == "delta" and items and data.draw(st.sampled_from([False] * 5 + [True])):
+        items = _onto_a_held_path(d, token, collection, items)
     deletes = _deletes(d, data, token, collection, mode, items, wrong)
     if offset is None:
         offset = data.draw(st.sampled_from([0, 0, 0, 0, 0, -1, 1]))
@@ -110,21 +117,35 @@ def _publish(d: RuleDriver, data: st.DataObject, token: str, collection: str, po
           items=[list(e) for e in items], deletes=deletes, manifest=manifest)
 
 
+def _onto_a_held_path(d: RuleDriver, token: str, collection: str,
+                      items: list[Any]) -> list[Any]:
+    """The first item moved onto the path another active entry of the head holds: the result
+    would hold two active entries on one path (WP-MEM-12)."""
+    target = d.model.collections.get((d.model.tokens[token].space, collection))
+    held = {entry["path"]: item_id for item_id, entry in (target.states[-1] if target else {})
+            .items() if entry["state"] == "active"}
+    first, *rest = items
+    taken = [number for number in range(14) if held.get(
+        PATHS[number % len(PATHS)].format(number), f"i{first[0]}") != f"i{first[0]}"]
+    if not taken or any(e[1] in taken for e in rest):
+        return items
+    return [(first[0], taken[0], *first[2:]), *rest]
+
+
 def _deletes(d: RuleDriver, data: st.DataObject, token: str, collection: str, mode: str,
              items: list[Any], wrong: bool) -> list[int]:
     """Item numbers to delete: none in a valid snapshot, else some the head holds (or, when
     ``wrong``, any, also ids upserted at once)."""
     target = d.model.collections.get((d.model.tokens[token].space, collection))
     seen = sorted(int(item_id[1:]) for item_id in (target.states[-1] if target else {}))
+    if items and mode == "delta" and data.draw(
+            st.sampled_from([False] * (1 if wrong else 6) + [True])):
+        # only the overlap is wrong: an id upserted and deleted at once (P14's counterexample)
+        upserted = {e[0] for e in items}
+        return [*[n for n in seen if n not in upserted][:1], items[0][0]]
     if (mode == "snapshot" and not wrong) or not (seen or wrong):
         return []
     deletes: list[int] = data.draw(st.lists(
         st.sampled_from(seen) if seen and not wrong else st.integers(0, 6), max_size=2,
         unique=True))
-    if not wrong:
-        return [n for n in deletes if n not in {e[0] for e in items}]
-    if items and mode == "delta" and data.draw(st.booleans()):
-        # only the overlap is wrong: an id upserted and deleted at once (P14's counterexample)
-        upserted = {e[0] for e in items}
-        return [*[n for n in seen if n not in upserted][:1], items[0][0]]
-    return deletes
+    return deletes if wrong else [n for n in deletes if n not in {e[0] for e in items}]

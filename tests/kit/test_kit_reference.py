@@ -161,7 +161,8 @@ def test_only_runs_the_rules_of_its_properties(tmp_path: Path, kit_app: KitApp,
     assert not performed & {"provision", "revoke", "rotate", "regrant", "disable",
                             "change_view", "tamper", "probe_foreign", "read_blob"}
     results = {o.prop.pid: o.result for o in report.outcomes}
-    assert (results["P03"], results["P06"]) == ("pass", "pass")
+    # the quick profile: each passes on what ran (incomplete names what did not)
+    assert {results["P03"], results["P06"]} <= {"pass", "incomplete"}, results
     assert {pid for pid, result in results.items() if result == "skipped"} == {
         p.pid for p in CATALOGUE} - {"P03", "P06"} | {"HOSTILE"}
     reports.write_junit(report, tmp_path / "r.xml")
