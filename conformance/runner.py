@@ -242,7 +242,8 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
             explored.setdefault(pid, cells)  # the exploration's own replay first
     for pid, found in explored.items():
         failures.setdefault(pid, found)
-    hostile_row = _hostile(client, admin_token, report, wanted, expected, fixtures is not None)
+    hostile_row = _hostile(client, admin_token, report, wanted, expected, fixtures is not None,
+                           replay_dir)
     if fuzz is not None:  # the contract fuzz phase (conformance/fuzz.py), when the CLI asks
         report.fuzz = fuzz()
     report.seconds = time.monotonic() - started
@@ -390,17 +391,20 @@ HOSTILE = Property("HOSTILE", PHASE_NAMES["HOSTILE"],
 
 
 def _hostile(client: httpx.Client, admin_token: str, report: Report, wanted: set[str] | None,
-             expected: dict[str, str], through_fixtures: bool) -> Outcome:
+             expected: dict[str, str], through_fixtures: bool, replay_dir: Path) -> Outcome:
     """The hostile-input phase as one row; skipped with ``--only``; not run through
-    fixtures (each check provisions a fresh space of its own)."""
+    fixtures (each check provisions a fresh space of its own). A failed check's exchanges go
+    to ``replay_dir``, and the row names the first such file."""
     if wanted is not None:
         return Outcome(HOSTILE, "skipped")
     if through_fixtures:
         return Outcome(HOSTILE, "not run", message="needs the admin API (a fresh space per check)")
-    report.hostile = hostile.run_checks(client, admin_token, f"{report.run_id}-h")
+    report.hostile = hostile.run_checks(client, admin_token, f"{report.run_id}-h",
+                                        replay_dir=replay_dir)
     result, note = hostile.summary(report.hostile)
     outcome = Outcome(HOSTILE, result, sum(row.inputs for row in report.hostile), note,
-                      expected_reason=expected.get("HOSTILE", ""))
+                      expected_reason=expected.get("HOSTILE", ""),
+                      replay=next((row.replay for row in report.hostile if row.replay), None))
     if "HOSTILE" in expected:
         outcome.result = "xfail" if result == "fail" else "xpass"
     return outcome

@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 
 from tests.support.front_ends import Answer, Scope, wrapping
 from tests.support.inprocess import kit_client
-from waypost.conformance import fuzz_command, hostile
+from waypost.conformance import fuzz_command, hostile, runner
 from waypost.reference.server import Settings, build_app
 
 Before = Callable[[Scope, bytes], Answer | None]
@@ -220,3 +220,18 @@ def test_a_control_plane_that_refuses_the_checks_space_fails_the_row_naming_it(
         assert row.replay is not None
         exchanges = json.loads(Path(row.replay).read_text())["exchanges"]
         assert exchanges[-1]["path"].startswith("/admin/v1/spaces")
+
+
+def test_a_kit_run_writes_the_failed_hostile_checks_exchanges(tmp_path: Path,
+                                                              kit_admin: str) -> None:
+    """The whole run (quick profile) against the same broken server: the HOSTILE row fails
+    and names the replay file of the failed check, in the run's replay directory."""
+    replays = tmp_path / "replays"
+    with served(tmp_path / "broken", kit_admin, two_spaces_crash) as client:
+        report = runner.run("broken", client, kit_admin, profile="quick", seed=3,
+                            replay_dir=replays, shrink_seconds=0)
+    row = next(o for o in report.outcomes if o.prop.pid == "HOSTILE")
+    assert row.result == "fail"
+    assert row.replay is not None
+    assert Path(row.replay).parent == replays
+    assert json.loads(Path(row.replay).read_text())["check"] == "auth_scheme"
