@@ -14,7 +14,9 @@ from waypost.reference.domain.requests import Ack, parse_ack
 from waypost.reference.service import answers, submissions
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.feed import binding_fault
+from waypost.reference.service.wakeups import Route
 from waypost.reference.storage import acks as sql
+from waypost.reference.storage import feed as feed_sql
 from waypost.reference.storage.rules import KEY_TAKEN
 from waypost.reference.storage.submissions import ack_lines_from, decided_from
 
@@ -37,10 +39,10 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any,
         raise StalePrincipal  # the cursor may be of the consumer's newer view
     checkpoint = None if decoded is None else decoded.position
     fingerprint = digest(request.normalised(checkpoint))
+    write = _new_ack(request, fingerprint, checkpoint, binding)
     ctx.faults.hit("commit.before")
     acked = decided_from(await ctx.driver.run(sql.acknowledge(
-        principal, ctx.clock.now_ms(), _new_ack(request, fingerprint, checkpoint, binding))),
-        extra=1)
+        principal, ctx.clock.now_ms(), write)), extra=1)
     ctx.faults.hit("ack.after_commit")
     ctx.faults.hit("commit.after")
     if acked.verdict == sql.VIEW_CHANGED and remembered:
@@ -50,7 +52,7 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any,
     record = acked.record
     assert record is not None
     if acked.verdict == "ok":
-        ctx.signal.committed(principal.space_id)
+        await _wake(ctx, principal.space_id, [line.receipt_item_id for line in write.lines])
     else:
         submissions.check_fingerprint(record, fingerprint)
     if record.state != "committed":  # an ACK is one plan: its holder is final
@@ -59,6 +61,16 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any,
     outcome = Outcome(200, answers.acknowledged(record, ack_lines_from(lines)))
     outcome.replayed = acked.verdict == KEY_TAKEN
     return outcome
+
+
+async def _wake(ctx: Context, space_id: str, item_ids: list[str]) -> None:
+    """Wake the long polls the receipts of a committed ACK concern (those of its lines that
+    advanced exist; their routes are read back, as a receipt's recipient is the producer of
+    the item it is about)."""
+    if not ctx.signal.waiting(space_id):
+        return
+    (rows,) = await ctx.driver.read([feed_sql.routes_statement(space_id, item_ids)])
+    ctx.signal.committed(space_id, [Route(*route) for route in feed_sql.routes_from(rows)])
 
 
 def _new_ack(request: Ack, fingerprint: bytes, checkpoint: int | None,

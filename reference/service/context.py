@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +10,7 @@ from waypost.reference.domain.faults import Faults
 from waypost.reference.domain.published_limits import Limits
 from waypost.reference.domain.remembered import RememberedPrincipals
 from waypost.reference.domain.sessions import SessionPolicy, SignInLimiter
+from waypost.reference.service.wakeups import FeedSignal
 from waypost.reference.storage.blob_store import BlobStore
 from waypost.reference.storage.driver import Driver
 
@@ -23,26 +22,6 @@ class Outcome:
     status: int
     body: dict[str, Any]
     replayed: bool = False
-
-
-class FeedSignal:
-    """Wakes long-polling feed readers of a space when something is committed there."""
-
-    def __init__(self) -> None:
-        self._events: dict[str, asyncio.Event] = {}
-
-    def event(self, space_id: str) -> asyncio.Event:
-        return self._events.setdefault(space_id, asyncio.Event())
-
-    async def wait(self, event: asyncio.Event, seconds: float) -> None:
-        """Until ``event`` is set (something was committed) or ``seconds`` pass."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), seconds)
-
-    def committed(self, space_id: str) -> None:
-        event = self._events.pop(space_id, None)
-        if event is not None:
-            event.set()
 
 
 @dataclass

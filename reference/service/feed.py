@@ -17,6 +17,7 @@ from waypost.reference.domain.errors import (
 from waypost.reference.domain.principal import Principal
 from waypost.reference.domain.remembered import StalePrincipal
 from waypost.reference.service.context import Context, Outcome
+from waypost.reference.service.wakeups import Waiter
 from waypost.reference.storage import feed as sql
 from waypost.reference.storage.acks import CURSOR_OF_ANOTHER, CURSOR_OF_ANOTHER_VIEW, ack_refusal
 
@@ -100,6 +101,41 @@ def item_json(row: sql.FeedRow) -> dict[str, Any]:
     return item
 
 
+async def _read_until(ctx: Context, principal: Principal, position: int | None, limit: int,
+                      wait: int, waiter: Waiter | None,
+                      remembered: bool) -> tuple[int, list[sql.FeedRow]]:
+    """Read the page; while it is empty and the wait lasts, wait for a commit that concerns
+    this reader and read again. A wait that ends with nothing having concerned the reader
+    re-checks only its authority: its page is the one it read."""
+    loop = asyncio.get_running_loop()
+    deadline, first, woken = loop.time() + wait, True, True
+    while True:
+        if waiter is not None:
+            waiter.event.clear()  # registered before the read: a later commit sets it again
+        if woken:
+            page, current, *saved = await ctx.driver.read([
+                sql.page_statement(principal, position, limit + 1),
+                sql.current_statement(principal, ctx.clock.now_ms()),
+                *([sql.checkpoint_statement(principal)] if position is None else [])])
+        else:  # nothing that concerns it was committed: only its authority may have changed
+            page, saved = [], []
+            (current,) = await ctx.driver.read([
+                sql.current_statement(principal, ctx.clock.now_ms())])
+        verdict = sql.current_from(current)
+        if verdict == "CURSOR_STALE" and remembered and first:
+            raise StalePrincipal  # the view changed before this request: read as the new one
+        if verdict != "ok":
+            raise refuse_stale(verdict)
+        first = False
+        if position is None:
+            position = sql.checkpoint_from(saved[0])
+        rows = [sql.feed_row_from(row) for row in page]
+        remaining = deadline - loop.time()
+        if rows or remaining <= 0 or waiter is None:
+            return position, rows
+        woken = await ctx.signal.wait(waiter, remaining)
+
+
 def parse_limit(ctx: Context, raw: str | None, field: str = "limit", default: int = 50) -> int:
     if raw is None:
         return default
@@ -126,28 +162,13 @@ async def read_feed(ctx: Context, principal: Principal, cursor_text: str | None,
     # without a cursor: after the saved checkpoint, read in the first page's snapshot
     position = None if cursor_text is None else _position(ctx, principal, cursor_text,
                                                           remembered)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait
-    first = True
-    while True:
-        woken = ctx.signal.event(principal.space_id)
-        page, current, *saved = await ctx.driver.read([
-            sql.page_statement(principal, position, limit + 1),
-            sql.current_statement(principal, ctx.clock.now_ms()),
-            *([sql.checkpoint_statement(principal)] if position is None else [])])
-        verdict = sql.current_from(current)
-        if verdict == "CURSOR_STALE" and remembered and first:
-            raise StalePrincipal  # the view changed before this request: read as the new one
-        if verdict != "ok":
-            raise refuse_stale(verdict)
-        first = False
-        if position is None:
-            position = sql.checkpoint_from(saved[0])
-        rows = [sql.feed_row_from(row) for row in page]
-        remaining = deadline - loop.time()
-        if rows or remaining <= 0:
-            break
-        await ctx.signal.wait(woken, remaining)
+    waiter = ctx.signal.listen(principal) if wait else None
+    try:
+        position, rows = await _read_until(ctx, principal, position, limit, wait, waiter,
+                                           remembered)
+    finally:
+        if waiter is not None:
+            ctx.signal.forget(waiter)
     items = [item_json(row) for row in rows[:limit]]
     last = (rows[limit - 1] if len(rows) > limit else rows[-1]).sequence if rows else position
     return Outcome(200, {"items": items, "next_cursor": mint(ctx, principal, last),

@@ -37,6 +37,7 @@ from waypost.reference.domain.principal import Principal
 from waypost.reference.service import answers, blobs, submissions
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.feed import parse_limit
+from waypost.reference.service.wakeups import Route
 from waypost.reference.storage import authority
 from waypost.reference.storage import memory as sql
 from waypost.reference.storage import submissions as submission_sql
@@ -239,7 +240,8 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
     if verdict not in ("ok", sql.CONFLICT, sql.UNCHANGED, submission_sql.SETTLED):
         raise submissions.refuse(verdict, "collection")
     if verdict == "ok":
-        ctx.signal.committed(principal.space_id)
+        ctx.signal.committed(principal.space_id, [Route(
+            "memory_revision", principal.actor_id, None, outlook.collection.collection_id)])
     assert decided.record is not None
     if verdict == submission_sql.SETTLED:
         return await submissions.replay(ctx, OPERATION, decided.record, None)

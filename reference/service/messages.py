@@ -16,6 +16,7 @@ from waypost.reference.domain.principal import Principal
 from waypost.reference.domain.requests import SendMessage, parse_send
 from waypost.reference.service import answers, submissions
 from waypost.reference.service.context import Context, Outcome
+from waypost.reference.service.wakeups import Route
 from waypost.reference.storage import messages as sql
 from waypost.reference.storage.rows import texts
 from waypost.reference.storage.rules import KEY_TAKEN
@@ -32,15 +33,18 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     if not principal.has(OPERATION):
         raise Forbidden("the token lacks the message.send scope", field="scope")
     fingerprint = digest(request.normalised)
+    write = new_send(request, fingerprint)
     ctx.faults.hit("commit.before")
     sent = decided_from(await ctx.driver.run(
-        sql.send_message(principal, ctx.clock.now_ms(), new_send(request, fingerprint))))
+        sql.send_message(principal, ctx.clock.now_ms(), write)))
     ctx.faults.hit("commit.after")
     if sent.verdict not in ("ok", KEY_TAKEN):
         raise sql.send_refusal(sent.verdict, sent.details)
     assert sent.record is not None
     if sent.verdict == "ok":
-        ctx.signal.committed(principal.space_id)
+        ctx.signal.committed(principal.space_id, [Route(
+            "message", principal.actor_id, write.thread_id, None,
+            None if request.recipient_ids is None else tuple(request.recipient_ids))])
         return await answers.stable_result(ctx, OPERATION, sent.record, sent.sequence)
     submissions.check_fingerprint(sent.record, fingerprint)
     return await submissions.replay(ctx, OPERATION, sent.record, sent.sequence)

@@ -201,3 +201,20 @@ def current_statement(principal: Principal, now: int) -> Statement:
 def current_from(rows: Sequence[Row]) -> str:
     """The verdict of :func:`current_statement`."""
     return str(only(rows)[0])
+
+
+def routes_statement(space_id: str, item_ids: Sequence[str]) -> Statement:
+    """Of the feed items ``item_ids`` that exist: type, producer, thread, collection and
+    recipients (a JSON list), what a long poll's wake-up is decided by."""
+    return stmt(f"""SELECT f.item_type, f.producer_id, f.thread_id, f.collection_id,
+            {_RECIPIENTS} FROM feed_items f
+        WHERE f.space_id = :space_id AND f.item_id IN (SELECT value FROM json_each(:ids))""",
+                {"space_id": space_id, "ids": json_list(item_ids)})
+
+
+def routes_from(rows: Sequence[Row]) -> list[tuple[str, str, str | None, str | None,
+                                                    tuple[str, ...]]]:
+    """Decode :func:`routes_statement`'s rows."""
+    return [(str(row[0]), str(row[1]), None if row[2] is None else str(row[2]),
+             None if row[3] is None else str(row[3]), tuple(json.loads(str(row[4]))))
+            for row in rows]

@@ -27,7 +27,7 @@ from tests.support.inprocess import Front, kit_client
 from waypost.conformance import runner
 from waypost.properties.catalogue import select
 from waypost.properties.owners import property_of
-from waypost.reference.service import context, feed, messages, submissions
+from waypost.reference.service import feed, messages, submissions, wakeups
 from waypost.reference.service.context import Context, Outcome
 
 pytestmark = pytest.mark.slow
@@ -38,14 +38,16 @@ HOUR_MS = 3_600_000
 
 def last_waiter_woken(mp: pytest.MonkeyPatch, client: TestClient) -> None:
     """Long polls miss their wake-up when two readers wait on one space: each new waiter
-    replaces the space's event, so only the last one is woken; the others answer when their
-    wait is up (the reference reads once more then)."""
+    replaces the space's earlier waiters, so only the last one is woken; the others answer
+    when their wait is up (the reference reads once more only when woken: an empty page)."""
+    original = wakeups.FeedSignal.listen
 
-    def event(self: context.FeedSignal, space_id: str) -> asyncio.Event:
-        self._events[space_id] = asyncio.Event()  # an earlier waiter's event is dropped
-        return self._events[space_id]
+    def listen(self: wakeups.FeedSignal, principal: Any) -> wakeups.Waiter:
+        for waiters in self._waiters.values():  # an earlier waiter of the space is dropped
+            waiters.difference_update({w for w in waiters if w.space_id == principal.space_id})
+        return original(self, principal)
 
-    mp.setattr(context.FeedSignal, "event", event)
+    mp.setattr(wakeups.FeedSignal, "listen", listen)
 
 
 def missed_wakeups_answer_empty(mp: pytest.MonkeyPatch, client: TestClient) -> None:
@@ -62,14 +64,17 @@ def missed_wakeups_answer_empty(mp: pytest.MonkeyPatch, client: TestClient) -> N
                 or not principal.has("event.subscribe"):
             return await original(ctx, principal, cursor_text, limit_text, wait_text,
                                   remembered)
-        woken = ctx.signal.event(principal.space_id)
-        outcome = await original(ctx, principal, cursor_text, limit_text, None, remembered)
-        if outcome.body["items"]:
-            return outcome
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(woken.wait(), int(wait_text))
-            return await original(ctx, principal, cursor_text, limit_text, None)
-        return outcome  # the time ran out: the page read before waiting
+        waiter = ctx.signal.listen(principal)
+        try:
+            outcome = await original(ctx, principal, cursor_text, limit_text, None, remembered)
+            if outcome.body["items"]:
+                return outcome
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter.event.wait(), int(wait_text))
+                return await original(ctx, principal, cursor_text, limit_text, None)
+            return outcome  # the time ran out: the page read before waiting
+        finally:
+            ctx.signal.forget(waiter)
 
     mp.setattr(feed, "read_feed", read_feed)
 
@@ -154,23 +159,24 @@ class Case:
     patch: Patch | None = None
     front: Callable[[Path], Front] | None = None
     hooks: bool = False
-    first: str = ""
+    first: tuple[str, ...] = ()  # the ids one of which the first failing check names first
 
 
 CASES = [
     Case("P11", "a gateway retries a publish that lost its CAS and answers the retry",
-         front=lambda tmp: front_ends.cas_retried, first="WP-MEM-16"),
+         # the head's CAS check or the race's "exactly one wins", whichever the draws reach
+         front=lambda tmp: front_ends.cas_retried, first=("WP-MEM-16", "WP-MEM-18")),
     Case("P06", "only the last of two long polls of one space is woken",
-         patch=last_waiter_woken, first="WP-FEED-7"),
+         patch=last_waiter_woken, first=("WP-FEED-7",)),
     Case("P06", "a long poll that misses its wake-up answers an empty page",
-         patch=missed_wakeups_answer_empty, first="WP-FEED-7"),
+         patch=missed_wakeups_answer_empty, first=("WP-FEED-7",)),
     Case("P05", "writes are answered before they are durable and lost at a restart",
          front=lambda tmp: write_behind(tmp / "flushed.sqlite3"), hooks=True,
-         first="WP-LOAD-3"),
+         first=("WP-LOAD-3",)),
     Case("P03", "idempotency records expire an hour after their commit",
-         patch=keys_expire_after_an_hour, hooks=True, first="WP-IDEM-6"),
+         patch=keys_expire_after_an_hour, hooks=True, first=("WP-IDEM-6",)),
     Case("P03", "deduplication is kept in memory and forgotten at a restart",
-         patch=dedup_forgotten_at_restart, hooks=True, first="WP-IDEM-6"),
+         patch=dedup_forgotten_at_restart, hooks=True, first=("WP-IDEM-6",)),
 ]
 
 
@@ -191,6 +197,6 @@ def test_the_kit_catches_a_defect_that_timing_reveals(
                                                   for o in report.outcomes if o.checks])
     named = tuple(outcome.evidence["requirements"])
     assert property_of(named) == case.pid, outcome.message
-    assert named[0] == case.first, outcome.message
+    assert named[0] in case.first, outcome.message
     assert outcome.replay is not None
     assert Path(outcome.replay).exists()

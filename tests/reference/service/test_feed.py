@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import threading
 from typing import Any
@@ -12,7 +11,7 @@ from hypothesis import strategies as st
 
 from tests.support.api import Api, must_fail, rid
 from waypost.reference.server import served_context
-from waypost.reference.service.context import FeedSignal
+from waypost.reference.service.wakeups import FeedSignal, Waiter
 
 
 def _ids(items: list[dict[str, Any]]) -> list[str]:
@@ -190,9 +189,9 @@ class _ReportingSignal(FeedSignal):
         super().__init__()
         self.blocked = threading.Event()
 
-    async def wait(self, event: asyncio.Event, seconds: float) -> None:
+    async def wait(self, waiter: Waiter, seconds: float) -> bool:
         self.blocked.set()
-        await super().wait(event, seconds)
+        return await super().wait(waiter, seconds)
 
 
 def test_wait_returns_as_soon_as_an_item_is_committed(api: Api) -> None:

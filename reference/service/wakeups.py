@@ -1,0 +1,134 @@
+"""Long polls woken by what concerns them: a commit wakes only the waits whose view its feed
+items can change (epoll, not a broadcast that every waiter of the space re-checks).
+
+A waiting feed read registers a :class:`Waiter` under the keys its principal can see items by
+(protocol.md §8.3): its actor's inbox, the space log, each collection it may read. A commit
+names the :class:`Route` of each feed item it published; :meth:`FeedSignal.committed` looks up
+the waiters of the keys those routes reach and wakes those whose filter the item passes. The
+keys over-approximate visibility (a receipt about a revision wakes an inbox that may not see
+the collection): a waiter woken for nothing reads once more and waits again. A route with
+unknown recipients (``None``) reaches every inbox of the space.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from waypost.reference.domain.principal import Principal
+
+Key = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Route:
+    """Who a committed feed item may concern: its type, producer, thread, collection and
+    recipients (``None``: not known here, so every inbox of the space)."""
+
+    item_type: str
+    producer_id: str
+    thread_id: str | None = None
+    collection_id: str | None = None
+    recipients: tuple[str, ...] | None = ()
+
+
+@dataclass(eq=False)
+class Waiter:
+    """One waiting feed read: the keys it listens on, its consumer's filter, its event."""
+
+    space_id: str
+    keys: tuple[Key, ...]
+    filter: dict[str, tuple[str, ...]]
+    event: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def concerned(self, route: Route) -> bool:
+        """Whether an item of ``route`` passes the consumer's filter (protocol.md §8.3:
+        each non-empty dimension must hold the item's value; no value matches nothing)."""
+        values = {"producer_ids": route.producer_id, "thread_ids": route.thread_id,
+                  "item_types": route.item_type, "collection_ids": route.collection_id}
+        return all(not allowed or values.get(dimension) in allowed
+                   for dimension, allowed in self.filter.items())
+
+
+def keys_of(principal: Principal) -> tuple[Key, ...]:
+    """The keys a principal can see feed items by: its inbox or the space log (messages and
+    receipts), and each collection it may read (revisions)."""
+    space, keys = principal.space_id, []
+    if principal.has("message.read"):
+        if principal.consumer.view == "inbox":
+            keys.append(("inbox", space, principal.actor_id))
+        elif principal.has("space.observe"):
+            keys.append(("log", space))
+    if principal.has("memory.read"):
+        keys += [("collection", space, collection_id)
+                 for collection_id, action in sorted(principal.grants.collections)
+                 if action == "read"]
+    return tuple(keys)
+
+
+def _reached(space_id: str, route: Route) -> Iterator[Key]:
+    if route.item_type == "memory_revision":
+        if route.collection_id is not None:
+            yield ("collection", space_id, route.collection_id)
+        return
+    yield ("log", space_id)
+    if route.recipients is None:
+        yield ("inboxes", space_id)
+    else:
+        yield from (("inbox", space_id, actor_id) for actor_id in route.recipients)
+
+
+class FeedSignal:
+    """Waiters by key; a commit wakes the waiters its routes reach."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[Key, set[Waiter]] = {}
+        self._spaces: Counter[str] = Counter()  # waiters per space
+
+    def listen(self, principal: Principal) -> Waiter:
+        """Register a wait of ``principal`` (before its read: a commit after the read wakes
+        it); :meth:`forget` it when the request ends."""
+        waiter = Waiter(principal.space_id, keys_of(principal), dict(principal.consumer.filter))
+        for key in self._index_keys(waiter):
+            self._waiters.setdefault(key, set()).add(waiter)
+        self._spaces[waiter.space_id] += 1
+        return waiter
+
+    def forget(self, waiter: Waiter) -> None:
+        self._spaces[waiter.space_id] -= 1
+        if not self._spaces[waiter.space_id]:
+            del self._spaces[waiter.space_id]
+        for key in self._index_keys(waiter):
+            held = self._waiters.get(key)
+            if held is not None:
+                held.discard(waiter)
+                if not held:
+                    del self._waiters[key]
+
+    @staticmethod
+    def _index_keys(waiter: Waiter) -> Iterator[Key]:
+        for key in waiter.keys:
+            yield key
+            if key[0] == "inbox":  # a route of unknown recipients reaches every inbox
+                yield ("inboxes", waiter.space_id)
+
+    def waiting(self, space_id: str) -> bool:
+        """Whether any read of ``space_id`` waits (else a commit need not say what it made)."""
+        return space_id in self._spaces
+
+    async def wait(self, waiter: Waiter, seconds: float) -> bool:
+        """Until ``waiter`` is woken (True) or ``seconds`` pass (False)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(waiter.event.wait(), seconds)
+        return waiter.event.is_set()
+
+    def committed(self, space_id: str, routes: Sequence[Route]) -> None:
+        """Wake the waiters of ``space_id`` that an item of ``routes`` may concern."""
+        for route in routes:
+            for key in _reached(space_id, route):
+                for waiter in self._waiters.get(key, ()):
+                    if not waiter.event.is_set() and waiter.concerned(route):
+                        waiter.event.set()

@@ -1,0 +1,115 @@
+"""Long polls woken by what concerns them (reference/service/wakeups.py): a send wakes its
+recipients' waits, not every wait of the space; filters and views decide; no wake-up is lost
+when sends race re-polls."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from tests.support.api import Api
+from waypost.reference.server import served_context
+from waypost.reference.service.wakeups import FeedSignal, Waiter
+
+
+class _Watching(FeedSignal):
+    """The server's signal, telling the test who waits and who was woken."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting: dict[str, threading.Event] = {}
+        self.woken: list[tuple[str, ...]] = []
+
+    async def wait(self, waiter: Waiter, seconds: float) -> bool:
+        for key in waiter.keys:
+            self.waiting.setdefault("/".join(key), threading.Event()).set()
+        woken = await super().wait(waiter, seconds)
+        if woken:
+            self.woken.extend(waiter.keys)
+        return woken
+
+
+def _watch(api: Api) -> _Watching:
+    signal = _Watching()
+    served_context(api.client.app).signal = signal
+    return signal
+
+
+def _poll(api: Api, who: str, answers: dict[str, Any], **params: Any) -> threading.Thread:
+    thread = threading.Thread(target=lambda: answers.update({who: api.feed(who, **params)}))
+    thread.start()
+    return thread
+
+
+def test_a_send_wakes_its_recipient_and_nobody_else(api: Api) -> None:
+    signal = _watch(api)
+    answers: dict[str, Any] = {}
+    polls = [_poll(api, who, answers, wait=30) for who in ("s1/bob", "s1/carol")]
+    for key in ("inbox/s1/bob", "inbox/s1/carol"):
+        assert signal.waiting.setdefault(key, threading.Event()).wait(timeout=30), key
+    sent = api.must_send("s1/alice", recipient_ids=["bob"])
+    polls[0].join(timeout=20)
+    assert not polls[0].is_alive(), "the recipient's wait was not woken"
+    assert [item["item_id"] for item in answers["s1/bob"]["items"]] == [sent["feed_item_id"]]
+    assert signal.woken == [("inbox", "s1", "bob")]  # carol's wait was left alone
+    assert polls[1].is_alive()
+    to_carol = api.must_send("s1/alice", recipient_ids=["carol"])
+    polls[1].join(timeout=20)
+    assert [item["item_id"] for item in answers["s1/carol"]["items"]] == [
+        to_carol["feed_item_id"]]
+
+
+def test_a_wait_nothing_concerned_ends_empty_at_its_deadline(api: Api) -> None:
+    signal = _watch(api)
+    answers: dict[str, Any] = {}
+    poll = _poll(api, "s1/bob", answers, wait=1)
+    assert signal.waiting.setdefault("inbox/s1/bob", threading.Event()).wait(timeout=30)
+    api.must_send("s1/alice", recipient_ids=["carol"])
+    poll.join(timeout=20)
+    assert answers["s1/bob"]["items"] == []
+    assert signal.woken == []
+
+
+def test_a_filtered_wait_is_woken_only_by_items_its_filter_passes(api: Api) -> None:
+    api.consumer("s1", "bob", "bob-from-carol", "inbox", filter_={"producer_ids": ["carol"]})
+    api.token("s1", "bob", "bob-from-carol", name="from-carol",
+              scopes=["message.read", "event.subscribe"])
+    signal = _watch(api)
+    answers: dict[str, Any] = {}
+    poll = _poll(api, "from-carol", answers, wait=30)
+    assert signal.waiting.setdefault("inbox/s1/bob", threading.Event()).wait(timeout=30)
+    api.must_send("s1/alice", recipient_ids=["bob"])  # not from carol: no wake-up
+    from_carol = api.must_send("s1/carol", recipient_ids=["bob"])
+    poll.join(timeout=20)
+    assert not poll.is_alive()
+    assert signal.woken == [("inbox", "s1", "bob")]
+    assert [item["item_id"] for item in answers["from-carol"]["items"]] == [
+        from_carol["feed_item_id"]]
+
+
+def test_no_wake_up_is_lost_when_sends_race_re_polls(api: Api) -> None:
+    """Each round, a send and a long poll from the last cursor start at once: whichever is
+    first, the poll answers the message (a lost wake-up would answer an empty page after the
+    whole wait)."""
+    cursor: str | None = None
+    for _ in range(150):
+        start = threading.Barrier(2)
+        answers: dict[str, Any] = {}
+        sent: dict[str, Any] = {}
+
+        def poll(after: str | None = cursor, start: threading.Barrier = start,
+                 answers: dict[str, Any] = answers) -> None:
+            start.wait()
+            answers["page"] = api.feed("s1/bob", wait=20, **({"cursor": after} if after else {}))
+
+        def send(start: threading.Barrier = start, sent: dict[str, Any] = sent) -> None:
+            start.wait()
+            sent.update(api.must_send("s1/alice", recipient_ids=["bob"]))
+
+        threads = [threading.Thread(target=poll), threading.Thread(target=send)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert [item["item_id"] for item in answers["page"]["items"]] == [sent["feed_item_id"]]
+        cursor = answers["page"]["next_cursor"]
