@@ -107,6 +107,22 @@ def _slow_clients(args: argparse.Namespace) -> int:
     return _print(result, args.json)
 
 
+def _neighbours(args: argparse.Namespace) -> int:
+    from waypost.bench.neighbours import bench_neighbours
+
+    if args.sends < 1:
+        print("waypost bench neighbours: --sends must be at least 1", file=sys.stderr)
+        return 2
+    result = bench_neighbours(args.waiters, args.sends,
+                              progress=lambda text: print(text, file=sys.stderr))
+    for line in result["summary"]:
+        print(line, file=sys.stderr)
+    for name, verdict in result["targets"].items():
+        print(f"target {name}: {verdict['verdict']} ({verdict['measured']}, at most "
+              f"{verdict['at_most']})", file=sys.stderr)
+    return _print(result, args.json)
+
+
 def _finish(command: argparse.ArgumentParser, run: Any) -> None:
     command.add_argument("--json", type=Path, default=None, help="also write the JSON here")
     command.set_defaults(run=run)
@@ -186,3 +202,26 @@ def add_load_benches(benches: Any) -> None:
     slow.add_argument("--every", type=float, default=2.0,
                       help="seconds between a slow client's bytes (default: 2)")
     _finish(slow, _slow_clients)
+    neighbours = benches.add_parser(
+        "neighbours", help="no actor slows the others: wake-ups among parked long polls, a "
+                           "broadcast, a timeout herd, hostile bodies, beside a floor",
+        description="Start the reference (waypost serve, --max-connections the most waiters + "
+                    "500) and then a floor on the same uvicorn and Starlette that parks each "
+                    "long poll on an event of its actor and whose send sets its recipients' "
+                    "events, no storage (waypost.bench.neighbours_floor); on each in turn: "
+                    "describe latency at rest and while a token with no scope keeps 4 POSTs "
+                    "of a 1 MiB [{},{},…] and then of a send with ~1 MiB of float metadata in "
+                    "flight; the server's CPU and each answer's lateness when as many long "
+                    "polls as the most --waiters (wait=5) time out at once; with 0 and then "
+                    "each --waiters count of idle long polls (wait=30) parked, --sends sends "
+                    "from alice to bob while bob's long poll is parked: the server's CPU per "
+                    "send and the time from each send's answer to bob's poll answer; then one "
+                    "send to 64 parked actors, 5 times. Server CPU from Linux' /proc. Prints "
+                    "a line per pattern and JSON with the machine, each pattern's figures for "
+                    "the reference and the floor, and each target's verdict.")
+    neighbours.add_argument("--waiters", type=_counts, default=[1000, 4000],
+                            help="comma-separated counts of idle parked long polls "
+                                 "(default: 1000,4000)")
+    neighbours.add_argument("--sends", type=int, default=40,
+                            help="sends to bob at each count (default: 40)")
+    _finish(neighbours, _neighbours)

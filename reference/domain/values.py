@@ -160,9 +160,12 @@ def subject(value: Any, field: str = "subject") -> str:
 
 
 def metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
-    """A JSON object of at most 4096 bytes in canonical form."""
+    """A JSON object of at most 4096 bytes in canonical form. One far larger is refused after
+    about 4096 of its elements are looked at (:func:`_canonical_at_least`), never encoded."""
     if not isinstance(value, dict):
         raise _bad(field, f"{field} must be a JSON object")
+    if _canonical_at_least(value, MAX_METADATA_BYTES + 1) > MAX_METADATA_BYTES:
+        raise over_limit(field, "metadata_bytes", MAX_METADATA_BYTES)
     try:
         size = len(canonical_json(value))
     except ValueError as exc:
@@ -170,6 +173,32 @@ def metadata(value: Any, field: str = "metadata") -> dict[str, Any]:
     if size > MAX_METADATA_BYTES:
         raise over_limit(field, "metadata_bytes", MAX_METADATA_BYTES)
     return value
+
+
+def _canonical_at_least(value: Any, enough: int) -> int:
+    """A lower bound of the length of ``value``'s canonical JSON, counted until it reaches
+    ``enough``: each string its characters and quotes, each member its key, quotes, colon and
+    commas, each number, literal or container at least one character. Iterative and bounded:
+    every element counts at least one, so at most ``enough`` elements are visited."""
+    total, stack = 0, [value]
+    while stack and total < enough:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item) + 2
+        elif isinstance(item, dict):
+            total += 1 + len(item)  # the braces and the commas between members
+            for key, member in item.items():
+                total += len(key) + 3 if isinstance(key, str) else 3  # quotes and colon
+                stack.append(member)
+                if total >= enough:
+                    break
+        elif isinstance(item, list):
+            total += 2
+            stack.extend(item[:enough])
+            total += max(len(item) - 1, 0)
+        else:
+            total += 1
+    return total
 
 
 def integer(value: Any, field: str, low: int, high: int) -> int:
