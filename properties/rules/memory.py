@@ -106,7 +106,7 @@ def _publish(d: RuleDriver, data: st.DataObject, token: str, collection: str, po
                                **unique))  # type: ignore[arg-type]
     if mode is None:
         mode = data.draw(st.sampled_from(["delta", "snapshot"]))
-    if mode == "delta" and items and data.draw(st.sampled_from([False] * 5 + [True])):
+    if mode == "delta" and items and data.draw(st.sampled_from([False] * 11 + [True])):
         items = _onto_a_held_path(d, token, collection, items)
     deletes = _deletes(d, data, token, collection, mode, items, wrong)
     if offset is None:
@@ -139,7 +139,7 @@ def _deletes(d: RuleDriver, data: st.DataObject, token: str, collection: str, mo
     target = d.model.collections.get((d.model.tokens[token].space, collection))
     seen = sorted(int(item_id[1:]) for item_id in (target.states[-1] if target else {}))
     if items and mode == "delta" and data.draw(
-            st.sampled_from([False] * (1 if wrong else 6) + [True])):
+            st.sampled_from([False] * (1 if wrong else 11) + [True])):
         # only the overlap is wrong: an id upserted and deleted at once (P14's counterexample)
         upserted = {e[0] for e in items}
         return [*[n for n in seen if n not in upserted][:1], items[0][0]]
