@@ -216,8 +216,9 @@ def add_load_benches(benches: Any) -> None:
                     "each --waiters count of idle long polls (wait=30) parked, --sends sends "
                     "from alice to bob while bob's long poll is parked: the server's CPU per "
                     "send and the time from each send's answer to bob's poll answer; then one "
-                    "send to 64 parked actors, 5 times. Server CPU from Linux' /proc. Prints "
-                    "a line per pattern and JSON with the machine, each pattern's figures for "
+                    "send to 64 actors each with a parked poll, the idle polls still parked, 5 "
+                    "times. Server CPU from Linux' /proc. Prints a line per pattern (wake-ups: "
+                    "per count) and JSON with the machine, each pattern's figures for "
                     "the reference and the floor, and each target's verdict.")
     neighbours.add_argument("--waiters", type=_counts, default=[1000, 4000],
                             help="comma-separated counts of idle parked long polls "

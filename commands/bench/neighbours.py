@@ -1,25 +1,23 @@
 """``waypost bench neighbours``: no actor slows the others.
 
-The reference (a ``waypost serve`` child process, ``--max-connections`` the waiters + 500) and
-its floor (:mod:`waypost.bench.neighbours_floor`: long polls parked on an event per actor, no
-storage), measured one after the other in the same run, each through the same patterns:
+The reference (``waypost serve``, ``--max-connections`` the most waiters + 500), then its floor
+(:mod:`waypost.bench.neighbours_floor`: polls parked on an event per actor, no storage), each
+through the same patterns in the same run:
 
-- **hostile bodies**: a client whose token has no scope keeps 4 POSTs in flight of a 1 MiB
-  ``[{},{},…]`` to ``/v1/messages``, then of a send whose ``metadata`` holds a ~1 MiB float
-  array (in a process of its own), while another client times ``GET /v1/describe`` one after
-  another: the event loop's lag, seen from outside;
-- **timeout herd**: W long polls (``wait=5``) parked at once; the server's CPU from parking to
-  the last answer, and how late each answer came after its deadline;
-- **wake-ups**: with 0, then each count of idle long polls (``wait=30``, re-parked when they
-  return) of 16 idle actors parked, S sends from alice to bob while bob has one long poll
-  parked; the server's CPU per send (its re-poll included) and the time from each send's answer
-  to bob's poll answer;
-- **broadcast**: with the most idle polls still parked, 64 actors each with one parked poll and
-  one send to all 64; the time from its answer to the last of the 64 poll answers.
+- **hostile bodies**: a token with no scope keeps 4 POSTs in flight of a 1 MiB ``[{},{},…]``,
+  then of a send with ~1 MiB of float metadata (a process of its own), while another client
+  times ``GET /v1/describe`` one after another: the event loop's lag, seen from outside;
+- **timeout herd**: W long polls (``wait=5``) parked at once: the server's CPU from parking to
+  the last answer, and each answer's lateness after its deadline;
+- **wake-ups**: with 0, then each count W of idle long polls (``wait=30`` of 16 idle actors,
+  re-parked when they return), S sends from alice to bob while bob's long poll is parked: the
+  server's CPU per send (bob's re-poll included), the time from each send's answer to bob's;
+- **broadcast**: with the most idle polls parked, one send to 64 actors each with a parked poll:
+  the time from its answer to the last poll answer.
 
-Server CPU is read from Linux' /proc (:func:`~waypost.bench.wire.thread_cpu_seconds`). Thousands
-of polls run on raw asyncio streams (:class:`~waypost.bench.wire.Connection`). Every wait is
-bounded and the whole bench by :data:`DEADLINE_SECONDS`.
+Server CPU comes from Linux' /proc: each thread's schedstat (nanoseconds), beside the process's
+10 ms ticks. Polls run on raw asyncio streams (:class:`~waypost.bench.wire.Connection`); every
+wait is bounded, the whole bench by :data:`DEADLINE_SECONDS`.
 """
 
 from __future__ import annotations
@@ -29,99 +27,30 @@ import json
 import multiprocessing
 import os
 import secrets
-import tempfile
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import httpx
 
 from waypost.bench.machine import machine
-from waypost.bench.neighbours_floor import FloorProcess, summary, verdicts
-from waypost.bench.wire import Connection, cpu_per_request, millis, thread_cpu_seconds
-from waypost.conformance.targets import ServerProcess
+from waypost.bench.neighbours_floor import (
+    CROWD,
+    IDLE,
+    BenchError,
+    Subject,
+    subjects,
+    summary,
+    verdicts,
+)
+from waypost.bench.wire import Connection, millis
 
-IDLE = [f"idle-{n:02}" for n in range(1, 17)]
-CROWD = [f"crowd-{n:02}" for n in range(1, 65)]  # a send names at most 64 recipients
 WAIT, HERD_WAIT = 30, 5  # the published maximum; the herd's short wait
 PARK_SECONDS = 0.05  # after a poll is sent, before the send it waits for
 BROADCAST_REPEATS, HOSTILE_SECONDS, IN_FLIGHT, REST_DESCRIBES = 5, 4.0, 4, 300
 BATCH = 100  # connections opened at once
 DEADLINE_SECONDS = 1200.0
-READ = ["message.read", "event.subscribe"]
-
-
-class BenchError(Exception):
-    """A server answered what the bench did not expect."""
-
-
-@dataclass
-class Subject:
-    """A server under test: its port, its pid, each actor's bearer token."""
-
-    name: str
-    port: int
-    pid: int
-    tokens: dict[str, str]
-
-    def cpu(self) -> float | None:
-        spent = thread_cpu_seconds(self.pid)
-        return None if spent is None else sum(spent.values())
-
-
-def _provision(url: str, admin_token: str) -> dict[str, str]:
-    """Space ``crowd``: alice (sends), bob, the idle actors, the crowd, and ``hostile`` whose
-    token has no scope; each an inbox consumer and a token."""
-    tokens = {}
-    with httpx.Client(base_url=url, timeout=60,
-                      headers={"Authorization": f"Bearer {admin_token}"}) as client:
-        def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
-            answer = client.post(f"/admin/v1{path}", json={"request_id": secrets.token_hex(8),
-                                                           **body})
-            if answer.status_code not in (200, 201):
-                raise BenchError(f"POST {path} answered {answer.status_code}: {answer.text}")
-            found: dict[str, Any] = answer.json()
-            return found
-        post("/spaces", {"space_id": "crowd", "display_name": "Crowd", "source_uri":
-                         "waypost://bench/crowd", "default_actor": {
-                             "actor_id": "alice", "kind": "agent", "display_name": "Alice"}})
-        for actor in ["alice", "bob", "hostile", *IDLE, *CROWD]:
-            if actor != "alice":
-                post("/spaces/crowd/actors", {"actor_id": actor, "kind": "agent",
-                                              "display_name": actor})
-            post("/spaces/crowd/consumers", {"consumer_id": f"{actor}-inbox", "actor_id": actor,
-                                             "view": "inbox"})
-            scopes = {"alice": ["message.send", *READ], "hostile": []}.get(actor, READ)
-            tokens[actor] = str(post("/spaces/crowd/tokens", {
-                "actor_id": actor, "consumer_id": f"{actor}-inbox", "scopes": scopes,
-                "recipients": {"mode": "any"}, "collections": [],
-                "blob_references": []})["token"])
-    return tokens
-
-
-@contextmanager
-def _subjects(waiters: int) -> Iterator[Iterator[Subject]]:
-    """The reference, then (once asked for) the floor; each stopped at the end."""
-    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="waypost-bench-") as work:
-        def started() -> Iterator[Subject]:
-            admin_token = secrets.token_urlsafe(24)
-            server = ServerProcess(Path(work) / "data", admin_token, "--no-access-log",
-                                   "--synchronous", "full", "--max-connections",
-                                   str(waiters + 500))
-            stack.callback(server.stop)
-            tokens = _provision(server.url, admin_token)
-            yield Subject("reference", server.port, server.process.pid, tokens)
-            server.stop()
-            floor = FloorProcess()
-            stack.callback(floor.stop)
-            actors = ["alice", "bob", "hostile", *IDLE, *CROWD]
-            yield Subject("floor", floor.port, floor.process.pid, {a: a for a in actors})
-            floor.stop()
-        yield started()
 
 
 def _send_body(recipients: Sequence[str]) -> dict[str, Any]:
@@ -164,12 +93,12 @@ async def _open(port: int, count: int) -> list[Connection]:
 
 
 async def _settle(subject: Subject, seconds: float = 30.0) -> None:
-    """Until the server's CPU stays still for 0.2 s (a tick at most): the polls are parked."""
-    end, last = time.monotonic() + seconds, subject.cpu()
+    """Until the server takes at most 5 ms of CPU in 0.2 s: the polls are parked."""
+    end, last = time.monotonic() + seconds, subject.cpu().total()
     while time.monotonic() < end:
         await asyncio.sleep(0.2)
-        now = subject.cpu()
-        if now is None or last is None or now - last <= 0.011:
+        now = subject.cpu().total()
+        if now - last <= 0.005:
             return
         last = now
 
@@ -218,13 +147,13 @@ async def _wakeups(subject: Subject, crowd: Crowd, levels: Sequence[int],
                    sends: int) -> list[dict[str, Any]]:
     bob = await Connection.open(subject.port)
     poll = asyncio.create_task(_poll(bob, subject.tokens["bob"]))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for level in [0, *levels]:
         await crowd.grow(level)
         await _settle(subject)
         alice = await Connection.open(subject.port)
         latencies, first, answers = [], 0, crowd.answers
-        before = thread_cpu_seconds(subject.pid)
+        before = subject.cpu()
         for _ in range(sends):
             answered = await _send(subject, alice, ["bob"])
             woke, page = await poll
@@ -232,15 +161,17 @@ async def _wakeups(subject: Subject, crowd: Crowd, levels: Sequence[int],
             latencies.append(max(woke - answered, 0.0))
             poll = asyncio.create_task(_poll(bob, subject.tokens["bob"], page["next_cursor"]))
             await asyncio.sleep(PARK_SECONDS)
-        after = thread_cpu_seconds(subject.pid)
+        after = subject.cpu()
+        if level == max(levels):  # bob's last poll is answered, not left parked
+            await _send(subject, alice, ["bob"])
+            await poll
         alice.close()
         rows.append({"waiters": level, "sends": sends,
-                     "server_cpu_ms_per_send": cpu_per_request(before, after, sends),
+                     "server_cpu_ms_per_send": before.until(after, sends),
                      "send_answer_to_poll_answer": millis(latencies),
                      "poll_answered_before_the_send": first,
                      "idle_poll_answers_meanwhile": crowd.answers - answers,
                      "idle_poll_failures": crowd.failures})
-    poll.cancel()
     bob.close()
     empty = (rows[0]["server_cpu_ms_per_send"] or {}).get("total")
     for row in rows:
@@ -258,8 +189,9 @@ async def _broadcast(subject: Subject, idle: int) -> dict[str, Any]:
         return [asyncio.create_task(_poll(c, subject.tokens[actor], cursor))
                 for c, actor, cursor in zip(connections, CROWD, cursors, strict=True)]
     polls = park([None] * len(CROWD))
-    last, first = [], []
-    before = thread_cpu_seconds(subject.pid)
+    last: list[float] = []
+    first: list[float] = []
+    before = subject.cpu()
     for _ in range(BROADCAST_REPEATS + 1):  # the last one only answers the polls
         await _settle(subject)
         answered = await _send(subject, alice, CROWD)
@@ -269,14 +201,14 @@ async def _broadcast(subject: Subject, idle: int) -> dict[str, Any]:
         last.append(max(max(woke for woke, _ in pages) - answered, 0.0))
         first.append(max(min(woke for woke, _ in pages) - answered, 0.0))
         polls = park([page["next_cursor"] for _, page in pages])
-    after = thread_cpu_seconds(subject.pid)
+    after = subject.cpu()
     for connection in [alice, *connections]:
         connection.close()
     return {"idle_waiters": idle, "polls": len(CROWD), "repeats": BROADCAST_REPEATS,
             "send_answer_to_last_poll_answer": millis(last),
             "send_answer_to_first_poll_answer": millis(first),
             "each_repeat_last_ms": [round(1000 * s, 3) for s in last],
-            "server_cpu_ms_per_broadcast": cpu_per_request(before, after, BROADCAST_REPEATS + 1)}
+            "server_cpu_ms_per_broadcast": before.until(after, BROADCAST_REPEATS + 1)}
 
 
 async def _herd(subject: Subject, waiters: int) -> dict[str, Any]:
@@ -288,15 +220,14 @@ async def _herd(subject: Subject, waiters: int) -> dict[str, Any]:
         status, body = await asyncio.wait_for(connection.request(
             "GET", f"/v1/feed?wait={HERD_WAIT}", token), HERD_WAIT + 120)
         return written, time.perf_counter(), status, body
-    before = thread_cpu_seconds(subject.pid)
+    before = subject.cpu()
     answers = await asyncio.gather(*(timed(c, subject.tokens[IDLE[n % len(IDLE)]])
                                      for n, c in enumerate(connections)))
-    after = thread_cpu_seconds(subject.pid)
+    after = subject.cpu()
     for connection in connections:
         connection.close()
     late = [answered - written - HERD_WAIT for written, answered, _, _ in answers]
     last = max(range(len(answers)), key=lambda n: answers[n][1])
-    cpu = cpu_per_request(before, after, 1)
     return {"waiters": waiters, "wait_seconds": HERD_WAIT,
             "answered_200_empty": sum(s == 200 and not json.loads(b)["items"]
                                       for _, _, s, b in answers),
@@ -304,8 +235,8 @@ async def _herd(subject: Subject, waiters: int) -> dict[str, Any]:
                                              - min(a[0] for a in answers)), 3),
             "answer_after_its_deadline": millis(late),
             "last_answer_after_its_deadline_ms": round(1000 * late[last], 3),
-            "server_cpu_ms": cpu, "server_cpu_ms_per_waiter": cpu_per_request(
-                before, after, waiters)}
+            "server_cpu_ms": before.until(after, 1),
+            "server_cpu_ms_per_waiter": before.until(after, waiters)}
 
 
 async def _crowd_patterns(subject: Subject, levels: Sequence[int], sends: int,
@@ -330,16 +261,21 @@ async def _crowd_patterns(subject: Subject, levels: Sequence[int], sends: int,
 
 def _hostile_bodies(limit: int) -> dict[str, bytes]:
     """``[{},{},…]`` of exactly ``limit`` bytes; a send whose metadata's one member is an array
-    of floats, the whole just under ``limit`` (metadata must be an object: an array alone is
+    of floats, the whole at most ``limit`` (metadata must be an object: an array alone is
     refused by its type)."""
-    count = (limit - 1) // 3
-    empties = (b"[" + b",".join([b"{}"] * count) + b"]").ljust(limit)
-    send = _send_body(["hostile"])
-    floats = [(n * 0.6180339887498949) % 1 for n in range((limit - 300) // 21)]
-    document = json.dumps({**send, "metadata": {"floats": floats}}).encode()
-    return {"empty_objects": empties, "float_metadata": document[:limit] if len(
-        document) <= limit else json.dumps({**send, "metadata": {"floats": floats[
-            :len(floats) * limit // len(document) - 100]}}).encode()}
+    empties = (b"[" + b",".join([b"{}"] * ((limit - 1) // 3)) + b"]").ljust(limit)
+    head = json.dumps(_send_body(["hostile"]))[:-1] + ', "metadata": {"floats": ['
+    floats = ",".join(f"{n * 0.6180339887498949 % 1:.15f}"  # 18 bytes each with its comma
+                      for n in range((limit - len(head) - 3) // 18))
+    return {"empty_objects": empties, "float_metadata": f"{head}{floats}]}}}}".encode()}
+
+
+async def _answer(connection: Connection) -> tuple[int, bool]:
+    """The status of the answer on ``connection`` and whether the server closes it after."""
+    head = (await connection.reader.readuntil(b"\r\n\r\n")).decode("latin-1").lower()
+    await connection.reader.readexactly(
+        int(head.split("content-length:", 1)[1].split("\r\n", 1)[0]))
+    return int(head.split()[1]), "connection: close" in head
 
 
 async def _post_loop(port: int, request: bytes, end: float, statuses: dict[int, int],
@@ -350,15 +286,12 @@ async def _post_loop(port: int, request: bytes, end: float, statuses: dict[int, 
             if connection is None:
                 connection = await Connection.open(port)
             connection.writer.write(request)
-            head = (await connection.reader.readuntil(b"\r\n\r\n")).decode("latin-1").lower()
-            length = int(head.split("content-length:", 1)[1].split("\r\n", 1)[0])
-            await connection.reader.readexactly(length)
-            status = int(head.split()[1])
-            if "connection: close" in head:
-                connection.close()
-                connection = None
-        except (OSError, asyncio.IncompleteReadError):
-            status, connection = 0, None
+            status, closing = await asyncio.wait_for(_answer(connection), 60)
+        except (OSError, asyncio.IncompleteReadError, TimeoutError):
+            status, closing = 0, True
+        if closing and connection is not None:
+            connection.close()
+            connection = None
         statuses[status] = statuses.get(status, 0) + 1
         started()
     if connection is not None:
@@ -386,9 +319,9 @@ def _hostile_load(port: int, token: str, body: bytes, seconds: float, out: Any) 
 
 
 async def _describes(port: int, going: Callable[[], bool], minimum: int) -> list[float]:
-    connection = await Connection.open(port)
+    connection, end = await Connection.open(port), time.monotonic() + HOSTILE_SECONDS + 60
     taken: list[float] = []
-    while going() or len(taken) < minimum:
+    while (going() or len(taken) < minimum) and time.monotonic() < end:
         started = time.perf_counter()
         status, _ = await asyncio.wait_for(connection.request("GET", "/v1/describe"), 60)
         taken.append(time.perf_counter() - started)
@@ -411,16 +344,17 @@ def _hostile(subject: Subject) -> dict[str, Any]:
             subject.port, subject.tokens["hostile"], body, HOSTILE_SECONDS, out))
         load.start()
         out.get(timeout=60)
-        before, wall = thread_cpu_seconds(subject.pid), time.perf_counter()
+        before, wall = subject.cpu(), time.perf_counter()
         during = millis(asyncio.run(_describes(subject.port, load.is_alive, 50)))
-        after, wall = thread_cpu_seconds(subject.pid), time.perf_counter() - wall
+        after, wall = subject.cpu(), time.perf_counter() - wall
         load.join(timeout=60)
-        busy = None if before is None or after is None else round(
-            (after["event_loop"] - before["event_loop"]) / wall, 2)
+        if load.is_alive():
+            load.kill()
+        busy = (after.threads[after.main] - before.threads[before.main]) / wall
         found[name] = {"body_bytes": len(body), "in_flight": IN_FLIGHT, "describe": during,
                        "p99_over_rest_p99": round(during["p99_ms"] / rest["p99_ms"], 2),
                        "answers_by_status": out.get(timeout=60),
-                       "event_loop_cpu_share": busy}
+                       "event_loop_cpu_share": round(busy, 2)}
     return found
 
 
@@ -430,16 +364,23 @@ def bench_neighbours(levels: Sequence[int], sends: int,
     levels = sorted(set(levels))
     load_before, started = os.getloadavg(), time.monotonic()
     deadline = started + DEADLINE_SECONDS
+
+    def say(text: str) -> None:
+        progress(f"[{time.monotonic() - started:.0f} s] {text}")
     results: dict[str, dict[str, Any]] = {}
-    with _subjects(max(levels)) as subjects:
-        for subject in subjects:
+    running = subjects(max(levels))
+    try:
+        for subject in running:
             if time.monotonic() > deadline:
                 break
-            progress(f"{subject.name}: hostile bodies…")
+            say(f"{subject.name}: hostile bodies…")
             found = {"hostile_bodies": _hostile(subject)}
-            progress(f"{subject.name}: timeout herd, wake-ups, broadcast…")
-            found.update(asyncio.run(_crowd_patterns(subject, levels, sends, deadline, progress)))
+            say(f"{subject.name}: timeout herd, wake-ups, broadcast…")
+            found.update(asyncio.run(_crowd_patterns(subject, levels, sends, deadline, say)))
             results[subject.name] = found
+            say(f"{subject.name}: done")
+    finally:
+        running.close()  # stops the server still running
     patterns = {name: {who: results.get(who, {}).get(name) for who in ("reference", "floor")}
                 for name in ("wakeups", "broadcast", "timeout_herd", "hostile_bodies")}
     result = {"benchmark": "neighbours", "machine": {
