@@ -42,6 +42,7 @@ def _failure(verdict: str) -> WaypostError:
 async def _settle(ctx: Context, admin_plan: CommitPlan, fingerprint: bytes,
                   extra: dict[str, Any] | None = None) -> Outcome:
     outcome = await sql.run_admin(ctx.driver, admin_plan)
+    ctx.signal.authority_changed()
     if outcome.verdict == sql.REPLAY:
         if outcome.fingerprint != fingerprint:
             raise IdempotencyConflict("request_id was used for a different request",

@@ -106,17 +106,22 @@ async def _read_until(ctx: Context, principal: Principal, position: int | None, 
                       remembered: bool) -> tuple[int, list[sql.FeedRow]]:
     """Read the page; while it is empty and the wait lasts, wait for a commit that concerns
     this reader and read again. A wait that ends with nothing having concerned the reader
-    re-checks only its authority: its page is the one it read."""
+    re-checks only its authority: its page is the one it read; and not even that where no
+    control-plane write committed in this process since (its token unexpired)."""
     loop = asyncio.get_running_loop()
-    deadline, first, woken = loop.time() + wait, True, True
+    deadline, first, woken, unchanged = loop.time() + wait, True, True, False
     while True:
         if waiter is not None:
-            waiter.event.clear()  # registered before the read: a later commit sets it again
+            ctx.signal.read(waiter)  # registered before the read: a later commit wakes it
         if woken:
             page, current, *saved = await ctx.driver.read([
                 sql.page_statement(principal, position, limit + 1),
                 sql.current_statement(principal, ctx.clock.now_ms()),
                 *([sql.checkpoint_statement(principal)] if position is None else [])])
+        elif unchanged and (principal.expires_at is None
+                            or principal.expires_at > ctx.clock.now_ms()):
+            assert position is not None  # set by the first read
+            return position, []  # nothing concerned it, and its authority is as it was
         else:  # nothing that concerns it was committed: only its authority may have changed
             page, saved = [], []
             (current,) = await ctx.driver.read([
@@ -134,6 +139,7 @@ async def _read_until(ctx: Context, principal: Principal, position: int | None, 
         if rows or remaining <= 0 or waiter is None:
             return position, rows
         woken = await ctx.signal.wait(waiter, remaining)
+        unchanged = ctx.signal.unchanged(waiter)
 
 
 def parse_limit(ctx: Context, raw: str | None, field: str = "limit", default: int = 50) -> int:

@@ -241,7 +241,7 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
         raise submissions.refuse(verdict, "collection")
     if verdict == "ok":
         ctx.signal.committed(principal.space_id, [Route(
-            "memory_revision", principal.actor_id, None, outlook.collection.collection_id)])
+            "memory_revision", principal.actor_id, None, request.collection_id)])
     assert decided.record is not None
     if verdict == submission_sql.SETTLED:
         return await submissions.replay(ctx, OPERATION, decided.record, None)

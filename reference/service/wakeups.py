@@ -43,6 +43,8 @@ class Waiter:
     keys: tuple[Key, ...]
     filter: dict[str, tuple[str, ...]]
     event: asyncio.Event = field(default_factory=asyncio.Event)
+    #: the signal's authority epoch at the waiter's last read (:meth:`FeedSignal.unchanged`)
+    epoch: int = 0
 
     def concerned(self, route: Route) -> bool:
         """Whether an item of ``route`` passes the consumer's filter (protocol.md §8.3:
@@ -56,7 +58,7 @@ class Waiter:
 def keys_of(principal: Principal) -> tuple[Key, ...]:
     """The keys a principal can see feed items by: its inbox or the space log (messages and
     receipts), and each collection it may read (revisions)."""
-    space, keys = principal.space_id, []
+    space, keys = principal.space_id, list[Key]()
     if principal.has("message.read"):
         if principal.consumer.view == "inbox":
             keys.append(("inbox", space, principal.actor_id))
@@ -87,6 +89,7 @@ class FeedSignal:
     def __init__(self) -> None:
         self._waiters: dict[Key, set[Waiter]] = {}
         self._spaces: Counter[str] = Counter()  # waiters per space
+        self._epoch = 0  # control-plane writes so far (:meth:`authority_changed`)
 
     def listen(self, principal: Principal) -> Waiter:
         """Register a wait of ``principal`` (before its read: a commit after the read wakes
@@ -114,6 +117,22 @@ class FeedSignal:
             yield key
             if key[0] == "inbox":  # a route of unknown recipients reaches every inbox
                 yield ("inboxes", waiter.space_id)
+
+    def authority_changed(self) -> None:
+        """A control-plane write committed (a revoke, a disable, a view change …): a wait
+        that ends unwoken must re-check its token's authority and view in the database."""
+        self._epoch += 1
+
+    def read(self, waiter: Waiter) -> None:
+        """The waiter reads now: clear its wake-up and note the authority epoch. (A commit
+        after this sets the event again, so none is lost between the read and the wait.)"""
+        waiter.event.clear()
+        waiter.epoch = self._epoch
+
+    def unchanged(self, waiter: Waiter) -> bool:
+        """Whether no control-plane write committed in this process since the waiter's last
+        read: its principal's authority and view are as the read found them, but for time."""
+        return waiter.epoch == self._epoch
 
     def waiting(self, space_id: str) -> bool:
         """Whether any read of ``space_id`` waits (else a commit need not say what it made)."""

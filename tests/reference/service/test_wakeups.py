@@ -113,3 +113,24 @@ def test_no_wake_up_is_lost_when_sends_race_re_polls(api: Api) -> None:
             thread.join(timeout=60)
         assert [item["item_id"] for item in answers["page"]["items"]] == [sent["feed_item_id"]]
         cursor = answers["page"]["next_cursor"]
+
+
+def test_a_wait_whose_token_is_revoked_meanwhile_ends_refused(api: Api) -> None:
+    """Nothing concerned the wait, but the control plane changed: its end re-checks the token
+    in the database (an empty page would answer a revoked token)."""
+    issued = api.token("s1", "bob", "bob-inbox", name="bob-2",
+                       scopes=["message.read", "event.subscribe"])
+    signal = _watch(api)
+    answers: dict[str, Any] = {}
+
+    def poll() -> None:
+        answers["bob-2"] = api.as_("bob-2", "GET", "/v1/feed", params={"wait": 2})
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    assert signal.waiting.setdefault("inbox/s1/bob", threading.Event()).wait(timeout=30)
+    api.must_admin("POST", f"/admin/v1/tokens/{issued['token_id']}/revoke",
+                   {"request_id": "revoke-bob-2"})
+    thread.join(timeout=30)
+    assert answers["bob-2"].status_code == 401, answers["bob-2"].text
+    assert signal.woken == []
