@@ -39,8 +39,6 @@ def wrapping(app: App, before: Callable[[Scope, bytes], Answer | None] | None = 
         if early is not None:
             await send_answer(send, early)
             return
-        started: dict[str, Any] = {}
-        chunks: list[bytes] = []
         delivered = False
 
         async def replay() -> Message:
@@ -50,17 +48,26 @@ def wrapping(app: App, before: Callable[[Scope, bytes], Answer | None] | None = 
             delivered = True
             return {"type": "http.request", "body": body, "more_body": False}
 
-        async def capture(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                started.update(message)
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-                if not message.get("more_body"):
-                    answer = (started["status"], list(started.get("headers", [])),
-                              b"".join(chunks))
-                    await send_answer(send, after(scope, body, answer) if after else answer)
-        await app(scope, replay, capture)
+        await app(scope, replay, capturing(send, lambda answer: after(scope, body, answer)
+                                           if after else answer))
     return wrapped
+
+
+def capturing(send: Send, change: Callable[[Answer], Answer]) -> Send:
+    """A ``send`` that gathers the app's whole answer, then sends ``change(answer)`` to
+    ``send`` with its content-length."""
+    started: dict[str, Any] = {}
+    chunks: list[bytes] = []
+
+    async def capture(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            started.update(message)
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                answer = (started["status"], list(started.get("headers", [])), b"".join(chunks))
+                await send_answer(send, change(answer))
+    return capture
 
 
 async def send_answer(send: Send, answer: Answer) -> None:

@@ -22,7 +22,16 @@ import json
 import re
 from typing import Any
 
-from tests.support.front_ends import Answer, App, Message, Receive, Scope, Send, send_answer
+from tests.support.front_ends import (
+    Answer,
+    App,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    capturing,
+    send_answer,
+)
 
 FREEDOMS = ("extra", "reorder", "no_content", "messages", "bearer_spaces", "bad_head",
             "chunked")
@@ -113,19 +122,8 @@ def liberal(app: App, freedoms: frozenset[str] = frozenset(FREEDOMS)) -> App:
         if early is not None:
             await send_answer(out, early)
             return
-        started: dict[str, Any] = {}
-        chunks: list[bytes] = []
-
-        async def capture(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                started.update(message)
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-                if not message.get("more_body"):
-                    answer = (started["status"], list(started.get("headers", [])),
-                              b"".join(chunks))
-                    await send_answer(out, _rewrite(scope, answer, freedoms))
-        await app(scope, receive, capture)
+        await app(scope, receive, capturing(out, lambda answer: _rewrite(scope, answer,
+                                                                          freedoms)))
     return front
 
 
