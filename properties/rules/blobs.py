@@ -24,6 +24,10 @@ def upload(d: RuleDriver, data: st.DataObject) -> None:
         if mode == "blob" and len(uploads) and uploads[-1].content.hex() == content:
             d.run("put", token=token, upload=len(uploads) - 1, right=True)
             d.run("seal", token=token, upload=len(uploads) - 1)
+            if uploads[-1].state == "sealed" and data.draw(st.sampled_from([False, False, True])):
+                # a late PUT of other bytes, then the blob read: unchanged (P15's counterexample)
+                d.run("put", token=token, upload=len(uploads) - 1, right=False)
+                d.run("read_blob", token=token, upload=len(uploads) - 1)
         return
     ready = [n for n, u in enumerate(uploads) if u.state == WANTED.get(mode)]
     index = data.draw(st.sampled_from(ready * 3 + list(range(len(uploads)))))
