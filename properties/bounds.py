@@ -5,12 +5,17 @@ clients send through :class:`BoundedTransport`, which reads each answer whole be
 parses it, and stops reading, with :class:`OutOfBounds`, at the first of:
 
 - more bytes than the cap (:data:`ANSWER_BYTES` for JSON; a request may name its own cap,
-  e.g. a blob's declared size, with the :data:`CAP` extension), or a content coding the kit
+  a blob's declared size, with the :data:`CAP` extension: then a smaller ``Content-Length``
+  lowers it, and the kit reads at most :data:`MARGIN` past it), or a content coding the kit
   did not ask for (it asks for none: a compressed answer could expand past any cap);
 - the deadline of the call: one total time for connecting, sending, the headers and the
   body (plus the ``wait`` of a long poll), enforced on every socket read and write by a
   wrapped network backend, so a trickle of one byte per second cannot outlast it;
 - a walk through pages that does not move on (``properties/paging.py``).
+
+A target whose calls missed :data:`TOO_SLOW` deadlines is too slow to check: every later call
+through the same :class:`Bounds` (the run's client, the clients P17 makes) fails at once, unsent,
+so that the run ends within a small multiple of ``--timeout`` instead of waiting out every call.
 
 ``OutOfBounds`` is a transport error: code that treats a dropped connection as a finding
 treats it so too; the kit's session turns it into a failed check of the property the call
@@ -19,11 +24,12 @@ exercises (``properties/http.py``).
 
 from __future__ import annotations
 
+import threading
 import time
 import urllib.request
 from collections.abc import Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpcore
@@ -33,28 +39,59 @@ from waypost.properties.bound_values import ANSWER_BYTES, LONGEST_WAIT, SECONDS
 from waypost.properties.paging import WALK_PAGES, Walks
 from waypost.properties.untrusted import visible
 
-#: Request extension: the cap of this request's answer in bytes (read at most that + 1 chunk).
+#: Request extension: the declared size of this request's answer in bytes (a blob's content).
 CAP = "waypost.answer_bytes"
+#: The most the kit reads past a declared size before it stops: one read of the network
+#: (httpcore reads at most 64 KiB at a time); the content is refused once it is longer.
+MARGIN = 64 << 10
+#: Missed deadlines after which a target is too slow to check: no later call is sent.
+TOO_SLOW = 3
 
 _DEADLINE: ContextVar[float | None] = ContextVar("waypost_deadline", default=None)
 
 
+class Misses:
+    """The deadlines missed by the calls made within one :class:`Bounds` (one run)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def add(self) -> int:
+        with self._lock:
+            self.count += 1
+            return self.count
+
+
 @dataclass(frozen=True)
 class Bounds:
-    """How much of an answer the kit reads, and for how long."""
+    """How much of an answer the kit reads, and for how long; ``misses`` counts the deadlines
+    missed by every call made within these bounds (:data:`TOO_SLOW`)."""
 
     answer_bytes: int = ANSWER_BYTES
     seconds: float = SECONDS
     walk_pages: int = WALK_PAGES
+    misses: Misses = field(default_factory=Misses, compare=False, repr=False)
 
     def timeout(self) -> httpx.Timeout:
         """Per connect and per read, never longer than the whole call."""
         return httpx.Timeout(self.seconds, connect=min(self.seconds, 10.0))
 
+    @property
+    def too_slow(self) -> bool:
+        """Whether the target missed :data:`TOO_SLOW` deadlines: no call is sent to it any
+        more."""
+        return self.misses.count >= TOO_SLOW
+
+    def slow_verdict(self) -> str:
+        return (f"the target is too slow: {self.misses.count} calls missed the kit's deadline "
+                f"of {self.seconds:g} s (--timeout); the kit sends it nothing more")
+
 
 class OutOfBounds(httpx.TransportError):
     """An answer past one of the kit's bounds: ``bound`` is ``answer_bytes``, ``deadline``,
-    ``content_encoding`` or ``walk``; the kit read no further."""
+    ``content_encoding`` or ``walk``; the kit read no further. ``too_slow``: the target
+    missed :data:`TOO_SLOW` deadlines (this call's the last), and no call is sent any more."""
 
     def __init__(self, bound: str, request: httpx.Request, detail: str) -> None:
         self.bound, self.detail = bound, detail
@@ -159,6 +196,8 @@ class BoundedTransport(httpx.BaseTransport):
         self.walks = Walks(self.bounds.walk_pages)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if self.bounds.too_slow:  # unsent: the run ends in a small multiple of --timeout
+            raise OutOfBounds("too_slow", request, self.bounds.slow_verdict())
         request.headers["Accept-Encoding"] = "identity"
         wait = _wait(request)
         seconds = self.bounds.seconds + wait
@@ -172,6 +211,9 @@ class BoundedTransport(httpx.BaseTransport):
         finally:
             _DEADLINE.reset(token)
         if isinstance(answer, OutOfBounds):  # raised here, where no frame holds the body read
+            if answer.bound == "deadline" and self.bounds.misses.add() >= TOO_SLOW:
+                raise OutOfBounds("too_slow", request,
+                                  f"{answer.detail}; {self.bounds.slow_verdict()}")
             raise answer
         status, headers, body, extensions = answer
         loop = self.walks.follow(request, status, body)
@@ -196,23 +238,31 @@ class BoundedTransport(httpx.BaseTransport):
             return shown
         if isinstance(body, str):
             return OutOfBounds(body, request, _late(seconds) if body == "deadline" else
-                               _large(self._cap(request, response), CAP in request.extensions))
+                               _large(*self._cap(request, response, lowered=True)))
         return response.status_code, response.headers, body, dict(response.extensions)
 
-    def _cap(self, request: httpx.Request, response: httpx.Response) -> int:
-        """The answer's cap in bytes: a request's own cap (:data:`CAP`) holds for a
-        successful answer; an error envelope may always take the JSON cap."""
+    def _cap(self, request: httpx.Request, response: httpx.Response, *,
+             lowered: bool = False) -> tuple[int, bool]:
+        """The answer's cap in bytes, and whether it is a declared size: a request's own cap
+        (:data:`CAP`; ``lowered``: by a smaller ``Content-Length``) holds for a successful
+        answer; an error envelope may always take the JSON cap."""
         asked = request.extensions.get(CAP)
         if asked is None:
-            return self.bounds.answer_bytes
-        return int(asked) if response.is_success else max(int(asked), self.bounds.answer_bytes)
+            return self.bounds.answer_bytes, False
+        if not response.is_success:
+            return max(int(asked), self.bounds.answer_bytes), False
+        length = response.headers.get("content-length", "")
+        if lowered and length.isdigit():
+            return min(int(asked), int(length)), True
+        return int(asked), True
 
     def _body(self, request: httpx.Request, response: httpx.Response,
               deadline: float) -> bytes | str:
         """The body, or the name of the bound reading it broke (``answer_bytes`` past the
-        cap, ``deadline`` past the call's deadline)."""
-        cap = self._cap(request, response)
-        _check_headers(request, response, cap)
+        cap, ``deadline`` past the call's deadline). Reading stops at the first chunk past the
+        cap: a declared size is read at most :data:`MARGIN` past (a read of the network)."""
+        _check_headers(request, response, *self._cap(request, response))
+        cap = self._cap(request, response, lowered=True)[0]
         chunks: list[bytes] = []
         size = 0
         for chunk in response.iter_raw():
@@ -228,9 +278,9 @@ class BoundedTransport(httpx.BaseTransport):
         self.inner.close()
 
 
-def _large(cap: int, asked: bool) -> str:
-    if asked:
-        return f"more than the {cap} bytes declared for it (the kit reads no further)"
+def _large(cap: int, declared: bool) -> str:
+    if declared:
+        return f"the content is longer than its declared {cap} bytes (the kit read no further)"
     return f"an answer of more than {cap} bytes (the kit's cap)"
 
 
@@ -238,12 +288,15 @@ def _late(seconds: float) -> str:
     return f"no complete answer within {seconds:g} s (the kit's deadline per call)"
 
 
-def _check_headers(request: httpx.Request, response: httpx.Response, cap: int) -> None:
-    """An answer the headers already show is out of bounds: a declared length over the cap,
-    or a content coding (the kit asked for ``identity``)."""
+def _check_headers(request: httpx.Request, response: httpx.Response, cap: int,
+                   declared: bool) -> None:
+    """An answer the headers already show is out of bounds: a declared length over the cap
+    (a blob's ``declared`` size), or a content coding (the kit asked for ``identity``)."""
     length = response.headers.get("content-length", "")
     if length.isdigit() and int(length) > cap:
         raise OutOfBounds("answer_bytes", request,
+                          f"the content is longer than its declared {cap} bytes: its "
+                          f"Content-Length says {length}" if declared else
                           f"an answer of {length} bytes, over the kit's cap of {cap}")
     coding = response.headers.get("content-encoding", "identity").strip().lower()
     if coding not in ("", "identity"):

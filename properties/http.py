@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from waypost.properties.bound_values import ANSWER_BYTES
 from waypost.properties.bounds import CAP, OutOfBounds
 from waypost.properties.proxy import FaultProxy
 from waypost.properties.untrusted import BadId, bad_segment, excerpt, visible
@@ -52,6 +53,7 @@ ROUTES: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
 #: A walk through pages that does not move on breaks these instead.
 WALKS = {"/v1/feed": ("WP-FEED-3", "WP-FEED-5", "WP-FEED-4"), "items": ("WP-MEM-23", "WP-CUR-6")}
 _CONTENT = re.compile(r"/v1/blobs/([^/]+)/content")
+_METADATA = re.compile(r"/v1/blobs/([^/]+)")
 
 
 def route_ids(method: str, path: str, bound: str = "") -> tuple[str, ...] | None:
@@ -133,6 +135,7 @@ class Session:
     fixtures: Fixtures | None = None  # a run without an admin API: its pre-provisioned sets
     ledger: Ledger | None = None  # where an answer past the kit's bounds fails its check
     declared: dict[str, int] = field(default_factory=dict)  # blob id → size the kit declared
+    reported: dict[str, int] = field(default_factory=dict)  # blob id → size its metadata says
 
     def call(self, method: str, path: str, *, bearer: str, who: str, body: Any = None,
              params: dict[str, Any] | None = None, may_drop: bool = False,
@@ -168,6 +171,7 @@ class Session:
         answer = Answer(response.status_code, payload,
                         response.headers.get("waypost-replayed") == "true")
         self._declared(method, path, body, payload)
+        self._reported(method, path, answer.status, payload)
         shown = payload
         if isinstance(payload, dict) and isinstance(payload.get("token"), str):
             shown = {**payload, "token": "<redacted>"}  # replay files carry no secrets
@@ -191,12 +195,14 @@ class Session:
         return answer
 
     def get_bytes(self, path: str, *, bearer: str, who: str) -> Content:
-        """A GET whose answer is bytes (blob content): read up to the size the kit declared
-        for the blob when it prepared it (WP-UPL-2), else up to the answer cap."""
+        """A GET whose answer is bytes (blob content): read up to the blob's size as the kit
+        knows it (:meth:`known_size`; a smaller ``Content-Length`` lowers it), and no more
+        than a read of the network past it; content longer is a failed check ("the content is
+        longer than its declared N bytes"). A blob of no known size: up to the answer cap."""
         if self._unsendable("GET", path, who, None, None) is not None:
             return Content(DROPPED, b"", "")
         blob = _CONTENT.fullmatch(path)
-        size = self.declared.get(blob.group(1)) if blob else None
+        size = self.known_size(blob.group(1)) if blob else None
         response = self._send("GET", path, headers={"Authorization": f"Bearer {bearer}"},
                               extensions={CAP: size} if size is not None else None)
         if isinstance(response, OutOfBounds):
@@ -251,9 +257,13 @@ class Session:
 
     def _out_of_bounds(self, breach: OutOfBounds, path: str, who: str, body: Any,
                        params: dict[str, Any] | None) -> Answer:
-        """The failed check of an answer past the kit's bounds, and a stand-in answer."""
+        """The failed check of an answer past the kit's bounds, and a stand-in answer; a
+        target too slow to check (``too_slow``) is no property's failure: it ends the example
+        or check in progress as an error of the run, which names it."""
         self._keep(Exchange(breach.method, path, who, body, params, DROPPED,
                             {"out_of_bounds": str(breach)}, False))
+        if breach.bound == "too_slow":
+            raise breach
         return self._fail(route_ids(breach.method, path, breach.bound), str(breach), path,
                           breach, bound=breach.bound)
 
@@ -265,6 +275,21 @@ class Session:
             raise error
         self.ledger.check(ids, False, message, path=visible(path)[:300], **evidence)
         return Answer(DROPPED, {"unparsed": message}, False)
+
+    def known_size(self, blob_id: str) -> int | None:
+        """The size the kit declared for a blob it prepared (WP-UPL-2), or the size its
+        metadata said if smaller; a size only a server said counts under the answer cap only
+        (the server's word cannot raise the kit's bounds). None: no size known."""
+        declared, reported = self.declared.get(blob_id), self.reported.get(blob_id)
+        most = declared if declared is not None else ANSWER_BYTES
+        return reported if reported is not None and reported < most else declared
+
+    def _reported(self, method: str, path: str, status: int, payload: Any) -> None:
+        """Remember the size a blob's metadata answer says (``GET /v1/blobs/{id}``)."""
+        blob = _METADATA.fullmatch(path) if method == "GET" and status == 200 else None
+        size = payload.get("size") if blob is not None and isinstance(payload, dict) else None
+        if blob is not None and type(size) is int and size >= 0:
+            self.reported[blob.group(1)] = size
 
     def _declared(self, method: str, path: str, body: Any, payload: Any) -> None:
         """Remember the size the kit declared for a blob it prepared."""

@@ -15,7 +15,7 @@ import httpx
 
 from waypost.reference.agent_mcp.errors import ToolFailure
 from waypost.reference.consumer import answers
-from waypost.reference.consumer.client import Api, segment
+from waypost.reference.consumer.client import Api, BadAnswer, chunks, segment
 from waypost.reference.consumer.outbox import new_request_id
 
 CHUNK = 1 << 20
@@ -139,15 +139,16 @@ def attach(api: Api, files: Files, name: str, content_type: str | None) -> dict[
 
 
 def _bounded(response: httpx.Response, size: int) -> Iterator[bytes]:
-    """The content's chunks; ``CONTENT_MISMATCH`` as soon as they pass ``size`` bytes (never
-    more than ``size`` + one chunk read), or when they end short of it."""
+    """The content's chunks (:func:`chunks`: never more than one read of the network past
+    ``size``); ``CONTENT_MISMATCH`` as soon as they pass ``size`` bytes, or when they end short
+    of it."""
     seen = 0
-    for chunk in response.iter_bytes(min(CHUNK, size + 1)):
-        seen += len(chunk)
-        if seen > size:
-            raise ToolFailure("CONTENT_MISMATCH", f"the server sent more than the blob's "
-                              f"{size} bytes")
-        yield chunk
+    try:
+        for chunk in chunks(response, size):
+            seen += len(chunk)
+            yield chunk
+    except BadAnswer as longer:
+        raise ToolFailure("CONTENT_MISMATCH", longer.problem) from None
     if seen != size:
         raise ToolFailure("CONTENT_MISMATCH", f"the server sent {seen} of the blob's "
                           f"{size} bytes")

@@ -21,6 +21,17 @@ class ToolFailure(Exception):
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
 
+def refused(status: int | None, code: str, message: str,
+            details: dict[str, Any] | None = None) -> ToolFailure:
+    """A server's refusal as a tool failure: its own code, message and details; an answer
+    without a usable envelope (the consumer's made-up ``HTTP_ERROR``) from a failing server
+    (5xx) or one that redirects (3xx) is ``UNAVAILABLE``: the server, not the call, is at
+    fault."""
+    failing = status is not None and (status >= 500 or 300 <= status < 400)
+    return ToolFailure("UNAVAILABLE" if code == "HTTP_ERROR" and failing else code, message,
+                       details)
+
+
 def _invalid_arguments(error: ValidationError) -> ToolFailure:
     # an unknown argument first: naming it explains the other complaints too
     first = min(error.errors(), key=lambda e: e["type"] != "extra_forbidden")
@@ -34,7 +45,7 @@ def from_exception(error: Exception) -> ToolFailure:
     if isinstance(error, ToolFailure):
         return error
     if isinstance(error, ServerError):
-        return ToolFailure(error.code, error.message, error.details)
+        return refused(error.status, error.code, error.message, error.details)
     if isinstance(error, Unreachable):
         return ToolFailure("UNAVAILABLE", str(error))
     if type(error) is ConsumerError:  # the consumer refused locally (an unknown item, …)

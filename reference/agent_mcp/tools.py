@@ -22,7 +22,7 @@ import apsw
 
 from waypost.reference.agent_mcp import argument_limits, blobs
 from waypost.reference.agent_mcp import arguments as a
-from waypost.reference.agent_mcp.errors import ToolFailure
+from waypost.reference.agent_mcp.errors import ToolFailure, refused
 from waypost.reference.consumer import answers, faults, outbox, sync, views, work
 from waypost.reference.consumer.client import Api, ConsumerError, ServerError, segment
 from waypost.reference.consumer.store import LocalStore, Row
@@ -184,9 +184,9 @@ class Call:
         for row in states:
             if row["state"] == "failed":
                 refusal = json.loads(row["result_json"])["error"]
-                raise ToolFailure(refusal["code"], f"done here, but the server refused the "
-                                  f"processed ACK: {refusal['message']}",
-                                  refusal.get("details") or {})
+                raise refused(row["result_status"], refusal["code"], f"done here, but the "
+                              f"server refused the processed ACK: {refusal['message']}",
+                              refusal.get("details") or {})
         if any(row["state"] == "pending" for row in states):
             return {"done": moved, "acked": False,
                     "reason": f"{reason or 'not sent yet'}; the ACK goes out with the next call"}
@@ -310,8 +310,8 @@ class Call:
             outbox.flush(self.store, self.api)
             outbox.submit_queued(self.store, self.api, row["outbound_id"])
         except ServerError as error:
-            raise ToolFailure(error.code, f"{error.message}; queued: the same call again "
-                              "sends it once", error.details) from None
+            raise refused(error.status, error.code, f"{error.message}; queued: the same call "
+                          "again sends it once", error.details) from None
         except ConsumerError as error:
             raise ToolFailure("UNAVAILABLE", f"{error}; queued: the same call again sends "
                               "it once") from None
@@ -322,7 +322,8 @@ class Call:
         answer: dict[str, Any] = json.loads(row["result_json"])
         if row["state"] == "failed":
             refusal = answer["error"]
-            raise ToolFailure(refusal["code"], refusal["message"], refusal.get("details") or {})
+            raise refused(row["result_status"], refusal["code"], refusal["message"],
+                          refusal.get("details") or {})
         return answer
 
 

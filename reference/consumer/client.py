@@ -27,8 +27,8 @@ from waypost.reference.consumer.errors import (
 )
 from waypost.reference.consumer.transport import BoundedTransport, deadline
 
-__all__ = ["RETRYABLE_CODES", "Api", "BadAnswer", "ConsumerError", "ServerError", "Unreachable",
-           "chunks", "segment", "server_error"]
+__all__ = ["MARGIN", "RETRYABLE_CODES", "Api", "BadAnswer", "ConsumerError", "ServerError",
+           "Unreachable", "chunks", "segment", "server_error"]
 
 #: Seconds to connect, and to wait for any one read.
 CONNECT_SECONDS = 10.0
@@ -37,6 +37,9 @@ READ_SECONDS = 30.0
 CALL_SECONDS = 60.0
 #: Bytes of a JSON answer read at most; a larger one is the server's fault.
 MAX_ANSWER_BYTES = 4 << 20
+#: The most a download reads past a blob's declared size before it stops: one read of the
+#: network (httpcore reads at most 64 KiB at a time).
+MARGIN = 64 << 10
 #: Attempts of a call that meets a temporary failure (no connection, 503, 408, a submission in
 #: flight), and the longest pause between two, whatever ``Retry-After`` asks.
 ATTEMPTS = 3
@@ -244,12 +247,19 @@ def _bounded_read(response: httpx.Response, most: int) -> bytes:
 
 
 def chunks(response: httpx.Response, most: int) -> Iterator[bytes]:
-    """A download's chunks, never more than ``most`` bytes in all (more is
-    :class:`BadAnswer`: a blob's content longer than its declared size)."""
+    """A download's chunks as they come off the network, never more than ``most`` bytes in
+    all (a blob's declared size): a ``Content-Length`` over it is refused before any byte of
+    the body, and the body is refused at the first chunk past it, so at most one read of the
+    network (:data:`MARGIN`) is read past the declared size (:class:`BadAnswer`: "the content
+    is longer than its declared N bytes")."""
     _plain(response)
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) > most:
+        raise BadAnswer(f"the content is longer than its declared {most} bytes (its "
+                        f"Content-Length says {int(length)})")
     size = 0
-    for chunk in response.iter_bytes(1 << 20):
+    for chunk in response.iter_raw():  # identity (checked above): raw bytes are the content
         size += len(chunk)
         if size > most:
-            raise BadAnswer(f"more than the {most} bytes declared")
+            raise BadAnswer(f"the content is longer than its declared {most} bytes")
         yield chunk

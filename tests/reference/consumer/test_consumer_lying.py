@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.support.lying_server import (
@@ -24,6 +25,7 @@ from tests.support.lying_server import (
     scene_copy,
     scene_template,
 )
+from waypost.reference.consumer.client import MARGIN, Api, BadAnswer, chunks
 
 ADMIN = "lying-admin"
 #: The consumer's ``--timeout`` here: a call that takes longer is cut off.
@@ -232,3 +234,48 @@ def test_a_bad_answer_to_a_write_leaves_it_queued(scene: Scene) -> None:
     after = local_contents(scene.db)
     assert [row[3] for row in after["local_outbound"]] == ["pending"]  # queued, not final
     assert after["local_feed_items"] == before["local_feed_items"]
+
+
+def test_a_download_reads_no_more_than_the_declared_size_and_a_margin(
+        tmp_path: Path, template: tuple[Path, dict[str, str]]) -> None:
+    """A blob declared as 8 bytes whose content streams 400 MB: the consumer's bounded read
+    (:func:`chunks`) refuses it as longer than declared after at most one read of the network
+    past the size, counted where the bytes come in."""
+    tokens = scene_copy(template, tmp_path / "data")
+    with lying_server("huge_blob", tmp_path / "data", ADMIN) as (url, lying):
+        api = Api(url, tokens["bob"], timeout=TIMEOUT)
+        try:
+            size = api.blob(tokens["blob"])["size"]
+            responses: list[httpx.Response] = []
+            with pytest.raises(BadAnswer, match=f"longer than its declared {size} bytes"):
+                _download(api, f"/v1/blobs/{tokens['blob']}/content", size, responses)
+            assert size < responses[0].num_bytes_downloaded <= size + MARGIN
+        finally:
+            api.close()
+        assert lying.served == 1
+
+
+def _download(api: Api, path: str, size: int, responses: list[httpx.Response]) -> None:
+    """Read a download within ``size`` bytes; its response goes to ``responses``."""
+    with api.download(path) as response:
+        responses.append(response)
+        read = 0
+        for chunk in chunks(response, size):
+            read += len(chunk)
+            assert read <= size
+
+
+def _declared_long(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, headers={"content-length": str(400 << 20)},
+                          content=iter([b"never read"]))
+
+
+def test_a_content_length_over_the_declared_size_is_refused_unread() -> None:
+    api = Api("http://server", "token", transport=httpx.MockTransport(_declared_long))
+    try:
+        responses: list[httpx.Response] = []
+        with pytest.raises(BadAnswer, match="its Content-Length says 419430400"):
+            _download(api, "/v1/blobs/blb_a/content", 8, responses)
+        assert responses[0].num_bytes_downloaded == 0
+    finally:
+        api.close()

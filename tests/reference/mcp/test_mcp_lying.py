@@ -5,12 +5,14 @@ as it was, no request leaves the API base, and the process stays small."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from mcp.client import Client
 
@@ -21,8 +23,13 @@ from tests.support.lying_server import (
     outside_the_api,
     scene_copy,
     scene_template,
+    setup_call,
 )
 from tests.support.mcp_harness import ok, over_stdio, refused, run
+from waypost.reference.agent_mcp import blobs
+from waypost.reference.agent_mcp.errors import ToolFailure
+from waypost.reference.consumer.client import MARGIN, Api
+from waypost.reference.consumer.transport import BoundedTransport
 
 ADMIN = "mcp-lying-admin"
 TIMEOUT = 3
@@ -157,3 +164,122 @@ def test_text_with_control_characters_is_passed_on_as_json(
         error = await _timed_refusal(client, "send", to=["alice"], subject="x", text="y")
         assert error["code"] == "HTTP_ERROR", error
     _as_bob(lie, tmp_path, body)
+
+
+def _calls(item: str, blob: str) -> list[tuple[str, dict[str, Any]]]:
+    """A call of every tool that needs the server but mark_done, on bob's ``item``."""
+    return [("inbox", {"state": "all"}), ("send", {"to": ["alice"], "subject": "s", "text": "t"}),
+            ("reply", {"item_id": item, "text": "t"}), ("memory_get", {"collection_id": "notes"}),
+            ("memory_publish", {"collection_id": "notes", "expected_revision": 1, "entries": []}),
+            ("attach", {"path": "note.txt"}), ("read_blob", {"blob_id": blob}),
+            ("read_blob", {"blob_id": blob, "save_to": "copy.md"})]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lie", ["honest"], indirect=True)
+def test_a_server_failing_everything_is_unavailable_to_every_tool(
+        lie: tuple[str, Lying, dict[str, str]], tmp_path: Path) -> None:
+    """Bob syncs, then the server answers 500 without the envelope to every data-plane call
+    (``always_500``): each tool answers ``UNAVAILABLE`` saying what the server did, none
+    ``INTERNAL``; mark_done is done here, its ACK queued; the log holds no traceback."""
+    _, lying, tokens = lie
+    (tmp_path / "bob-files").mkdir()
+    (tmp_path / "bob-files" / "note.txt").write_text("a note")
+
+    async def body(client: Client, db: Path) -> None:
+        item = (await ok(client, "inbox", state="all"))["items"][0]["item_id"]
+        lying.mode = "always_500"  # the same server, failing from now on
+        for tool, arguments in _calls(item, tokens["blob"]):
+            error = await _timed_refusal(client, tool, **arguments)
+            assert error["code"] == "UNAVAILABLE", (tool, error)
+            assert "Internal Server Error" in error["message"], (tool, error)
+        done = await ok(client, "mark_done", item_ids=[item])
+        assert (done["done"], done["acked"]) == ([item], False)
+        assert "Internal Server Error" in done["reason"]
+    _as_bob(lie, tmp_path, body)
+    assert lying.served >= len(_calls("", ""))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lie", ["unknown_type"], indirect=True)
+def test_an_item_of_an_unknown_type_is_skipped(
+        lie: tuple[str, Lying, dict[str, str]], tmp_path: Path) -> None:
+    """The first item of the feed has a type the entry does not know (``poll``): inbox lists
+    the others, as the reference consumer does; the log holds no traceback."""
+    async def body(client: Client, db: Path) -> None:
+        page = await ok(client, "inbox", state="all")
+        assert [item["subject"] for item in page["items"]] == ["Plan 1", "notes r1"], page
+        again = await ok(client, "inbox", state="all")
+        assert again == page
+    _as_bob(lie, tmp_path, body)
+    assert lie[1].served
+
+
+class _Counted(httpx.SyncByteStream):
+    def __init__(self, inner: Any, counter: Counting | None) -> None:
+        self.inner, self.counter = inner, counter
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.inner:
+            if self.counter is not None:
+                self.counter.read += len(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class Counting(httpx.BaseTransport):
+    """The consumer's own bounded transport, counting the bytes of blob content it takes off
+    the wire."""
+
+    def __init__(self) -> None:
+        self.inner, self.read = BoundedTransport(), 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        content = request.url.path.endswith("/content")
+        return httpx.Response(response.status_code, headers=response.headers,
+                              stream=_Counted(response.stream, self if content else None),
+                              extensions=response.extensions, request=request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _sealed(url: str, token: str, content: bytes) -> str:
+    """A blob of bob's, sealed through the door without lies."""
+    digest = hashlib.sha256(content).hexdigest()
+    slot = setup_call(url, token, "POST", "/v1/blobs", json={
+        "request_id": f"b-{digest[:16]}", "size": len(content), "sha256": digest,
+        "content_type": "application/octet-stream"}).json()
+    assert setup_call(url, token, "PUT", f"/v1/uploads/{slot['upload_id']}/content",
+                      content=content).status_code == 200
+    return str(setup_call(url, token, "POST", f"/v1/uploads/{slot['upload_id']}/commit",
+                          json={"request_id": f"s-{digest[:16]}"}).json()["blob_id"])
+
+
+@pytest.mark.parametrize("lie", ["huge_blob"], indirect=True)
+def test_read_blob_reads_no_more_than_the_declared_size_and_a_margin(
+        lie: tuple[str, Lying, dict[str, str]], tmp_path: Path) -> None:
+    """Blobs of 8 bytes and of 1 MiB + 1 whose content streams 400 MB: read_blob refuses each
+    (``CONTENT_MISMATCH``, naming the declared size) having read at most one read of the
+    network past it, counted where the bytes come in; nothing is left saved."""
+    url, _, tokens = lie
+    large = _sealed(url, tokens["bob"], b"x" * ((1 << 20) + 1))
+    files = blobs.Files.under(tmp_path)
+    for blob, size, save_to in ((tokens["blob"], 8, None), (tokens["blob"], 8, "small.bin"),
+                                (large, (1 << 20) + 1, "large.bin")):
+        wire = Counting()
+        api = Api(url, tokens["bob"], timeout=TIMEOUT, transport=wire)
+        try:
+            started = time.monotonic()
+            with pytest.raises(ToolFailure) as caught:
+                blobs.read(api, files, blob, save_to)
+            assert time.monotonic() - started < BOUND
+        finally:
+            api.close()
+        assert caught.value.code == "CONTENT_MISMATCH"
+        assert f"longer than its declared {size} bytes" in caught.value.message
+        assert size < wire.read <= size + MARGIN
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
