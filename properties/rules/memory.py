@@ -113,8 +113,30 @@ def _publish(d: RuleDriver, data: st.DataObject, token: str, collection: str, po
         offset = data.draw(st.sampled_from([0, 0, 0, 0, 0, -1, 1]))
     if manifest is None:
         manifest = data.draw(st.sampled_from([False, False, False, True]))
+    target = d.model.collections.get((d.model.tokens[token].space, collection))
+    before = (target.head, bool(target.states[-1])) if target else (0, False)
     d.run("publish", token=token, collection=collection, offset=offset, mode=mode,
           items=[list(e) for e in items], deletes=deletes, manifest=manifest)
+    if mode == "snapshot" and before[1] and _head(d, token, collection) == before[0] + 1:
+        _after_snapshot(d, token, collection, before[0] + 1, items)
+
+
+def _after_snapshot(d: RuleDriver, token: str, collection: str, revision: int,
+                    items: list[Any]) -> None:
+    """What a snapshot did to the entries it did not list, tombstones included (P14); where
+    it left tombstones, the same snapshot with one metadata changed, read back too: the
+    earlier tombstones are carried (P14)."""
+    d.run("read_revision", token=token, collection=collection, revision=revision,
+          sizes=[3], tombstones=True)
+    target = d.model.collections[(d.model.tokens[token].space, collection)]
+    if items and any(entry["state"] == "tombstone" for entry in target.states[-1].values()):
+        (number, path, upload, _), *rest = items
+        d.run("publish", token=token, collection=collection, offset=0, mode="snapshot",
+              items=[[number, path, upload, {"changed": revision}], *map(list, rest)],
+              deletes=[], manifest=False)
+        if target.head == revision + 1:
+            d.run("read_revision", token=token, collection=collection, revision=revision + 1,
+                  sizes=[3], tombstones=True)
 
 
 def _onto_a_held_path(d: RuleDriver, token: str, collection: str,
