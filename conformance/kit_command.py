@@ -1,18 +1,25 @@
-"""``waypost conformance``: its command line. The runs are ``kit_run``'s (and each lazy
-sub-command's module's), imported only when one runs: this module loads no HTTP client and no
-Hypothesis."""
+"""``waypost conformance``: its command line, and what a run shows on stderr while it runs
+(:class:`Progress`). The runs are ``kit_run``'s (and each lazy sub-command's module's), imported
+only when one runs: this module loads no HTTP client and no Hypothesis."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import shutil
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from waypost.conformance.arguments import add_target, later
 from waypost.conformance.compare_command import add_command as add_compare
 from waypost.conformance.profiles import PROFILES
 from waypost.properties.bound_values import SECONDS
+
+if TYPE_CHECKING:
+    from waypost.conformance.consumer_matrix import Cell
+    from waypost.properties.machine import KitRun
 
 #: Where the kit's own runs are.
 RUN = "waypost.conformance.kit_run"
@@ -150,3 +157,125 @@ def add_timeout(parser: argparse.ArgumentParser) -> None:
                         help="the deadline of each call to the target: connecting, sending and "
                              "the whole answer (a long poll adds its wait); an answer that "
                              f"misses it fails the call's property (default: {SECONDS:g})")
+
+
+def duration(seconds: float) -> str:
+    """A duration as a person reads it: ``41 s``, ``2 min 41 s``, ``1 h 5 min``."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
+
+
+#: The phases a run may have after its exploration, in their order, as progress names them.
+LATER = {"P17": "P17's consumer matrix", "hostile": "hostile-input phase", "fuzz": "fuzz phase"}
+
+
+class Progress:
+    """What a run shows on stderr while it runs: a line per example on a terminal (rewritten
+    in place, cut to its width), every tenth elsewhere; one per cell of P17's matrix; one as
+    each later phase starts. Each gives the time elapsed and an estimate of what remains: of
+    the current phase, from the examples (or cells) done against those planned, then the
+    phases still to come, named (``later``: keys of :data:`LATER`; P17's with its ``cells``).
+    Shrinking and discarded examples are mentioned only once a check of an enforced property
+    failed in the exploration (``runner.run`` calls :meth:`exploring` and :meth:`phase`)."""
+
+    def __init__(self, out: TextIO, planned: int, *, later: Sequence[str] = (), cells: int = 0,
+                 shrink_seconds: float | None = None, started: float | None = None) -> None:
+        self.out, self.planned, self.tty = out, planned, out.isatty()
+        self.started = time.monotonic() if started is None else started
+        self.later = [key for key in LATER if key in later]  # the phases still to come
+        self.cells, self.shrink_seconds = cells, shrink_seconds
+        self.phase_started = time.monotonic()  # the current phase's (the exploration first)
+        self.baseline: dict[str, int] = {}  # enforced failures before the exploration
+        self.failed_at: tuple[int, str] | None = None  # the first failing example, its pids
+        self.width = 0  # of the line shown in place (0: none)
+
+    def exploring(self, kit: KitRun) -> None:
+        """The exploration starts: its clock, and the failures the limit phase already had."""
+        self.phase_started, self.baseline = time.monotonic(), _enforced(kit)
+
+    def __call__(self, kit: KitRun) -> None:
+        if self.failed_at is None:
+            failed = [pid for pid, n in _enforced(kit).items() if n > self.baseline.get(pid, 0)]
+            self.failed_at = (kit.examples, ", ".join(sorted(failed))) if failed else None
+        if not self.tty and kit.examples % 10:
+            return
+        rate = kit.steps / max(time.monotonic() - self.phase_started, 1e-9)
+        self._show(f"example {kit.examples} {self.of(kit.examples)}: "
+                   f"{self._clock(self._exploration_left(kit.examples))}; {kit.steps} steps, "
+                   f"{sum(kit.ledger.checks.values())} checks, {rate:.0f} steps/s")
+
+    def phase(self, key: str) -> None:
+        """A later phase starts (a key of :data:`LATER`): shown if it was planned."""
+        if key in self.later:
+            self.later.remove(key)
+            self.phase_started = time.monotonic()
+            self._show(f"{self._name(key)}: {self._clock('')}", rewrite=False)
+
+    def cell(self, done: int, total: int, cell: Cell) -> None:
+        """The P17 consumer matrix's progress: one line per cell."""
+        if done == 1:
+            self.phase("P17")
+            self._show("", rewrite=False)  # below the examples' line, if one is shown in place
+        spent = time.monotonic() - self.phase_started
+        left = f"~{duration(spent / done * (total - done))} left in the matrix" \
+            if done < total else "the matrix done"
+        self._show(f"P17 consumer matrix: cell {done} of {total} ({cell.flow} × {cell.point})"
+                   f"{'' if cell.ok else ': FAILED'}; {self._clock(left)}")
+
+    def of(self, examples: int) -> str:
+        """Hypothesis also runs examples it discards, and reruns a failure while shrinking it:
+        beyond the planned number, say so rather than count past it (shrinking only once
+        something failed)."""
+        if examples <= self.planned:
+            return f"of {self.planned} planned"
+        why = "more" if self.failed_at is None else "discarded or shrinking"
+        return f"({self.planned} planned + {examples - self.planned} {why})"
+
+    def _exploration_left(self, examples: int) -> str:
+        """What remains of the exploration: the examples to come at the pace so far; once
+        something failed, its shrinking, bounded by the run's budget."""
+        if self.failed_at is not None:
+            failed = f"{self.failed_at[1]} failed at example {self.failed_at[0]}"
+            if self.shrink_seconds == 0:
+                return f"{failed} (not shrunk: --shrink-seconds 0)"
+            return f"{failed}: shrinking it" + (
+                "" if self.shrink_seconds is None else
+                f" for at most {duration(self.shrink_seconds)}")
+        if examples >= self.planned:
+            return "ending the exploration"
+        spent = time.monotonic() - self.phase_started
+        return f"~{duration(spent / max(examples, 1) * (self.planned - examples))} left to explore"
+
+    def _clock(self, left: str) -> str:
+        """The time elapsed, what remains of the current phase, and the phases to come."""
+        then = ", ".join(self._name(key) for key in self.later)
+        return ", ".join(part for part in (
+            f"{duration(time.monotonic() - self.started)} elapsed", left,
+            f"then {then}" if then else "" if left else "the last phase") if part)
+
+    def _name(self, key: str) -> str:
+        return f"{LATER[key]} ({self.cells} cells)" if key == "P17" and self.cells else LATER[key]
+
+    def _show(self, line: str, rewrite: bool = True) -> None:
+        """On a terminal, ``line`` rewritten in place (cut to its width, padded over the last)
+        unless not ``rewrite``; else a line of its own, below any shown in place (an empty
+        ``line`` only ends that one)."""
+        if self.tty and rewrite:
+            line = line[:shutil.get_terminal_size().columns - 1]
+            self.out.write("\r" + line.ljust(self.width))
+            self.width = len(line)
+        else:
+            self.out.write(("\n" if self.width else "") + (line + "\n" if line else ""))
+            self.width = 0
+        self.out.flush()
+
+
+def _enforced(kit: KitRun) -> dict[str, int]:
+    """The failed checks of enforced properties so far (failures of the run), by property."""
+    enforced = kit.ledger.enforced
+    return {pid: n for pid, n in kit.ledger.failed.items()
+            if n and (enforced is None or pid in enforced)}

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import argparse
+import random
+import shlex
 import sys
+import time
 
 import httpx
 
+from waypost.conformance import consumer_matrix, runner
 from waypost.conformance import report as reports
-from waypost.conformance import runner
 from waypost.conformance.arguments import admin_token, subset
 from waypost.conformance.fuzz import FuzzReport
 from waypost.conformance.fuzz_command import (
@@ -18,9 +21,11 @@ from waypost.conformance.fuzz_command import (
     is_fuzz_replay,
     replay_finding,
 )
+from waypost.conformance.kit_command import Progress, duration
 from waypost.conformance.profiles import PROFILES
 from waypost.conformance.requirements import text_table as requirement_table
 from waypost.conformance.targets import Target, check_target, open_target
+from waypost.properties.bound_values import SECONDS
 from waypost.properties.bounds import (
     BoundedTransport,
     Bounds,
@@ -113,7 +118,10 @@ def check_hooks(url: str, admin_token: str | None) -> None:
 
 
 def conformance(args: argparse.Namespace) -> int:
-    """``waypost conformance``: the run, its tables and reports; the exit status."""
+    """``waypost conformance``: the run, its tables and reports, and last its verdict; the
+    exit status. The seed is drawn here when not given: the run's phases share it, and the
+    verdict's rerun command repeats it."""
+    started = time.monotonic()
     if args.shrink_seconds is not None and not 0 <= args.shrink_seconds <= 86400:
         print("waypost conformance: --shrink-seconds takes 0 to 86400 seconds", file=sys.stderr)
         return 2
@@ -123,33 +131,85 @@ def conformance(args: argparse.Namespace) -> int:
         print(f"waypost conformance: {exc}", file=sys.stderr)
         return 2
     expected = runner.expected_for(args.expected_failures, args.target)
+    args.seed = random.randrange(2**32) if args.seed is None else args.seed
     try:
         fixtures = fixture_file(args)
         with open_target(args.target, admin_token(args), fixtures is not None) as target:
             client, proxy, bounds = kit_client(target.url, args)
             with client:
-                result = _run(args, target, client, proxy, bounds, fixtures, expected, selected)
+                result = _run(args, target, client, proxy, bounds, fixtures, expected, selected,
+                              started)
     except (ValueError, RuntimeError, httpx.TransportError) as exc:
         print(visible(f"waypost conformance: {exc}"), file=sys.stderr)
         return 2
+    rerun = rerun_command(args, selected)
     if isinstance(result, str):  # no run: the verdict of a target out of the kit's bounds
         print(visible(f"waypost conformance: {result}"))
-        print("FAILED")
+        print(f"FAIL: no property could be checked, the target is out of the kit's bounds "
+              f"(seed {args.seed}, {duration(time.monotonic() - started)}) — rerun: {rerun}")
         return 1
-    return _reports(args, result)
+    scope = reports.Scope(tuple(p.pid for p in selected) if args.only else (),
+                          _fuzz_skipped(args, fixtures is not None))
+    return _reports(args, result, scope, time.monotonic() - started, rerun)
+
+
+def rerun_command(args: argparse.Namespace, selected: list[Property]) -> str:
+    """The command line that reruns this run: its target, profile and seed, its ``--only``,
+    and what else it was given that changes a verdict; quoted for a shell and escaped for a
+    terminal. A URL target's admin token is never shown: the rerun reads it from
+    ``$WAYPOST_ADMIN_TOKEN``, as any run does without ``--admin-token``."""
+    words = ["waypost", "conformance", "--target", args.target, "--profile", args.profile,
+             "--seed", str(args.seed)]
+    if args.only:
+        words += ["--only", ",".join(p.pid for p in selected)]
+    if args.shrink_seconds is not None:
+        words += ["--shrink-seconds", f"{args.shrink_seconds:g}"]
+    if args.timeout != SECONDS:
+        words += ["--timeout", f"{args.timeout:g}"]
+    for flag, path in (("--expected-failures", args.expected_failures),
+                       ("--fixtures", args.fixtures)):
+        if path is not None:
+            words += [flag, str(path)]
+    return visible(shlex.join(words))
+
+
+def _fuzz_skipped(args: argparse.Namespace, through_fixtures: bool) -> str:
+    """Why the profile's fuzz phase did not run ("": it ran, or the profile has none)."""
+    if args.profile not in FUZZ_PROFILE_BY_KIT_PROFILE:
+        return ""
+    if args.only:
+        return "not selected (--only)"
+    if through_fixtures:
+        return "needs the admin API (it provisions spaces of its own)"
+    return ""
+
+
+def progress(args: argparse.Namespace, selected: list[Property], fixtures: Fixtures | None,
+             fuzzed: bool, started: float) -> Progress:
+    """The run's progress on stderr, with the phases it will have after its exploration."""
+    profile = PROFILES[args.profile]
+    pids = {p.pid for p in selected}
+    later = [*(["P17"] if fixtures is None and (not args.only or "P17" in pids) else []),
+             *(["hostile"] if fixtures is None and not args.only else []),
+             *(["fuzz"] if fuzzed else [])]
+    cells = len(consumer_matrix.FLOWS) * (profile.consumer_points or len(consumer_matrix.POINTS))
+    return Progress(sys.stderr, profile.examples, later=later, cells=cells,
+                    shrink_seconds=0 if fixtures is not None else (
+                        profile.shrink_seconds if args.shrink_seconds is None
+                        else args.shrink_seconds), started=started)
 
 
 def _run(args: argparse.Namespace, target: Target, client: httpx.Client, proxy: FaultProxy,
          bounds: Bounds, fixtures: Fixtures | None, expected: dict[str, str],
-         selected: list[Property]) -> runner.Report | str:
+         selected: list[Property], started: float) -> runner.Report | str:
     """The run against the opened target (or the verdict of a target out of bounds)."""
-    profile = PROFILES[args.profile]
     verdict = out_of_bounds_at_once(client)
     if verdict is not None:
         return verdict
     check_target(client, target.admin_token)
     where = target.url if target.name == "url" else f"{target.name} at {target.url}"
-    print(f"waypost conformance: target {where}, profile {args.profile}", file=sys.stderr)
+    print(visible(f"waypost conformance: target {where}, profile {args.profile}, seed "
+                  f"{args.seed}"), file=sys.stderr)
     name = target.name if target.name != "url" else target.url
     fuzz = None  # the fuzz phase provisions spaces of its own: not through fixtures
     if args.profile in FUZZ_PROFILE_BY_KIT_PROFILE and not args.only and fixtures is None:
@@ -158,15 +218,18 @@ def _run(args: argparse.Namespace, target: Target, client: httpx.Client, proxy: 
     return runner.run(name, client, target.admin_token, profile=args.profile, seed=args.seed,
                       selected=selected if args.only else None, expected=expected,
                       replay_dir=args.replay_dir,
-                      progress=runner.Progress(sys.stderr, profile.examples), proxy=proxy,
+                      progress=progress(args, selected, fixtures, fuzz is not None, started),
+                      proxy=proxy,
                       trace=args.trace is not None, fixtures=fixtures, fuzz=fuzz, bounds=bounds,
                       shrink_seconds=args.shrink_seconds)
 
 
-def _reports(args: argparse.Namespace, result: runner.Report) -> int:
-    """Print the run's tables and verdict, write the reports asked for; the exit status."""
+def _reports(args: argparse.Namespace, result: runner.Report, scope: reports.Scope,
+             seconds: float, rerun: str) -> int:
+    """Print the run's tables, write the reports asked for, print the verdict last; the exit
+    status."""
     print(file=sys.stderr)
-    print(reports.table(result, requirements_hint=not args.requirements))
+    print(reports.table(result, requirements_hint=not args.requirements, scope=scope))
     if args.requirements:
         print()
         print(requirement_table(result.requirements))
@@ -184,8 +247,7 @@ def _reports(args: argparse.Namespace, result: runner.Report) -> int:
         if outcome.replay:
             print(visible(f"rerun {outcome.prop.pid}: waypost conformance replay "
                           f"{outcome.replay} --target {args.target}"))
-    if result.failed:
-        print(f"FAILED (seed {result.seed}: rerun the whole run with --seed {result.seed})")
+    print(reports.verdict(result, scope, seconds, rerun))
     return 1 if result.failed else 0
 
 

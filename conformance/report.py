@@ -1,4 +1,4 @@
-"""Reports of a kit run: the terminal table, JSON, JUnit XML.
+"""Reports of a kit run: the terminal table and the verdict after it, JSON, JUnit XML.
 
 Notes and messages quote the target's answers, which are untrusted: every text a report shows
 goes through :func:`~waypost.properties.untrusted.visible`, so a control character in an error
@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -17,8 +18,11 @@ from waypost import __version__
 from waypost.conformance import hostile
 from waypost.conformance import requirements as coverage
 from waypost.conformance.fuzz_command import junit_case
+from waypost.conformance.kit_command import duration
+from waypost.conformance.profiles import PROFILES
 from waypost.conformance.report_file import PHASE_NAMES, REPORT_VERSION
 from waypost.conformance.runner import Report
+from waypost.properties.rules import BY_NAME, RULES, step_budget
 from waypost.properties.untrusted import visible, visible_lines
 
 MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
@@ -26,13 +30,31 @@ MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
          "skipped": "skipped (--only)", "not run": "not run"}
 
 
-def table(report: Report, requirements_hint: bool = True) -> str:
-    """What a run prints: the property table (P01–P18, then the HOSTILE and FUZZ phases), the
-    limits and hostile-input tables, and last the requirement table's summary line."""
+@dataclass(frozen=True)
+class Scope:
+    """What the command line left out of a run, for its table and verdict: the properties
+    ``--only`` selected (empty: all of them), and why the profile's fuzz phase did not run
+    ("": it ran, or the profile has none)."""
+
+    only: tuple[str, ...] = ()
+    fuzz_skipped: str = ""
+
+
+#: A skipped row that is a phase of its own: what did not run.
+PHASE_SKIPPED = {"P17": "its consumer matrix did not run", "HOSTILE": "the phase did not run",
+                 "FUZZ": "the phase did not run"}
+
+
+def table(report: Report, requirements_hint: bool = True, scope: Scope = Scope()) -> str:
+    """What a run prints: the property table (P01–P18, then the HOSTILE and FUZZ phases), what
+    a run with ``--only`` ran and skipped, the limits and hostile-input tables, and last the
+    requirement table's summary line (the command line prints the verdict after it)."""
     lines = [f"{'':3}{'property':<38} {'result':<16} {'checks':>7} {'failed':>6}  note",
              "-" * 98]
     for outcome in report.outcomes:
         note = outcome.message or outcome.expected_reason
+        if outcome.result == "skipped":
+            note = _skipped_note(outcome.prop.pid, outcome.checks, scope)
         if outcome.replay:
             note = f"{note} — replay: {outcome.replay}"
         name = f"{outcome.prop.pid} {outcome.prop.name}"
@@ -47,12 +69,19 @@ def table(report: Report, requirements_hint: bool = True) -> str:
         lines.append(f"{'':3}{'FUZZ ' + PHASE_NAMES['FUZZ']:<38} "
                      f"{MARKS[fuzz.result]:<16} {sum(fuzz.by_check.values()):>7} "
                      f"{len(fuzz.findings):>6}  {visible(note[:400])}")
+    elif scope.fuzz_skipped:
+        result = "skipped" if scope.only else "not run"
+        note = _skipped_note("FUZZ", 0, scope) if scope.only else scope.fuzz_skipped
+        lines.append(f"{'':3}{'FUZZ ' + PHASE_NAMES['FUZZ']:<38} {MARKS[result]:<16} "
+                     f"{0:>7} {0:>6}  {visible(note)}")
     rate = report.steps / report.seconds if report.seconds else 0.0
     lines.append("-" * 98)
     lines.append(f"target {report.target}, profile {report.profile}, seed {report.seed}: "
                  f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
                  f"({rate:.0f} steps/s)")
     lines.append("faults injected by: " + (", ".join(report.fault_sources) or "none"))
+    if scope.only:
+        lines += selection(report, scope)
     if report.limits:
         lines += ["", limits_table(report)]
     if report.hostile:
@@ -61,6 +90,76 @@ def table(report: Report, requirements_hint: bool = True) -> str:
         hint = " (--requirements prints the table)" if requirements_hint else ""
         lines += ["", coverage.summary(report.requirements) + hint]
     return visible_lines("\n".join(lines))
+
+
+def _skipped_note(pid: str, checks: int, scope: Scope) -> str:
+    """What of a row not selected ran all the same (its mark says why it was skipped)."""
+    if pid in PHASE_SKIPPED:
+        return PHASE_SKIPPED[pid]
+    return "its checks made on the way by the selected rules, not enforced" if checks else ""
+
+
+def selection(report: Report, scope: Scope) -> list[str]:
+    """What a run with ``--only`` ran for its properties, and what it skipped."""
+    profile = PROFILES.get(report.profile)
+    rules = [BY_NAME[name] for name in report.rules if name in BY_NAME]
+    steps = f", {step_budget(profile.steps, rules)} of {profile.steps} steps per example" \
+        if profile is not None and rules else ""
+    tagged = [row for row in report.limits if row.properties]
+    checked = sum(row.result in ("pass", "fail", "xfail") for row in tagged)
+    skipped = sum(row.result == "skipped" for row in tagged)
+    others = sum(o.result == "skipped" for o in report.outcomes if o.prop.pid != "HOSTILE")
+    matrix = "P17's consumer matrix"
+    ran = [f"the exploration with {len(rules)} of {len(RULES)} rules (those exercising "
+           f"{', '.join(scope.only)} or making their state{steps})" if rules
+           else "no exploration (no rule exercises them)",
+           f"{checked} of {checked + skipped} limit checks (those tagged with them)",
+           *([matrix] if "P17" in scope.only else [])]
+    left = [f"{others} other properties", f"{skipped} limit checks tagged only with them",
+            *([] if "P17" in scope.only else [matrix]), "the hostile-input phase",
+            *(["the fuzz phase"] if scope.fuzz_skipped else [])]
+    return [f"--only {','.join(scope.only)} ran: {', '.join(ran)}",
+            f"skipped: {', '.join(left)}"]
+
+
+def property_rows(report: Report, scope: Scope = Scope()) -> list[tuple[str, str]]:
+    """The property table's rows, as (id, result): P01–P18, HOSTILE, FUZZ (if the profile
+    has a fuzz phase), an ERROR of the kit or the server."""
+    found = [(outcome.prop.pid, outcome.result) for outcome in report.outcomes]
+    if report.fuzz is not None:
+        found.append(("FUZZ", report.fuzz.result))
+    elif scope.fuzz_skipped:
+        found.append(("FUZZ", "skipped" if scope.only else "not run"))
+    return found
+
+
+#: The rows that neither pass nor fail a run, as the verdict counts them apart.
+APART = (("incomplete", "incomplete"), ("xfail", "failed as expected"),
+         ("xpass", "passed though expected to fail"), ("not run", "not run"),
+         ("not covered", "not covered"), ("skipped", "not selected"))
+
+
+def verdict(report: Report, scope: Scope, seconds: float, rerun: str) -> str:
+    """The run's last line: ``PASS: 18 of 20 rows pass, 2 incomplete (P13, P15) (seed 7,
+    1 min 5 s)`` (the rows that neither pass nor fail counted apart), or ``FAIL: P07, P10
+    (seed 7, 1 min 5 s) — rerun: …`` with ``rerun``, the command line that reruns the run."""
+    found = property_rows(report, scope)
+    when = f"seed {report.seed}, {duration(seconds)}"
+    if report.failed:
+        failed = [pid for pid, result in found if result == "fail"]
+        return visible(f"FAIL: {', '.join(failed)} ({when}) — rerun: {rerun}")
+    counts = [f"{sum(result == 'pass' for _, result in found)} of {len(found)} rows pass"]
+    for result, words in APART:
+        pids = [pid for pid, shown in found if shown == result]
+        if pids:
+            which = f"--only {','.join(scope.only)}" if result == "skipped" and scope.only \
+                else _listed(pids)
+            counts.append(f"{len(pids)} {words} ({which})")
+    return visible(f"PASS: {', '.join(counts)} ({when})")
+
+
+def _listed(pids: Sequence[str], most: int = 8) -> str:
+    return ", ".join(pids[:most]) + (", …" if len(pids) > most else "")
 
 
 def visible_rows(rows: list[hostile.HostileRow]) -> list[hostile.HostileRow]:

@@ -27,6 +27,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from waypost.conformance import consumer_matrix, hostile
 from waypost.conformance import requirements as coverage
 from waypost.conformance.fixtures import NEEDS, fixture_rules, not_run
+from waypost.conformance.kit_command import Progress as Progress  # what a run shows meanwhile
 from waypost.conformance.profiles import PROFILES, Profile
 from waypost.conformance.report_file import PHASE_NAMES
 from waypost.conformance.reproducible import seed_only_draws
@@ -108,41 +109,6 @@ def expected_for(path: Path | None, target: str) -> dict[str, str]:
     if path is None and target in ("sqlite", "d1"):
         path = EXPECTED_DIR / f"{target}.json"
     return load_expected(path)
-
-
-class Progress:
-    """One line per example on a terminal (rewritten in place), every tenth elsewhere."""
-
-    def __init__(self, out: TextIO, planned: int) -> None:
-        self.out, self.planned, self.started = out, planned, time.monotonic()
-        self.tty = out.isatty()
-
-    def __call__(self, kit: KitRun) -> None:
-        if not self.tty and kit.examples % 10:
-            return
-        rate = kit.steps / max(time.monotonic() - self.started, 1e-9)
-        line = (f"example {kit.examples} {self.of(kit.examples)}, {kit.steps} steps, "
-                f"{sum(kit.ledger.checks.values())} checks, {rate:.0f} steps/s")
-        self.out.write(("\r" + line + "   ") if self.tty else line + "\n")
-        self.out.flush()
-
-    def cell(self, done: int, total: int, cell: consumer_matrix.Cell) -> None:
-        """The P17 consumer matrix's progress: one line per cell."""
-        line = (f"P17 consumer matrix: cell {done} of {total} ({cell.flow} × {cell.point})"
-                f"{'' if cell.ok else ': FAILED'}")
-        if self.tty and done == 1:
-            self.out.write("\n")  # below the examples' line
-        self.out.write(("\r" + line + "   ") if self.tty else line + "\n")
-        if self.tty and done == total:
-            self.out.write("\n")
-        self.out.flush()
-
-    def of(self, examples: int) -> str:
-        """Hypothesis also runs examples it discards, and reruns a failure while shrinking
-        it: beyond the planned number, say so rather than count past it."""
-        if examples <= self.planned:
-            return f"of {self.planned} planned"
-        return f"({self.planned} planned + {examples - self.planned} discarded or shrinking)"
 
 
 def _failures(error: BaseException) -> list[BaseException]:
@@ -227,9 +193,11 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     budget = chosen.shrink_seconds if shrink_seconds is None else shrink_seconds
     if fixtures is not None:  # a shrink step, and the last rerun of a failure, take a set each
         budget, chosen = 0, replace(chosen, examples=min(chosen.examples, fixtures.left - 1))
+    _starts(progress, "exploration", kit)
     with shrinking_budget(budget):
         explored = _explore(kit, chosen, seed, replay_dir, report, shrink=budget > 0)
     if fixtures is None:
+        _starts(progress, "P17", kit)
         points = consumer_matrix.POINTS
         if chosen.consumer_points is not None:
             points = tuple(random.Random(seed).sample(points, chosen.consumer_points))
@@ -242,13 +210,23 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
             explored.setdefault(pid, cells)  # the exploration's own replay first
     for pid, found in explored.items():
         failures.setdefault(pid, found)
+    _starts(progress, "hostile", kit)
     hostile_row = _hostile(client, admin_token, report, wanted, expected, fixtures is not None,
                            replay_dir)
     if fuzz is not None:  # the contract fuzz phase (conformance/fuzz.py), when the CLI asks
+        _starts(progress, "fuzz", kit)
         report.fuzz = fuzz()
     report.seconds = time.monotonic() - started
     _results(report, kit, proxy, wanted, expected, failures, fixtures is not None, hostile_row)
     return report
+
+
+def _starts(progress: Progress | None, phase: str, kit: KitRun) -> None:
+    """Tell the run's progress that a phase starts: the exploration, then the later ones."""
+    if progress is not None and phase == "exploration":
+        progress.exploring(kit)
+    elif progress is not None:
+        progress.phase(phase)
 
 
 def _results(report: Report, kit: KitRun, proxy: FaultProxy | None, wanted: set[str] | None,
