@@ -62,6 +62,7 @@ def ack(world: World, token: str, lines: list[list[Any]], cursor: Any,
     if recheck:
         _recheck(world, token, lines, expected)
         _retry_after_advances(world, acker, body, lines, expected)
+        _receipt_refused(world, acker)
 
 
 def _nothing_saved(world: World, acker: Token, items: list[Item | None],
@@ -113,6 +114,16 @@ def _recheck(world: World, token: str, lines: list[list[Any]],
     if done:
         ack(world, token, [[ref, "received"] for ref in done], None)
         ack(world, token, [[ref, "processed"] for ref in done], None)
+
+
+def _receipt_refused(world: World, acker: Token) -> None:
+    """The newest receipt item the acker sees, acknowledged alone: refused (WP-RCPT-4)."""
+    shown = [item for item in world.model.items.get(acker.space, [])
+             if item.type == "receipt" and item.item_id is not None
+             and world.model.visible(item, acker)]
+    if shown:
+        ack(world, acker.handle, [[[world.space_name(acker), shown[-1].index], "received"]],
+            None, after_refusal=True)
 
 
 def _retry_after_advances(world: World, acker: Token, body: dict[str, Any],

@@ -106,7 +106,7 @@ def _publish(d: RuleDriver, data: st.DataObject, token: str, collection: str, po
                                **unique))  # type: ignore[arg-type]
     if mode is None:
         mode = data.draw(st.sampled_from(["delta", "snapshot"]))
-    if mode == "delta" and items and data.draw(st.sampled_from([False] * 11 + [True])):
+    if mode == "delta" and items and data.draw(st.sampled_from([False] * 3 + [True])):
         items = _onto_a_held_path(d, token, collection, items)
     deletes = _deletes(d, data, token, collection, mode, items, wrong)
     if offset is None:
