@@ -106,8 +106,6 @@ def _publish(d: RuleDriver, data: st.DataObject, token: str, collection: str, po
                                **unique))  # type: ignore[arg-type]
     if mode is None:
         mode = data.draw(st.sampled_from(["delta", "snapshot"]))
-    if mode == "delta" and items and data.draw(st.sampled_from([False] * 3 + [True])):
-        items = _onto_a_held_path(d, token, collection, items)
     deletes = _deletes(d, data, token, collection, mode, items, wrong)
     if offset is None:
         offset = data.draw(st.sampled_from([0, 0, 0, 0, 0, -1, 1]))
@@ -119,6 +117,10 @@ def _publish(d: RuleDriver, data: st.DataObject, token: str, collection: str, po
           items=[list(e) for e in items], deletes=deletes, manifest=manifest)
     if mode == "snapshot" and before[1] and _head(d, token, collection) == before[0] + 1:
         _after_snapshot(d, token, collection, before[0] + 1, items)
+    elif _head(d, token, collection) == before[0] + 1 and data.draw(st.booleans()):
+        _onto_a_held_path(d, token, collection, pool)
+    if before[0] == 1 and _head(d, token, collection) == 2:  # two revisions, for the first time
+        d.run("cursor_elsewhere", token=token, collection=collection, revision=2)  # WP-CUR-6
 
 
 def _after_snapshot(d: RuleDriver, token: str, collection: str, revision: int,
@@ -139,19 +141,19 @@ def _after_snapshot(d: RuleDriver, token: str, collection: str, revision: int,
                   sizes=[3], tombstones=True)
 
 
-def _onto_a_held_path(d: RuleDriver, token: str, collection: str,
-                      items: list[Any]) -> list[Any]:
-    """The first item moved onto the path another active entry of the head holds: the result
-    would hold two active entries on one path (WP-MEM-12)."""
-    target = d.model.collections.get((d.model.tokens[token].space, collection))
-    held = {entry["path"]: item_id for item_id, entry in (target.states[-1] if target else {})
-            .items() if entry["state"] == "active"}
-    first, *rest = items
-    taken = [number for number in range(14) if held.get(
-        PATHS[number % len(PATHS)].format(number), f"i{first[0]}") != f"i{first[0]}"]
-    if not taken or any(e[1] in taken for e in rest):
-        return items
-    return [(first[0], taken[0], *first[2:]), *rest]
+def _onto_a_held_path(d: RuleDriver, token: str, collection: str, pool: list[int]) -> None:
+    """A delta moving one active entry onto the path another active entry of the head holds:
+    the result would hold two active entries on one path, so it is refused (WP-MEM-12)."""
+    target = d.model.collections[(d.model.tokens[token].space, collection)]
+    active = [(item_id, entry["path"]) for item_id, entry in sorted(target.states[-1].items())
+              if entry["state"] == "active"]
+    if len(active) < 2 or not pool:
+        return
+    (moved, _), (_, held) = active[0], active[1]
+    number = next((n for n in range(40) if PATHS[n % len(PATHS)].format(n) == held), None)
+    if number is not None:
+        d.run("publish", token=token, collection=collection, offset=0, mode="delta",
+              items=[[int(moved[1:]), number, pool[0], None]], deletes=[], manifest=False)
 
 
 def _deletes(d: RuleDriver, data: st.DataObject, token: str, collection: str, mode: str,
