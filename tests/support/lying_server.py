@@ -407,26 +407,27 @@ def set_scene(url: str, admin_token: str) -> dict[str, str]:
             "request_id": f"m{n}", "recipient_ids": ["bob"], "thread": {"new": True},
             "kind": "info", "subject": f"Plan {n}", "body": {"text": f"text {n}"}})
         assert sent.status_code == 201, sent.text
-    note = _sealed(url, tokens["alice"], b"# a note")
+    note = sealed(url, tokens["alice"], b"# a note")
     published = setup_call(url, tokens["alice"], "POST", "/v1/collections/notes/revisions",
                            json={"request_id": "publish", "expected_revision": 0,
                                  "mode": "delta",
                                  "items": [{"item_id": "n1", "path": "note.md", "blob_id": note}]})
     assert published.status_code == 201, published.text
-    tokens["blob"] = _sealed(url, tokens["bob"], b"8 bytes!")
+    tokens["blob"] = sealed(url, tokens["bob"], b"8 bytes!")
     return tokens
 
 
-def _sealed(url: str, token: str, content: bytes) -> str:
+def sealed(url: str, token: str, content: bytes, content_type: str = "text/markdown") -> str:
+    """A blob of ``token``'s actor, sealed through the door without lies; its id."""
     digest = hashlib.sha256(content).hexdigest()
     slot = setup_call(url, token, "POST", "/v1/blobs", json={
         "request_id": f"b-{digest[:16]}", "size": len(content), "sha256": digest,
-        "content_type": "text/markdown"}).json()
+        "content_type": content_type}).json()
     assert setup_call(url, token, "PUT", f"/v1/uploads/{slot['upload_id']}/content",
                       content=content).status_code == 200
-    sealed = setup_call(url, token, "POST", f"/v1/uploads/{slot['upload_id']}/commit",
-                        json={"request_id": f"s-{digest[:16]}"}).json()
-    return str(sealed["blob_id"])
+    committed = setup_call(url, token, "POST", f"/v1/uploads/{slot['upload_id']}/commit",
+                           json={"request_id": f"s-{digest[:16]}"}).json()
+    return str(committed["blob_id"])
 
 
 def scene_template(folder: Path, admin_token: str) -> tuple[Path, dict[str, str]]:

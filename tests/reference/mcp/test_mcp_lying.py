@@ -5,7 +5,6 @@ as it was, no request leaves the API base, and the process stays small."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -23,7 +22,7 @@ from tests.support.lying_server import (
     outside_the_api,
     scene_copy,
     scene_template,
-    setup_call,
+    sealed,
 )
 from tests.support.mcp_harness import ok, over_stdio, refused, run
 from waypost.reference.agent_mcp import blobs
@@ -247,18 +246,6 @@ class Counting(httpx.BaseTransport):
         self.inner.close()
 
 
-def _sealed(url: str, token: str, content: bytes) -> str:
-    """A blob of bob's, sealed through the door without lies."""
-    digest = hashlib.sha256(content).hexdigest()
-    slot = setup_call(url, token, "POST", "/v1/blobs", json={
-        "request_id": f"b-{digest[:16]}", "size": len(content), "sha256": digest,
-        "content_type": "application/octet-stream"}).json()
-    assert setup_call(url, token, "PUT", f"/v1/uploads/{slot['upload_id']}/content",
-                      content=content).status_code == 200
-    return str(setup_call(url, token, "POST", f"/v1/uploads/{slot['upload_id']}/commit",
-                          json={"request_id": f"s-{digest[:16]}"}).json()["blob_id"])
-
-
 @pytest.mark.parametrize("lie", ["huge_blob"], indirect=True)
 def test_read_blob_reads_no_more_than_the_declared_size_and_a_margin(
         lie: tuple[str, Lying, dict[str, str]], tmp_path: Path) -> None:
@@ -266,7 +253,7 @@ def test_read_blob_reads_no_more_than_the_declared_size_and_a_margin(
     (``CONTENT_MISMATCH``, naming the declared size) having read at most one read of the
     network past it, counted where the bytes come in; nothing is left saved."""
     url, _, tokens = lie
-    large = _sealed(url, tokens["bob"], b"x" * ((1 << 20) + 1))
+    large = sealed(url, tokens["bob"], b"x" * ((1 << 20) + 1), "application/octet-stream")
     files = blobs.Files.under(tmp_path)
     for blob, size, save_to in ((tokens["blob"], 8, None), (tokens["blob"], 8, "small.bin"),
                                 (large, (1 << 20) + 1, "large.bin")):
