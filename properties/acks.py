@@ -63,6 +63,7 @@ def ack(world: World, token: str, lines: list[list[Any]], cursor: Any,
         _recheck(world, token, lines, expected)
         _retry_after_advances(world, acker, body, lines, expected)
         _receipt_refused(world, acker)
+        _scope_needed(world, acker, lines)
 
 
 def _nothing_saved(world: World, acker: Token, items: list[Item | None],
@@ -124,6 +125,16 @@ def _receipt_refused(world: World, acker: Token) -> None:
     if shown:
         ack(world, acker.handle, [[[world.space_name(acker), shown[-1].index], "received"]],
             None, after_refusal=True)
+
+
+def _scope_needed(world: World, acker: Token, lines: list[list[Any]]) -> None:
+    """The same items acknowledged through a live token of the space without
+    ``receipt.write``: refused, nothing saved (WP-RCPT-1)."""
+    other = next((token for token in world.model.tokens.values()
+                  if token.space == acker.space and world.model.live(token)
+                  and not token.has("receipt.write")), None)
+    if other is not None:
+        ack(world, other.handle, lines, None, after_refusal=True)
 
 
 def _retry_after_advances(world: World, acker: Token, body: dict[str, Any],
