@@ -45,7 +45,7 @@ def ack(world: World, token: str, lines: list[list[Any]], cursor: Any,
         foreign = any(i is not None and i.space != acker.space for i in items)
         world.expect_refusal(answer, errors, ("WP-AUTH-13", "WP-RCPT-3") if foreign
                              else refusal_ids(errors, REFUSALS), "ACK")
-        if "FORBIDDEN" not in errors and not after_refusal:
+        if "FORBIDDEN" not in errors and not after_refusal and answer.status >= 400:
             _nothing_saved(world, acker, items, lines)
         return
     position = None if held is None else held.position

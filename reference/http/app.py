@@ -111,6 +111,7 @@ async def _put_content(ctx: Context, principal: Principal, request: Request) -> 
 
 
 async def _seal(ctx: Context, principal: Principal, request: Request) -> Outcome:
+    _scoped(principal, "blob.write")
     return await blobs.commit(ctx, principal, request.path_params["upload_id"],
                               await read_json(request))
 

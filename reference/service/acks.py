@@ -7,7 +7,7 @@ from typing import Any
 
 from waypost.reference.domain import cursor, values
 from waypost.reference.domain.canonical import digest
-from waypost.reference.domain.errors import Forbidden
+from waypost.reference.domain.errors import Forbidden, StorageUnavailable
 from waypost.reference.domain.principal import Principal
 from waypost.reference.domain.remembered import StalePrincipal
 from waypost.reference.domain.requests import Ack, parse_ack
@@ -69,7 +69,11 @@ async def _wake(ctx: Context, space_id: str, item_ids: list[str]) -> None:
     the item it is about)."""
     if not ctx.signal.waiting(space_id):
         return
-    (rows,) = await ctx.driver.read([feed_sql.routes_statement(space_id, item_ids)])
+    try:
+        (rows,) = await ctx.driver.read([feed_sql.routes_statement(space_id, item_ids)])
+    except StorageUnavailable:  # the ACK is saved: wake every reader its receipts may concern
+        ctx.signal.wake_all(space_id)
+        return
     ctx.signal.committed(space_id, [Route(*route) for route in feed_sql.routes_from(rows)])
 
 

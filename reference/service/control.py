@@ -8,6 +8,7 @@ unknown space, an id already taken) can be retried once its cause is fixed.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -41,8 +42,10 @@ def _failure(verdict: str) -> WaypostError:
 
 async def _settle(ctx: Context, admin_plan: CommitPlan, fingerprint: bytes,
                   extra: dict[str, Any] | None = None) -> Outcome:
-    outcome = await sql.run_admin(ctx.driver, admin_plan)
-    ctx.signal.authority_changed()
+    # the epoch moves when the write is done, also where the request was cancelled meanwhile
+    write = asyncio.ensure_future(sql.run_admin(ctx.driver, admin_plan))
+    write.add_done_callback(lambda _: ctx.signal.authority_changed())
+    outcome = await asyncio.shield(write)
     if outcome.verdict == sql.REPLAY:
         if outcome.fingerprint != fingerprint:
             raise IdempotencyConflict("request_id was used for a different request",

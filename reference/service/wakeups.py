@@ -144,6 +144,13 @@ class FeedSignal:
             await asyncio.wait_for(waiter.event.wait(), seconds)
         return waiter.event.is_set()
 
+    def wake_all(self, space_id: str) -> None:
+        """Wake every waiter of ``space_id`` (a commit whose routes could not be told)."""
+        for waiters in self._waiters.values():
+            for waiter in waiters:
+                if waiter.space_id == space_id:
+                    waiter.event.set()
+
     def committed(self, space_id: str, routes: Sequence[Route]) -> None:
         """Wake the waiters of ``space_id`` that an item of ``routes`` may concern."""
         for route in routes:
