@@ -164,7 +164,8 @@ def _bench_publish(args: argparse.Namespace) -> int:
     from waypost.bench.publish import BenchError, bench_publish
 
     try:
-        bench_publish(args.sizes, args.repeats, args.upload_mib, args.synchronous, args.json)
+        bench_publish(args.sizes, args.repeats, args.upload_mib, args.synchronous, args.json,
+                      args.heavy_entries)
     except (BenchError, ValueError) as error:
         print(f"waypost bench publish: {error}", file=sys.stderr)
         return 1
@@ -415,6 +416,9 @@ def parser(command: str | None = None, words: Sequence[str] = ()) -> argparse.Ar
     publish.add_argument("--synchronous", choices=["normal", "full"], default="normal",
                          help="SQLite durability of the server started (default: normal, as "
                               "the kit's sqlite target)")
+    publish.add_argument("--heavy-entries", type=int, default=2_000, help=(
+        "5 KB entries of the heavy collection: deltas and unchanged publishes on it, the disk's "
+        "growth beside the manifest, another client's latency (default: 2000; 0: none)"))
     publish.add_argument("--json", type=Path, default=None, help="also write the JSON here")
     publish.set_defaults(run=_bench_publish)
     add_load_benches(benches)

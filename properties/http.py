@@ -194,15 +194,18 @@ class Session:
         self._keep(Exchange("PUT", path, who, sent, None, answer.status, answer.json, False))
         return answer
 
-    def get_bytes(self, path: str, *, bearer: str, who: str) -> Content:
+    def get_bytes(self, path: str, *, bearer: str, who: str,
+                  expected: int | None = None) -> Content:
         """A GET whose answer is bytes (blob content): read up to the blob's size as the kit
-        knows it (:meth:`known_size`; a smaller ``Content-Length`` lowers it), and no more
-        than a read of the network past it; content longer is a failed check ("the content is
-        longer than its declared N bytes"). A blob of no known size: up to the answer cap."""
+        knows it (``expected``, the size of the bytes the kit's model wants, or
+        :meth:`known_size`; a smaller ``Content-Length`` lowers it), and no more than a read of
+        the network past it; content longer is a failed check ("the content is longer than
+        its declared N bytes"). A blob of no known size: up to the answer cap."""
         if self._unsendable("GET", path, who, None, None) is not None:
             return Content(DROPPED, b"", "")
         blob = _CONTENT.fullmatch(path)
-        size = self.known_size(blob.group(1)) if blob else None
+        size = expected if expected is not None else (
+            self.known_size(blob.group(1)) if blob else None)
         response = self._send("GET", path, headers={"Authorization": f"Bearer {bearer}"},
                               extensions={CAP: size} if size is not None else None)
         if isinstance(response, OutOfBounds):

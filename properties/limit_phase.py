@@ -40,6 +40,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "inline_items_per_publish": ("WP-MEM-6", *_BOUNDARY),
     "memory_entries_per_revision": ("WP-MEM-13", "WP-MEM-28", *_BOUNDARY),
     "manifest_input_bytes": ("WP-MEM-28", *_BOUNDARY),
+    "revision_manifest_bytes": ("WP-MEM-31", *_BOUNDARY),
     "upload_bytes": ("WP-UPL-1", *_BOUNDARY),
     "page_limit": ("WP-FEED-6", *_BOUNDARY),
     "wait_seconds": ("WP-FEED-7", *_BOUNDARY),
@@ -73,6 +74,10 @@ def unreachable(name: str, value: int, published: dict[str, int]) -> str | None:
     if name == "manifest_input_bytes" and upload is not None and upload <= value:
         return (f"a manifest of N+1 bytes cannot be uploaded: upload_bytes = {upload}, so "
                 "this limit is never the one that refuses")
+    if name == "revision_manifest_bytes":
+        from waypost.properties.limit_manifest import unreachable_manifest
+
+        return unreachable_manifest(value, published)
     return None
 
 
@@ -173,9 +178,10 @@ def edge_text(size: int, last: str = "\U0001f600") -> str:
 
 def registry() -> dict[str, Limit]:
     """Every limit the kit knows how to check, in report order."""
-    from waypost.properties import limit_memory, limit_messages
+    from waypost.properties import limit_manifest, limit_memory, limit_messages
 
-    return {limit.name: limit for limit in (*limit_messages.LIMITS, *limit_memory.LIMITS)}
+    return {limit.name: limit for limit in (*limit_messages.LIMITS, *limit_memory.LIMITS,
+                                            *limit_manifest.LIMITS)}
 
 
 def check_limit(world: World, limit: str, value: int) -> None:

@@ -150,10 +150,10 @@ def _check_manifest(world: World, reader: Token, target: Collection, revision: i
                     isinstance(shown, dict) and shown.get("manifest_blob_id") == blob_id,
                     "the feed item and the revision name different manifests", item=item.shown,
                     revision=meta)
-    content = world.session.get_bytes(f"/v1/blobs/{blob_id}/content", bearer=reader.secret,
-                                      who=reader.handle)
     wanted = fingerprints.manifest_bytes(target.collection_id, revision, revision - 1,
                                          target.states[revision])
+    content = world.session.get_bytes(f"/v1/blobs/{blob_id}/content", bearer=reader.secret,
+                                      who=reader.handle, expected=len(wanted))
     world.check(("WP-MEM-25", "WP-MEM-24"), content.status == 200 and content.data == wanted,
                 "the manifest object must be the canonical form of the revision's rows",
                 status=content.status, shown=content.data[:2000].decode(errors="replace"),

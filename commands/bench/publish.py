@@ -37,10 +37,12 @@ from typing import Any
 
 import httpx
 
+from waypost.bench.heavy_publish import heavy_section
 from waypost.bench.machine import baseline, machine
 from waypost.conformance.targets import ServerProcess
 
 DEFAULT_SIZES = (100, 1_000, 10_000)
+HEAVY_ENTRIES = 2_000
 CHUNK = 1 << 20
 MIB = 1 << 20
 SPACE = "bench"
@@ -314,7 +316,7 @@ def _growth(sized: list[dict[str, Any]], empty: dict[str, Any]) -> dict[str, Any
 
 def bench_publish(sizes: Sequence[int] = DEFAULT_SIZES, repeats: int = 20,
                   upload_mib: int = 64, synchronous: str = "normal",
-                  out: Path | None = None) -> dict[str, Any]:
+                  out: Path | None = None, heavy_entries: int = HEAVY_ENTRIES) -> dict[str, Any]:
     """Run the whole benchmark once; print the JSON (and write it to ``out``), a summary on
     stderr. Raises :class:`BenchError` if the server answers anything unexpected."""
     sizes = sorted(set(sizes))
@@ -322,6 +324,7 @@ def bench_publish(sizes: Sequence[int] = DEFAULT_SIZES, repeats: int = 20,
         raise ValueError("sizes must be positive, repeats at least 1, upload-mib above 0")
     upload_bytes = upload_mib * MIB
     collections = [f"empty-{k}" for k in range(repeats)] + [f"size-{n}" for n in sizes]
+    collections += ["heavy"] if heavy_entries else []
     with _server(synchronous) as (server, data_dir, admin_token), \
             httpx.Client(base_url=server.url, timeout=300) as client:
         bench = Bench(server, client, admin_token)
@@ -341,6 +344,8 @@ def bench_publish(sizes: Sequence[int] = DEFAULT_SIZES, repeats: int = 20,
         upload = _upload_section(bench, upload_bytes)
         empty = _empty(bench, repeats)
         sized = [_sized(bench, n, repeats) for n in sizes]
+        heavy = (heavy_section(bench, data_dir / "data", "heavy", heavy_entries, repeats)
+                 if heavy_entries else None)
         result: dict[str, Any] = {
             "benchmark": "publish",
             "machine": {**machine(), "platform": platform.platform()},
@@ -363,6 +368,7 @@ def bench_publish(sizes: Sequence[int] = DEFAULT_SIZES, repeats: int = 20,
             "publish": sized,
             "growth": _growth(sized, empty),
             "upload": upload,
+            "heavy_collection": heavy,
         }
     text = json.dumps(result, indent=2)
     if out is not None:
@@ -391,4 +397,12 @@ def _summary(result: dict[str, Any]) -> None:
                  f"({upload['mib_per_second']} MiB/s); server peak RSS "
                  f"{upload['server_peak_rss_before_mib']} → {upload['server_peak_rss_after_mib']}"
                  f" MiB (+{upload['server_peak_rss_growth_mib']})")
+    heavy = result.get("heavy_collection")
+    if heavy:
+        lines.append(
+            f"  heavy: {heavy['entries']} entries, manifest {heavy['manifest_bytes']} bytes; "
+            f"delta median {heavy['delta']['median_ms']} ms, growth ≤ "
+            f"{heavy['delta']['growth_over_manifest_max']}× the manifest; unchanged max "
+            f"{heavy['unchanged']['max_ms']} ms; another client's describe max "
+            f"{heavy['other_client_describe']['max_ms']} ms")
     print("\n".join(lines), file=sys.stderr)

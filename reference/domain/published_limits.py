@@ -18,6 +18,7 @@ class Limits:
     memory_entries_per_revision: int = 10_000
     inline_items_per_publish: int = 1_000
     manifest_input_bytes: int = 16 * 1024 * 1024
+    revision_manifest_bytes: int = 32 * 1024 * 1024
     upload_bytes: int = 64 * 1024 * 1024
     page_limit: int = 100
     upload_expiry_seconds: int = 3600
@@ -35,4 +36,4 @@ class Limits:
 #: characters is 6 KiB as \u00XX, 4 KiB of metadata of quotes 8 KiB, two 96-byte ids), so 4,000
 #: entries need at most 32 chunks: the prepare batch fits with its guard, its state change, its
 #: outcome read and its cleanup. Everything else fits D1 as the defaults of protocol.md §11 do.
-D1_LIMITS = Limits(memory_entries_per_revision=4_000)
+D1_LIMITS = Limits(memory_entries_per_revision=4_000, revision_manifest_bytes=16 * 1024 * 1024)

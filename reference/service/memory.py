@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from waypost.reference.domain import cursor, values
-from waypost.reference.domain.canonical import canonical_json, digest
+from waypost.reference.domain.canonical import digest
 from waypost.reference.domain.errors import (
     CursorInvalid,
     Forbidden,
@@ -22,27 +22,22 @@ from waypost.reference.domain.errors import (
     not_found,
 )
 from waypost.reference.domain.manifest_input import ManifestReader
+from waypost.reference.domain.memory_change import Decision, Open, Totals, decide, metadata_json
 from waypost.reference.domain.memory_requests import (
     Changes,
     PublishMemory,
     parse_publish,
 )
-from waypost.reference.domain.memory_state import (
-    EMPTY_FINGERPRINT,
-    Entry,
-    fingerprint_and_manifest,
-    next_state,
-)
+from waypost.reference.domain.memory_state import EMPTY_FINGERPRINT
 from waypost.reference.domain.principal import Principal
-from waypost.reference.service import answers, blobs, submissions
+from waypost.reference.service import answers, blobs, manifest_build, submissions
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.feed import parse_limit
 from waypost.reference.service.wakeups import Route
 from waypost.reference.storage import authority
 from waypost.reference.storage import memory as sql
 from waypost.reference.storage import submissions as submission_sql
-from waypost.reference.storage.blob_store import one_chunk
-from waypost.reference.storage.plan import Row, verdict_from
+from waypost.reference.storage.plan import Row, Statement, verdict_from
 
 OPERATION = "memory.publish"
 
@@ -97,103 +92,104 @@ async def _manifest_input(ctx: Context, principal: Principal, request: PublishMe
     return await asyncio.to_thread(reader.close)
 
 
-def _next(parent: dict[str, Entry], request: PublishMemory, changes: Changes,
-          ctx: Context) -> dict[str, Entry]:
-    state = next_state(parent, request.mode, changes.items, changes.delete_ids,
-                       request.expected_revision + 1)
-    high = ctx.limits.memory_entries_per_revision
-    if len(state) > high:
-        raise values.over_limit("items", "memory_entries_per_revision", high)
-    return state
-
-
 @dataclass(frozen=True)
 class Outlook:
-    """What a publish would do on the head as read now: ``state`` and its fingerprint and
-    manifest when the head is ``expected_revision`` (else all ``None``: a conflict)."""
+    """What a publish would do on the head as read now: ``decision`` when the head is
+    ``expected_revision`` (else ``None``: a conflict), with the head's fingerprint and the
+    first page of its entries for the manifest."""
 
     collection: sql.CollectionRow
-    state: dict[str, Entry] | None = None
-    fingerprint: bytes | None = None
-    manifest: bytes | None = None
-    unchanged: bool = False
+    decision: Decision | None = None
+    parent_fingerprint: bytes = EMPTY_FINGERPRINT
+    first_page: list[tuple[str, str, str]] | None = None
 
 
-@dataclass(frozen=True)
-class Head:
-    """A collection as a publish on ``expected_revision`` reads it, in one snapshot: the entries
-    and state fingerprint of that revision when it is the head (else ``None``: a conflict)."""
-
-    collection: sql.CollectionRow
-    parent: dict[str, Entry] | None
-    parent_fingerprint: bytes
-
-
-def _head_from(principal: Principal, request: PublishMemory,
-               rows: Sequence[Sequence[Row]]) -> Head:
-    """Decode :func:`...storage.memory.head_statements`: the collection must be one the token
-    holds a grant on (else exactly like a missing one), and its source actor's to publish."""
-    found, entries, revision = rows
-    collection = _granted(principal, found)
+def _authorised(principal: Principal, rows: Sequence[Row]) -> sql.CollectionRow:
+    """The collection must be one the token holds a grant on (else exactly like a missing
+    one), and its source actor's to publish."""
+    collection = _granted(principal, rows)
     if (collection.source_actor_id != principal.actor_id
             or not principal.grants.may(collection.collection_id, "write")):
         raise Forbidden("only the collection's source actor with a write grant publishes",
                         field="collection_id")
+    return collection
+
+
+def _outlook_reads(principal: Principal, request: PublishMemory,
+                   changes: Changes) -> list[Statement]:
+    """What :func:`_outlook_from` decides from, bounded by the input, in one snapshot: the
+    collection, the head's totals, the entries the input names, the expected revision's
+    metadata and the first page of its entries (the manifest starts from it)."""
+    ids = [item.item_id for item in changes.items] + list(changes.delete_ids)
+    return [*sql.outlook_statements(principal.space_id, request.collection_id, ids,
+                                    [item.path for item in changes.items]),
+            sql.revision_statement(principal.space_id, request.collection_id,
+                                   request.expected_revision),
+            sql.manifest_page_statement(principal.space_id, request.collection_id,
+                                        request.expected_revision, "", manifest_build.PAGE)]
+
+
+def _outlook_from(ctx: Context, principal: Principal, request: PublishMemory, changes: Changes,
+                  rows: Sequence[Sequence[Row]]) -> Outlook:
+    """Decide on the rows of :func:`_outlook_reads`: invalid input raises; a head other than
+    ``expected_revision`` is a conflict."""
+    found, totals, *parts, revision, page = rows
+    collection = _authorised(principal, found)
     if collection.current_revision != request.expected_revision:
-        return Head(collection, None, EMPTY_FINGERPRINT)
-    parent_fingerprint = EMPTY_FINGERPRINT
-    if revision:
-        parent_fingerprint = sql.revision_from(revision[0]).state_fingerprint
-    return Head(collection, {entry.item_id: entry for entry in map(sql.entry_from, entries)},
-                parent_fingerprint)
-
-
-async def _read_head(ctx: Context, principal: Principal, request: PublishMemory) -> Head:
-    return _head_from(principal, request, await ctx.driver.read(sql.head_statements(
-        principal.space_id, request.collection_id, request.expected_revision)))
-
-
-def _outlook(ctx: Context, request: PublishMemory, changes: Changes, head: Head) -> Outlook:
-    """What the publish would do on ``head``: on the expected revision, the next state (invalid
-    input raises); else a conflict."""
-    collection = head.collection
-    if head.parent is None:
         return Outlook(collection)
-    revision = request.expected_revision
-    state = _next(head.parent, request, changes, ctx)
-    fingerprint, document = fingerprint_and_manifest(collection.collection_id, revision + 1,
-                                                     revision, state)
-    unchanged = fingerprint == head.parent_fingerprint
-    if not unchanged and revision >= values.MAX_REVISION:
+    wanted = {item.item_id for item in changes.items} | set(changes.delete_ids)
+    named: dict[str, Open] = {}
+    on_paths: dict[str, Open] = {}
+    for row in (sql.open_row_from(row) for part in parts for row in part):
+        entry = Open(row.item_id, row.entry_kind == "active", row.path, row.blob_id,
+                     row.metadata_json, row.entry_bytes)
+        if row.item_id in wanted:
+            named[row.item_id] = entry
+        if entry.active and row.path is not None:
+            on_paths[row.path] = entry
+    decision = decide(collection.collection_id, request.expected_revision, request.mode,
+                      changes.items, changes.delete_ids, named, on_paths,
+                      Totals(**vars(sql.totals_from(totals))), ctx.limits)
+    if not decision.unchanged and request.expected_revision >= values.MAX_REVISION:
         raise ResourceLimit("the collection is at the largest revision", field="expected_revision",
                             limit="revision", max=values.MAX_REVISION)
-    return Outlook(collection, state, fingerprint, document, unchanged)
+    parent = sql.revision_from(revision[0]).state_fingerprint if revision else EMPTY_FINGERPRINT
+    return Outlook(collection, decision, parent, manifest_build.page_of(page))
+
+
+async def _outlook(ctx: Context, principal: Principal, request: PublishMemory,
+                   changes: Changes) -> Outlook:
+    return _outlook_from(ctx, principal, request, changes,
+                         await ctx.driver.read(_outlook_reads(principal, request, changes)))
 
 
 async def publish(ctx: Context, principal: Principal, collection_id: str, raw: Any) -> Outcome:
     """Publish a revision if ``expected_revision`` is the head (CAS), answer ``changed:false``
     for the head's own state, or record ``REVISION_CONFLICT``; replay a settled key. The
-    collection, its head, the key and the token's liveness are read in one batch."""
+    collection, the key and the token's liveness are read in one batch, with what the publish
+    decides from when its changes are inline."""
     request = parse_publish(raw, collection_id, ctx.limits)
     if not principal.has("memory.write"):
         raise Forbidden("the token lacks the memory.write scope", field="scope")
-    *head_rows, key_rows, live = await ctx.driver.read([
-        *sql.head_statements(principal.space_id, request.collection_id,
-                             request.expected_revision),
+    inline = request.inline
+    found, key_rows, live, *outlook_rows = await ctx.driver.read([
+        sql.collection_statement(principal.space_id, request.collection_id),
         submission_sql.lookup_statement(principal, OPERATION, request.request_id),
-        authority.live_statement(principal, ctx.clock.now_ms())])
+        authority.live_statement(principal, ctx.clock.now_ms()),
+        *(_outlook_reads(principal, request, inline) if inline is not None else ())])
     if not authority.live_from(live):  # it may be a principal checked before: a replay too
         raise credential_refused()
-    head = _head_from(principal, request, head_rows)
+    _authorised(principal, found)
     fingerprint = digest(request.normalised)
     outlook = None
     if not key_rows:
         changes = await _changes(ctx, principal, request)
         # invalid input fails here or in the reservation's check, before the key is reserved
-        outlook = _outlook(ctx, request, changes, head)
+        outlook = (_outlook_from(ctx, principal, request, changes, outlook_rows) if outlook_rows
+                   else await _outlook(ctx, principal, request, changes))
         record, _ = submissions.reserved(await submission_sql.reserve(
             ctx.driver, principal, ctx.clock.now_ms(), OPERATION, request.request_id,
-            fingerprint, values.new_id("sub"), head.collection.collection_id,
+            fingerprint, values.new_id("sub"), outlook.collection.collection_id,
             feed_item_id=values.new_id("fi"), object_ref=values.new_id("obj"),
             blob_id=values.new_id("blb"),
             checks=sql.entry_blob_checks([item.blob_id for item in changes.items])),
@@ -209,6 +205,24 @@ async def publish(ctx: Context, principal: Principal, collection_id: str, raw: A
     return await _resume(ctx, principal, request, record, changes, outlook)
 
 
+async def _state_fingerprint(ctx: Context, principal: Principal, request: PublishMemory,
+                             record: submission_sql.SubmissionRecord, changes: Changes,
+                             outlook: Outlook) -> bytes | None:
+    """The fingerprint the commit is guarded with: the head's own for an unchanged publish,
+    ``None`` for a conflict; else the new state's, computed while the manifest object is
+    written (a submission still reserved) or read again (one already prepared)."""
+    if outlook.decision is None:
+        return None
+    if outlook.decision.unchanged:
+        return outlook.parent_fingerprint
+    target = manifest_build.Target(principal.space_id, outlook.collection.collection_id,
+                                   request.expected_revision, request.mode, changes,
+                                   outlook.first_page)
+    if record.state != "reserved":
+        return await manifest_build.fingerprint(ctx, target)
+    return await _prepare(ctx, principal, record, changes, target)
+
+
 async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
                   record: submission_sql.SubmissionRecord, changes: Changes,
                   outlook: Outlook | None) -> Outcome:
@@ -216,21 +230,20 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
     for _attempt in range(3):  # the head may reach expected_revision between read and commit
         if outlook is None:
             try:
-                outlook = _outlook(ctx, request, changes, await _read_head(ctx, principal,
-                                                                           request))
+                outlook = await _outlook(ctx, principal, request, changes)
             except (InvalidRequest, ResourceLimit) as error:
                 # The head reached expected_revision after the key was reserved and the input
                 # is invalid on it: that is this key's stable result from now on.
                 return await _fail(ctx, principal, request, record, error)
-        if record.state == "reserved" and outlook.manifest is not None and not outlook.unchanged:
-            await _prepare(ctx, principal, record, changes, outlook.manifest)
+        new_fingerprint = await _state_fingerprint(ctx, principal, request, record, changes,
+                                                   outlook)
         plan = sql.commit_revision(principal, ctx.clock.now_ms(), sql.RevisionCommit(
             record.submission_id, outlook.collection.collection_id, request.expected_revision,
-            request.mode, outlook.fingerprint, EMPTY_FINGERPRINT, values.new_id("upl")))
+            request.mode, new_fingerprint, EMPTY_FINGERPRINT, values.new_id("upl")))
         ctx.faults.hit("commit.before")
         decided = submission_sql.decided_from(await ctx.driver.run(plan))
         ctx.faults.hit("commit.after")
-        if decided.verdict == "NOT_READY" and outlook.fingerprint is None:
+        if decided.verdict == "NOT_READY" and new_fingerprint is None:
             outlook = None
             continue
         break
@@ -268,13 +281,13 @@ async def _fail(ctx: Context, principal: Principal, request: PublishMemory,
 
 
 async def _prepare(ctx: Context, principal: Principal, record: submission_sql.SubmissionRecord,
-                   changes: Changes, document: bytes) -> None:
-    """Write the canonical manifest object, stage the inputs, mark the submission prepared."""
+                   changes: Changes, target: manifest_build.Target) -> bytes:
+    """Write the canonical manifest object as it streams, stage the inputs, mark the submission
+    prepared; the new state's fingerprint."""
     assert record.object_ref is not None
-    _, facts = await ctx.blobs.create_only(record.object_ref, one_chunk(document))
+    new_fingerprint, facts = await manifest_build.write(ctx, target, record.object_ref)
     ctx.faults.hit("object.after_write")
-    inputs = [sql.StagedInput(item.item_id, item.path, item.blob_id,
-                              canonical_json(item.metadata or {}).decode())
+    inputs = [sql.StagedInput(item.item_id, item.path, item.blob_id, metadata_json(item))
               for item in changes.items] + [sql.StagedInput(item_id)
                                             for item_id in changes.delete_ids]
     verdict = verdict_from(await ctx.driver.run(sql.stage(
@@ -283,6 +296,7 @@ async def _prepare(ctx: Context, principal: Principal, record: submission_sql.Su
     if verdict not in ("ok", "NOT_RESERVED"):
         raise submissions.refuse(verdict)
     ctx.faults.hit("prepare.after")
+    return new_fingerprint
 
 
 async def read_collection(ctx: Context, principal: Principal, collection_id: str) -> Outcome:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from waypost.reference.storage.memory import ENTRY_COLUMNS, EntryRow, at_revision
 from waypost.reference.storage.plan import SEQUENCE, Row, SqlValue, Statement, stmt
 from waypost.reference.storage.rows import decode, select_list
 
@@ -227,9 +228,9 @@ class RevisionSummary:
 
 
 def revisions(space_id: str, collection_id: str, before: int, limit: int) -> Statement:
-    columns = select_list(RevisionSummary, "r.", active="""(SELECT count(*)
-        FROM memory_revision_items i WHERE i.space_id = r.space_id
-        AND i.collection_id = r.collection_id AND i.revision = r.revision
+    columns = select_list(RevisionSummary, "r.", active=f"""(SELECT count(*)
+        FROM memory_entries i WHERE i.space_id = r.space_id
+        AND i.collection_id = r.collection_id AND {at_revision("i.", "r.revision")}
         AND i.entry_kind = 'active')""")
     return stmt(f"""
         SELECT {columns} FROM memory_revisions r
@@ -242,23 +243,13 @@ def revision_from(row: Row) -> RevisionSummary:
     return decode(RevisionSummary, row)
 
 
-@dataclass(frozen=True)
-class EntryRow:
-    item_id: str
-    entry_kind: str
-    path: str | None
-    blob_id: str | None
-    metadata_json: str | None
-    deleted_in_revision: int | None
-
-
 def entries(space_id: str, collection_id: str, revision: int, after: str,
             limit: int) -> Statement:
     """A fixed revision's entries after ``after`` in item-id order."""
     return stmt(f"""
-        SELECT {select_list(EntryRow)} FROM memory_revision_items
-        WHERE space_id = :space_id AND collection_id = :cid AND revision = :revision
-            AND item_id > :after
+        SELECT {ENTRY_COLUMNS} FROM memory_entries
+        WHERE space_id = :space_id AND collection_id = :cid AND item_id > :after
+            AND {at_revision()}
         ORDER BY item_id LIMIT :limit""",
         {"space_id": space_id, "cid": collection_id, "revision": revision, "after": after,
          "limit": limit})
@@ -288,8 +279,11 @@ def diff(space_id: str, collection_id: str, a: int, b: int, after: str, limit: i
     params: dict[str, SqlValue] = {"space_id": space_id, "cid": collection_id, "a": a, "b": b,
                                    "after": after, "limit": limit}
     same = "i.space_id = :space_id AND i.collection_id = :cid AND i.item_id > :after"
-    side = ("LEFT JOIN memory_revision_items {x} ON {x}.space_id = :space_id"
-            " AND {x}.collection_id = :cid AND {x}.revision = :{x} AND {x}.item_id = ids.item_id")
+    side = ("LEFT JOIN memory_entries {x} ON {x}.space_id = :space_id"
+            " AND {x}.collection_id = :cid AND {x}.item_id = ids.item_id AND {at}")
+    # an item differs only where one of its rows starts or ends between the two revisions
+    between = ("(i.from_revision > min(:a, :b) AND i.from_revision <= max(:a, :b))"
+               " OR (i.until_revision > min(:a, :b) AND i.until_revision <= max(:a, :b))")
     return stmt(f"""
         SELECT * FROM (
             SELECT ids.item_id AS item_id,
@@ -297,11 +291,10 @@ def diff(space_id: str, collection_id: str, a: int, b: int, after: str, limit: i
                 a.metadata_json AS a_metadata,
                 b.entry_kind AS b_kind, b.path AS b_path, b.blob_id AS b_blob_id,
                 b.metadata_json AS b_metadata
-            FROM (SELECT i.item_id FROM memory_revision_items i WHERE {same} AND i.revision = :a
-                  UNION SELECT i.item_id FROM memory_revision_items i
-                  WHERE {same} AND i.revision = :b) ids
-            {side.format(x="a")}
-            {side.format(x="b")})
+            FROM (SELECT DISTINCT i.item_id FROM memory_entries i WHERE {same} AND ({between}))
+                ids
+            {side.format(x="a", at=at_revision("a.", ":a"))}
+            {side.format(x="b", at=at_revision("b.", ":b"))})
         WHERE a_kind IS NOT b_kind OR a_path IS NOT b_path OR a_blob_id IS NOT b_blob_id
             OR a_metadata IS NOT b_metadata
         ORDER BY item_id LIMIT :limit""", params)

@@ -132,10 +132,32 @@ def revision_statement(space_id: str, collection_id: str, revision: int) -> Stat
                 {"space_id": space_id, "cid": collection_id, "revision": revision})
 
 
+#: An entry as manifests and item pages show it, as SQL over the columns of a row (``{x}``: its
+#: prefix): the canonical JSON of an active entry, of a tombstone deleted in ``{rev}``.
+ACTIVE_JSON = """'{{"blob_id":' || json_quote({x}blob_id) || ',"item_id":'
+        || json_quote({x}item_id) || ',"metadata":' || {x}metadata_json || ',"path":'
+        || json_quote({x}path) || ',"state":"active"}}'"""
+TOMBSTONE_JSON = """'{{"deleted_in_revision":' || {rev} || ',"item_id":'
+        || json_quote({x}item_id) || ',"state":"tombstone"}}'"""
+
+
+def entry_json(prefix: str = "") -> str:
+    """SQL: the canonical JSON of the entry a row holds (the table's CHECK computes
+    ``entry_bytes`` from the same text)."""
+    return (f"CASE {prefix}entry_kind WHEN 'active' THEN {ACTIVE_JSON.format(x=prefix)}"
+            f" ELSE {TOMBSTONE_JSON.format(x=prefix, rev=prefix + 'from_revision')} END")
+
+
+def at_revision(prefix: str = "", revision: str = ":revision") -> str:
+    """SQL: the row is an entry of revision ``revision`` (valid over ``[from, until)``)."""
+    return (f"{prefix}from_revision <= {revision} AND ({prefix}until_revision IS NULL"
+            f" OR {prefix}until_revision > {revision})")
+
+
 @dataclass(frozen=True)
 class EntryRow:
     """An entry of one revision as stored: active, or a tombstone (path, blob and metadata
-    ``NULL``)."""
+    ``NULL``; deleted in the revision its row starts)."""
 
     item_id: str
     entry_kind: str
@@ -145,7 +167,8 @@ class EntryRow:
     deleted_in_revision: int | None
 
 
-ENTRY_COLUMNS = select_list(EntryRow)
+ENTRY_COLUMNS = select_list(EntryRow, deleted_in_revision=(
+    "CASE entry_kind WHEN 'tombstone' THEN from_revision END"))
 
 
 def entry_from(row: Row) -> Entry:
@@ -158,40 +181,119 @@ def entry_from(row: Row) -> Entry:
     return Entry(entry.item_id, deleted_in_revision=entry.deleted_in_revision)
 
 
+def _here(space_id: str, collection_id: str, **more: SqlValue) -> dict[str, SqlValue]:
+    return {"space_id": space_id, "cid": collection_id, **more}
+
+
 def entries_statement(space_id: str, collection_id: str, revision: int) -> Statement:
     """Every entry of one revision (active and tombstones), ordered by ``item_id``."""
-    return stmt(f"""SELECT {ENTRY_COLUMNS} FROM memory_revision_items
-                    WHERE space_id = :space_id AND collection_id = :cid AND revision = :revision
-                    ORDER BY item_id""",
-                {"space_id": space_id, "cid": collection_id, "revision": revision})
-
-
-def head_statements(space_id: str, collection_id: str, expected: int) -> list[Statement]:
-    """What a publish on ``expected`` builds from, read in one snapshot: the collection
-    (:func:`collection_from`), the entries of revision ``expected`` if it is the head (else
-    none: the publish conflicts), and that revision's metadata (:func:`revision_from`; none
-    for revision 0)."""
-    p: dict[str, SqlValue] = {"space_id": space_id, "cid": collection_id, "revision": expected}
-    return [
-        collection_statement(space_id, collection_id),
-        stmt(f"""SELECT {ENTRY_COLUMNS} FROM memory_revision_items
-                 WHERE space_id = :space_id AND collection_id = :cid AND revision = :revision
-                   AND :revision = (SELECT current_revision FROM collections
-                                    WHERE space_id = :space_id AND collection_id = :cid)
-                 ORDER BY item_id""", p),
-        revision_statement(space_id, collection_id, expected),
-    ]
+    return stmt(f"""SELECT {ENTRY_COLUMNS} FROM memory_entries
+                    WHERE space_id = :space_id AND collection_id = :cid AND {at_revision()}
+                    ORDER BY item_id""", _here(space_id, collection_id, revision=revision))
 
 
 def page_statement(space_id: str, collection_id: str, revision: int, after: str,
                    include_tombstones: bool, limit: int) -> Statement:
-    """Up to ``limit`` entries after ``item_id`` ``after`` (primary-key order)."""
-    return stmt(f"""SELECT {ENTRY_COLUMNS} FROM memory_revision_items
-                    WHERE space_id = :space_id AND collection_id = :cid AND revision = :revision
-                      AND item_id > :after AND (:tombstones = 1 OR entry_kind = 'active')
+    """Up to ``limit`` entries of ``revision`` after ``item_id`` ``after``: one range of the
+    primary key (``item_id`` order), each item's rows filtered to the one valid then."""
+    return stmt(f"""SELECT {ENTRY_COLUMNS} FROM memory_entries
+                    WHERE space_id = :space_id AND collection_id = :cid AND item_id > :after
+                      AND {at_revision()} AND (:tombstones = 1 OR entry_kind = 'active')
                     ORDER BY item_id LIMIT :limit""",
-                {"space_id": space_id, "cid": collection_id, "revision": revision,
-                 "after": after, "tombstones": int(include_tombstones), "limit": limit})
+                _here(space_id, collection_id, revision=revision, after=after,
+                      tombstones=int(include_tombstones), limit=limit))
+
+
+def manifest_page_statement(space_id: str, collection_id: str, revision: int, after: str,
+                            limit: int) -> Statement:
+    """Up to ``limit`` entries of ``revision`` after ``after`` as ``(item_id, entry_kind,
+    entry_json)``: the canonical JSON a manifest holds, composed by the database."""
+    return stmt(f"""SELECT item_id, entry_kind, {entry_json()} AS entry_json
+                    FROM memory_entries
+                    WHERE space_id = :space_id AND collection_id = :cid AND item_id > :after
+                      AND {at_revision()}
+                    ORDER BY item_id LIMIT :limit""",
+                _here(space_id, collection_id, revision=revision, after=after, limit=limit))
+
+
+@dataclass(frozen=True)
+class OpenTotals:
+    """The head's state in sums: its entries, the bytes of their canonical JSON, and the same
+    for its active entries (with the bytes of their item ids, for tombstoning them all)."""
+
+    entries: int
+    entry_bytes: int
+    active: int
+    active_bytes: int
+    active_id_bytes: int
+
+
+@dataclass(frozen=True)
+class OpenRow:
+    """An open row (an entry of the head) that a publish names or whose path it takes."""
+
+    item_id: str
+    entry_kind: str
+    path: str | None
+    blob_id: str | None
+    metadata_json: str | None
+    entry_bytes: int
+
+
+def json_chunks(values: Sequence[str]) -> list[str]:
+    """``values`` as JSON arrays of at most about :data:`STAGE_CHUNK_BYTES` bytes each (a value
+    bound to D1 may be 2,000,000 bytes at most); none for no values."""
+    chunks: list[str] = []
+    pending: list[str] = []
+    size = 0
+    for value in values:
+        encoded = json.dumps(value, ensure_ascii=False)
+        length = len(encoded.encode()) + 1
+        if pending and size + length > STAGE_CHUNK_BYTES:
+            chunks.append("[" + ",".join(pending) + "]")
+            pending, size = [], 0
+        pending.append(encoded)
+        size += length
+    if pending:
+        chunks.append("[" + ",".join(pending) + "]")
+    return chunks
+
+
+def outlook_statements(space_id: str, collection_id: str, item_ids: Sequence[str],
+                       paths: Sequence[str]) -> list[Statement]:
+    """What a publish naming ``item_ids`` and ``paths`` decides from, bounded by its input and
+    read in one snapshot: the collection (:func:`collection_from`), the head's totals
+    (:class:`OpenTotals`), then the open rows of those items and the open active rows on those
+    paths (:class:`OpenRow`), in as many statements as their JSON needs."""
+    p = _here(space_id, collection_id)
+    open_here = "space_id = :space_id AND collection_id = :cid AND until_revision IS NULL"
+    active = "entry_kind = 'active'"
+    return [
+        collection_statement(space_id, collection_id),
+        stmt(f"""SELECT count(*) AS entries, coalesce(sum(entry_bytes), 0) AS entry_bytes,
+                     coalesce(sum({active}), 0) AS active,
+                     coalesce(sum(CASE WHEN {active} THEN entry_bytes END), 0) AS active_bytes,
+                     coalesce(sum(CASE WHEN {active} THEN length(item_id) END), 0)
+                         AS active_id_bytes
+                 FROM memory_entries WHERE {open_here}""", p),
+        *(stmt(f"""SELECT {select_list(OpenRow)} FROM memory_entries
+                   WHERE {open_here} AND item_id IN (SELECT value FROM json_each(:ids))""",
+               {**p, "ids": chunk}) for chunk in json_chunks(item_ids)),
+        *(stmt(f"""SELECT {select_list(OpenRow)} FROM memory_entries
+                   WHERE {open_here} AND {active}
+                     AND path IN (SELECT value FROM json_each(:paths))""",
+               {**p, "paths": chunk}) for chunk in json_chunks(paths)),
+    ]
+
+
+def totals_from(rows: Sequence[Row]) -> OpenTotals:
+    """Decode the totals of :func:`outlook_statements`."""
+    return decode(OpenTotals, rows[0])
+
+
+def open_row_from(row: Row) -> OpenRow:
+    """Decode an open row of :func:`outlook_statements`."""
+    return decode(OpenRow, row)
 
 
 def stage(principal: Principal, now: int, submission_id: str, inputs: Sequence[StagedInput],
@@ -256,6 +358,46 @@ class RevisionCommit:
     upload_id: str
 
 
+def _entry_writes(mode: str, staged: str) -> list[str]:
+    """The new revision's rows, written as what changed: the open rows it replaces are closed
+    (``until_revision``), then deleted or unlisted active entries become tombstones and changed
+    upserts open new rows. An upsert equal to its open active row leaves that row open."""
+    open_here = "space_id = :space_id AND collection_id = :cid AND until_revision IS NULL"
+    upsert_of = f"SELECT 1 FROM {staged} AND i.item_id = {{x}}item_id AND i.action = 'upsert'"
+    same = ("{x}entry_kind = 'active' AND i.path IS {x}path AND i.blob_id IS {x}blob_id"
+            " AND i.metadata_json IS {x}metadata_json")
+    named = f"item_id IN (SELECT i.item_id FROM {staged})"
+    goes = ("entry_kind = 'active' AND " + ("TRUE" if mode == "snapshot" else
+            f"EXISTS (SELECT 1 FROM {staged} AND i.item_id = memory_entries.item_id"
+            " AND i.action = 'delete')"))
+    columns = """INSERT INTO memory_entries (space_id, collection_id, item_id, from_revision,
+                until_revision, entry_kind, entry_bytes, blob_id, path, metadata_json)"""
+    x = "memory_entries."
+    return [
+        f"""UPDATE memory_entries SET until_revision = :new_revision
+            WHERE {open_here} {"" if mode == "snapshot" else f"AND {named}"} AND {GUARD_OK}
+              AND (EXISTS ({upsert_of.format(x=x)} AND NOT ({same.format(x=x)}))
+                   OR (NOT EXISTS ({upsert_of.format(x=x)}) AND {goes}))""",
+        f"""{columns}
+            SELECT :space_id, :cid, e.item_id, :new_revision, NULL, 'tombstone',
+                length(CAST({TOMBSTONE_JSON.format(x="e.", rev=":new_revision")} AS BLOB)),
+                NULL, NULL, NULL
+            FROM memory_entries e
+            WHERE e.space_id = :space_id AND e.collection_id = :cid
+              AND e.until_revision = :new_revision AND e.entry_kind = 'active'
+              AND NOT EXISTS ({upsert_of.format(x="e.")}) AND {GUARD_OK}""",
+        f"""{columns}
+            SELECT :space_id, :cid, i.item_id, :new_revision, NULL, 'active',
+                length(CAST({ACTIVE_JSON.format(x="i.")} AS BLOB)),
+                i.blob_id, i.path, i.metadata_json
+            FROM {staged} AND i.action = 'upsert'
+              AND NOT EXISTS (SELECT 1 FROM memory_entries e WHERE e.space_id = :space_id
+                  AND e.collection_id = :cid AND e.item_id = i.item_id
+                  AND e.until_revision IS NULL)
+              AND {GUARD_OK}""",
+    ]
+
+
 def commit_revision(principal: Principal, now: int, commit: RevisionCommit) -> CommitPlan:
     """CAS on the head: publish the revision with its rows, manifest blob, head move and feed
     item; or record ``REVISION_CONFLICT`` / unchanged as the key's stable result."""
@@ -314,31 +456,7 @@ def commit_revision(principal: Principal, now: int, commit: RevisionCommit) -> C
             SELECT :space_id, :cid, :new_revision, :expected, s.submission_id, s.blob_id,
                 :new_fp, s.feed_item_id, :now
             {submission} AND {GUARD_OK}""",
-        # Upserts become active entries …
-        f"""INSERT INTO memory_revision_items (space_id, collection_id, revision, item_id,
-                entry_kind, blob_id, path, metadata_json, deleted_in_revision)
-            SELECT :space_id, :cid, :new_revision, i.item_id, 'active', i.blob_id, i.path,
-                i.metadata_json, NULL
-            FROM {staged} AND i.action = 'upsert' AND {GUARD_OK}""",
-        # … every other parent entry carries over: tombstones as they are; active entries
-        # become tombstones when deleted (delta) or unlisted (snapshot).
-        f"""INSERT INTO memory_revision_items (space_id, collection_id, revision, item_id,
-                entry_kind, blob_id, path, metadata_json, deleted_in_revision)
-            SELECT :space_id, :cid, :new_revision, e.item_id,
-                CASE WHEN gone THEN 'tombstone' ELSE e.entry_kind END,
-                CASE WHEN gone THEN NULL ELSE e.blob_id END,
-                CASE WHEN gone THEN NULL ELSE e.path END,
-                CASE WHEN gone THEN NULL ELSE e.metadata_json END,
-                CASE WHEN gone THEN :new_revision ELSE e.deleted_in_revision END
-            FROM (SELECT p.*, p.entry_kind = 'active' AND (:mode = 'snapshot'
-                        OR i.action = 'delete') AS gone
-                  FROM memory_revision_items p
-                  LEFT JOIN memory_publish_inputs i ON i.submission_id = :submission_id
-                      AND i.item_id = p.item_id
-                  WHERE p.space_id = :space_id AND p.collection_id = :cid
-                    AND p.revision = :expected AND (i.action IS NULL OR i.action = 'delete')
-                 ) e
-            WHERE {GUARD_OK}""",
+        *_entry_writes(commit.mode, staged),
         f"""UPDATE collections SET current_revision = :new_revision
             WHERE {here} AND {GUARD_OK}""",
         f"""UPDATE submissions SET state = 'committed', result_status = 201,

@@ -270,7 +270,7 @@ def blob_readers_statement(principal: Principal, blob_id: str) -> Statement:
                         SELECT 1 FROM message_recipients r WHERE r.space_id = m.space_id
                         AND r.message_id = m.message_id AND r.actor_id = :actor_id)))
             OR (:memory_reads = 1 AND (
-                EXISTS (SELECT 1 FROM memory_revision_items e WHERE e.space_id = :space_id
+                EXISTS (SELECT 1 FROM memory_entries e WHERE e.space_id = :space_id
                     AND e.blob_id = :blob_id AND {_READ_GRANT.format(c="e")})
                 OR EXISTS (SELECT 1 FROM memory_revisions v WHERE v.space_id = :space_id
                     AND v.manifest_blob_id = :blob_id AND {_READ_GRANT.format(c="v")})))

@@ -273,14 +273,14 @@ def _move_revision_one_to(api: Api, revision: int) -> None:
     """Test surgery, not an operation: renumber the notes collection's revision 1 (and its
     entries and head) as ``revision``, with the guarding triggers set aside for one batch."""
     names = ("collections_head_forward_only", "memory_revisions_immutable",
-             "memory_revision_items_immutable")
+             "memory_entries_close_only")
     (triggers,) = batch(api, [Statement(
         "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name IN (?1, ?2, ?3)", names)])
     where = "WHERE space_id = 's1' AND collection_id = 'notes'"
     batch(api, [
         Statement("PRAGMA defer_foreign_keys = on"),
         *(Statement(f"DROP TRIGGER {name}") for name in names),
-        Statement(f"UPDATE memory_revision_items SET revision = ?1 {where}", (revision,)),
+        Statement(f"UPDATE memory_entries SET from_revision = ?1 {where}", (revision,)),
         Statement(f"UPDATE memory_revisions SET revision = ?1, parent_revision = ?1 - 1 {where}",
                   (revision,)),
         Statement(f"UPDATE collections SET current_revision = ?1 {where}", (revision,)),

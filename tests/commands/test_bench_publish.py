@@ -15,7 +15,7 @@ def test_bench_publish_reports_json_with_machine_baseline_sizes_and_upload(tmp_p
     out = tmp_path / "bench.json"
     result = subprocess.run(
         [sys.executable, "-m", "waypost.cli", "bench", "publish", "--sizes", "50,10",
-         "--repeats", "3", "--upload-mib", "1", "--json", str(out)],
+         "--repeats", "3", "--upload-mib", "1", "--heavy-entries", "40", "--json", str(out)],
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     bench = json.loads(out.read_text())
@@ -51,6 +51,14 @@ def test_bench_publish_reports_json_with_machine_baseline_sizes_and_upload(tmp_p
     assert upload["server_pid"] > 0
     assert upload["server_peak_rss_after_mib"] >= upload["server_peak_rss_before_mib"] > 0
     assert upload["server_peak_rss_growth_mib"] >= 0
+
+    heavy = bench["heavy_collection"]
+    assert heavy["entries"] == 40
+    assert heavy["manifest_bytes"] > 40 * 4_000
+    assert heavy["delta"]["requests"] == heavy["unchanged"]["requests"] == 3
+    assert heavy["delta"]["growth_over_manifest_max"] > 0
+    assert heavy["other_client_describe"]["requests"] > 0
+    assert {target["verdict"] for target in heavy["targets"].values()} <= {"met", "not met"}
 
 
 @pytest.mark.slow

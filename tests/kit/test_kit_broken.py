@@ -27,7 +27,15 @@ from waypost.conformance import runner
 from waypost.properties.catalogue import select
 from waypost.reference.domain.errors import Forbidden, NotFound
 from waypost.reference.server import served_context
-from waypost.reference.service import acks, auth, feed, memory, messages, submissions
+from waypost.reference.service import (
+    acks,
+    auth,
+    feed,
+    manifest_build,
+    memory,
+    messages,
+    submissions,
+)
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.storage import feed as feed_sql
 from waypost.reference.storage import memory as memory_sql
@@ -191,12 +199,16 @@ def cas_skipped(mp: pytest.MonkeyPatch, client: TestClient) -> None:
 def noop_creates_a_revision(mp: pytest.MonkeyPatch, client: TestClient) -> None:
     """Every state looks new: an unchanged publish makes a revision and a feed item."""
     counter = iter(range(10**9))
-    original = memory.fingerprint_and_manifest
+    decide, write = memory.decide, manifest_build.write
 
-    def fingerprint_and_manifest(*args: Any) -> tuple[bytes, bytes]:
-        _, document = original(*args)
-        return hashlib.sha256(str(next(counter)).encode()).digest(), document
-    mp.setattr(memory, "fingerprint_and_manifest", fingerprint_and_manifest)
+    def always_changed(*args: Any) -> Any:
+        return replace(decide(*args), unchanged=False)
+
+    async def new_fingerprint(*args: Any) -> tuple[bytes, Any]:
+        _, facts = await write(*args)
+        return hashlib.sha256(str(next(counter)).encode()).digest(), facts
+    mp.setattr(memory, "decide", always_changed)
+    mp.setattr(manifest_build, "write", new_fingerprint)
 
 
 def _rewrite(plan: CommitPlan, marker: str, old: str, new: str) -> CommitPlan:
@@ -205,26 +217,28 @@ def _rewrite(plan: CommitPlan, marker: str, old: str, new: str) -> CommitPlan:
     return CommitPlan(plan.name, plan.plan_id, writes, plan.outcome, plan.cleanup)
 
 
-def _break_snapshots(mp: pytest.MonkeyPatch, condition: str) -> None:
-    """Carry a parent's entry into a snapshot's revision only where ``condition`` holds."""
+def _break_snapshots(mp: pytest.MonkeyPatch, marker: str, old: str, new: str) -> None:
+    """Rewrite the snapshot commit's statement holding ``marker``: ``old`` becomes ``new``."""
     original = memory_sql.commit_revision
 
     def commit_revision(principal: Any, now: int, commit: Any) -> CommitPlan:
         plan = original(principal, now, commit)
         if commit.mode != "snapshot":
             return plan
-        return _rewrite(plan, "AS gone", r"\) e\s+WHERE EXISTS", f") e WHERE {condition} AND EXISTS")
+        return _rewrite(plan, marker, old, new)
     mp.setattr(memory_sql, "commit_revision", commit_revision)
 
 
 def snapshot_drops_tombstones(mp: pytest.MonkeyPatch, client: TestClient) -> None:
-    """A snapshot forgets the tombstones of earlier revisions instead of carrying them."""
-    _break_snapshots(mp, "e.entry_kind <> 'tombstone'")
+    """A snapshot forgets the tombstones of earlier revisions instead of carrying them: it
+    closes their rows too."""
+    _break_snapshots(mp, "SET until_revision", r"entry_kind = 'active' AND TRUE", "TRUE")
 
 
 def snapshot_deletes_instead_of_tombstoning(mp: pytest.MonkeyPatch, client: TestClient) -> None:
     """A snapshot removes unlisted entries outright instead of keeping them as tombstones."""
-    _break_snapshots(mp, "NOT e.gone")
+    _break_snapshots(mp, "'tombstone',", r"AND e.entry_kind = 'active'",
+                     "AND e.entry_kind = 'active' AND FALSE")
 
 
 def fixed_revision_follows_the_head(mp: pytest.MonkeyPatch, client: TestClient) -> None:
@@ -233,10 +247,10 @@ def fixed_revision_follows_the_head(mp: pytest.MonkeyPatch, client: TestClient) 
 
     def page_statement(*args: Any) -> Statement:
         statement = original(*args)
-        head = ("(SELECT current_revision FROM collections WHERE space_id = ?1"
-                " AND collection_id = ?2)")
-        return Statement(statement.sql.replace("AND revision = ?3", f"AND revision = {head}"),
-                         statement.params)
+        fixed = r"from_revision <= \?(\d+) AND \(until_revision IS NULL OR until_revision > \?\1\)"
+        head_only = re.sub(fixed, "until_revision IS NULL", statement.sql)
+        assert head_only != statement.sql
+        return Statement(head_only, statement.params)
     mp.setattr(memory_sql, "page_statement", page_statement)
 
 

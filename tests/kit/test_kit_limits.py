@@ -76,7 +76,7 @@ def test_the_values_come_from_describe(tmp_path: Path, kit_app: KitApp,
     smaller = Smaller(ack_items=3, recipients=2, body_text_bytes=100, upload_bytes=1000,
                       inline_items_per_publish=6, page_limit=5, wait_seconds=2,
                       memory_entries_per_revision=D1_LIMITS.memory_entries_per_revision // 500,
-                      request_bytes=10_000)
+                      request_bytes=10_000, revision_manifest_bytes=20_000)
     with kit_app(tmp_path / "data") as client:
         served_context(client.app).limits = smaller
         rows = phase(client, kit_admin, tmp_path)

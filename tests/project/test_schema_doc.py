@@ -12,13 +12,21 @@ def test_schema_doc_is_current() -> None:
 
 
 def test_every_table_and_trigger_is_documented() -> None:
-    """Every table and trigger a migration creates, except a copy it drops again itself."""
+    """Every table and trigger a migration creates, except a table a migration drops again
+    (with its triggers: SQLite drops them with it, e.g. 0003's memory_revision_items)."""
     text = OUT.read_text()
+    every = "\n".join(migration.sql for migration in all_migrations())
+    dropped = {line.split()[2].rstrip(";") for line in every.splitlines()
+               if line.startswith("DROP TABLE ")}
     for migration in all_migrations():
-        for word, name in (line.split()[1:3] for line in migration.sql.splitlines()
-                           if line.startswith("CREATE ") and len(line.split()) > 2):
-            if word in ("TABLE", "TRIGGER") and f"DROP TABLE {name};" not in migration.sql:
-                assert f"{name}" in text, name
+        for line in migration.sql.splitlines():
+            words = line.split()
+            if not line.startswith("CREATE ") or len(words) < 3 or words[1] not in (
+                    "TABLE", "TRIGGER"):
+                continue
+            table = words[2] if words[1] == "TABLE" else words[-1]
+            if table not in dropped:
+                assert words[2] in text, words[2]
 
 
 def test_consumer_schema_doc_is_current() -> None:

@@ -193,19 +193,64 @@ def test_the_database_guards_published_memory(mem: Api, data_dir: Path) -> None:
     blob = sealed_blob(mem, "writer", b"x")
     publish(mem, 0, items=[item("a", blob)])
     publish(mem, 1, items=[item("b", blob)])
+    publish(mem, 2, items=[item("a", blob, path="moved.md")])
     db = apsw.Connection(str(next(data_dir.glob("*.sqlite3"))))
-    db.execute("PRAGMA foreign_keys = ON")
-    for sql in ("UPDATE memory_revision_items SET path = 'z' WHERE item_id = 'a'",
-                "DELETE FROM memory_revision_items",
-                "UPDATE memory_revisions SET committed_at = 0",
-                "DELETE FROM memory_revisions",
-                "UPDATE collections SET current_revision = 1 WHERE space_id = 's1'",
-                "UPDATE collections SET current_revision = 3 WHERE space_id = 's1'",
-                "INSERT INTO memory_revision_items (space_id, collection_id, revision, item_id,"
-                " entry_kind, blob_id, path, metadata_json) VALUES ('s1', 'notes', 1, 'z',"
-                f" 'active', '{blob}', 'z.md', '{{}}')"):
-        with pytest.raises(apsw.ConstraintError):
+
+    def row(item_id: str, from_revision: int, path: str, size: int | None = None) -> str:
+        json_ = (f'{{"blob_id":"{blob}","item_id":"{item_id}","metadata":{{}},'
+                 f'"path":"{path}","state":"active"}}')
+        return ("INSERT INTO memory_entries (space_id, collection_id, item_id, from_revision,"
+                " entry_kind, entry_bytes, blob_id, path, metadata_json) VALUES ('s1', 'notes',"
+                f" '{item_id}', {from_revision}, 'active', {size or len(json_)}, '{blob}',"
+                f" '{path}', '{{}}')")
+
+    refused = {
+        "UPDATE memory_entries SET path = 'z' WHERE item_id = 'b'": "only closed",
+        "UPDATE memory_entries SET until_revision = 4 WHERE until_revision = 3": "only closed",
+        "UPDATE memory_entries SET until_revision = 3 WHERE until_revision IS NULL":
+            "only closed",
+        "DELETE FROM memory_entries": "permanent",
+        "UPDATE memory_revisions SET committed_at = 0": "immutable",
+        "DELETE FROM memory_revisions": "permanent",
+        "UPDATE collections SET current_revision = 1 WHERE space_id = 's1'": "only moves",
+        "UPDATE collections SET current_revision = 4 WHERE space_id = 's1'": "only moves",
+        row("z", 1, "z.md"): "only into the revision being published",
+        row("b", 4, "b2.md"): "UNIQUE",  # a second open row of one item
+        row("z", 4, "b.md"): "UNIQUE",  # an active path twice among the open rows
+        row("z", 4, "z.md", size=7): "CHECK",  # its size is its canonical JSON's
+    }
+    db.execute("PRAGMA foreign_keys = OFF")  # revision 4 is not written: its rows only here
+    for sql, why in refused.items():
+        with pytest.raises(apsw.ConstraintError, match=why):
             db.execute(sql)
+    db.execute(row("z", 4, "z.md"))  # the revision being published takes new rows
+
+
+def test_a_publish_writes_only_what_it_changes(mem: Api, data_dir: Path) -> None:
+    """Rows are valid over ranges of revisions: a one-entry delta adds one row and closes one;
+    an unchanged publish writes no row; every revision still reads as it was published."""
+    blob = sealed_blob(mem, "writer", b"x")
+    publish(mem, 0, items=[item(f"i{n}", blob) for n in range(50)])
+    db = apsw.Connection(str(next(data_dir.glob("*.sqlite3"))))
+
+    def rows() -> int:
+        return int(db.execute("SELECT count(*) FROM memory_entries").fetchall()[0][0])
+
+    assert rows() == 50
+    assert publish(mem, 1, items=[item("i7", blob, path="seven.md")]).status_code == 201
+    assert publish(mem, 2, items=[], delete_ids=["i8"]).status_code == 201
+    assert rows() == 52
+    same = publish(mem, 3, items=[item("i7", blob, path="seven.md")])
+    assert (same.status_code, same.json()["changed"]) == (200, False)
+    assert rows() == 52
+    assert [e["path"] for e in entries(mem, 1) if e["item_id"] == "i7"] == ["i7.md"]
+    assert [e.get("path") for e in entries(mem, 3) if e["item_id"] in ("i7", "i8")] == [
+        "seven.md", None]
+    assert publish(mem, 3, mode="snapshot", items=[item("i1", blob)]).status_code == 201
+    assert rows() == 52 + 48  # i8 was a tombstone already; i1 stays as it was
+    assert [e["item_id"] for e in entries(mem, 4) if e["state"] == "active"] == ["i1"]
+    assert len(entries(mem, 4)) == 50
+    assert len(entries(mem, 2)) == 50
 
 
 def test_one_pass_fingerprint_and_manifest_equal_the_plain_definitions() -> None:

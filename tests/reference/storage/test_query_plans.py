@@ -7,7 +7,7 @@ import pytest
 from tests.support.api import PRINCIPAL, Api
 from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.server import served_context
-from waypost.reference.storage import feed, submissions
+from waypost.reference.storage import feed, memory, submissions
 from waypost.reference.storage.plan import Statement, stmt
 
 STATEMENTS: dict[str, Statement] = {
@@ -23,6 +23,14 @@ STATEMENTS: dict[str, Statement] = {
     "token by id": stmt("SELECT token_digest FROM tokens WHERE token_id = :t", {"t": "tok_x"}),
     "token by digest": stmt("SELECT token_id FROM tokens WHERE token_digest = :d",
                             {"d": b"\0" * 32}),
+    "revision item page": memory.page_statement("s1", "notes", 3, "a", True, 51),
+    "manifest page": memory.manifest_page_statement("s1", "notes", 3, "a", 512),
+    **{f"publish outlook {n}": statement for n, statement in enumerate(
+        memory.outlook_statements("s1", "notes", ["a", "b"], ["a.md"]))},
+    **{f"{mode} commit, write {n}": statement for mode in ("delta", "snapshot")
+       for n, statement in enumerate(memory.commit_revision(PRINCIPAL, 0, memory.RevisionCommit(
+           "sub_x", "notes", 1, mode, b"\0" * 32, b"\0" * 32, "upl_x")).writes)
+       if "memory_entries" in statement.sql},
 }
 
 
@@ -36,3 +44,17 @@ def test_no_full_table_scan(api: Api, name: str) -> None:
              and "CONSTANT ROW" not in line
              and not line.startswith("SCAN (subquery")]
     assert scans == [], details
+
+
+@pytest.mark.parametrize("read", ["page", "manifest"])
+def test_a_page_of_a_fixed_revision_is_one_range_of_the_primary_key(api: Api, read: str) -> None:
+    """Rows are valid over ranges of revisions (docs/schema.md): a page of revision r walks
+    the collection's primary key from its cursor in item_id order and keeps the row of each
+    item valid at r; it never sorts, and never reads another index."""
+    driver = served_context(api.client.app).driver
+    assert isinstance(driver, SqliteDriver)
+    statement = (memory.page_statement("s1", "notes", 3, "a", False, 51) if read == "page"
+                 else memory.manifest_page_statement("s1", "notes", 3, "a", 512))
+    assert driver.explain(statement) == [
+        "SEARCH memory_entries USING INDEX sqlite_autoindex_memory_entries_1"
+        " (space_id=? AND collection_id=? AND item_id>?)"]

@@ -86,9 +86,12 @@ def _shapes() -> Iterator[tuple[str, Statement, tuple[str, ...]]]:
         ("publish staged", memory.stage(PRINCIPAL, 0, "sub", [], b"\0" * 32, 0).outcome, verdict),
         ("revision commit", memory.commit_revision(PRINCIPAL, 0, commit).outcome,
          ("verdict", "details", *record, "sequence")),
-        *((f"publish head {n}", statement, fields) for n, (statement, fields) in enumerate(zip(
-            memory.head_statements("s1", "c", 1),
-            (names(memory.CollectionRow), names(memory.EntryRow), names(memory.RevisionRow)),
+        ("manifest page", memory.manifest_page_statement("s1", "c", 1, "", 10),
+         ("item_id", "entry_kind", "entry_json")),
+        *((f"publish outlook {n}", statement, fields) for n, (statement, fields) in enumerate(zip(
+            memory.outlook_statements("s1", "c", ["a"], ["a.md"]),
+            (names(memory.CollectionRow), names(memory.OpenTotals), names(memory.OpenRow),
+             names(memory.OpenRow)),
             strict=True))),
         ("token", tokens.token_statement("tok_x"), names(tokens.TokenRecord)),
         ("upload", uploads.upload_statement("s1", "upl"), names(uploads.UploadRow)),
