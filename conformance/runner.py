@@ -322,7 +322,7 @@ def _limits(kit: KitRun, replay_dir: Path, report: Report) -> Failures:
         return str(path)
 
     report.limits = limit_phase(kit.session, f"{report.run_id}-lim", kit.ledger, kit.selected,
-                                failed)
+                                failed, light=report.profile == "quick")
     return failures
 
 

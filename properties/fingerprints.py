@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 import rfc8785
@@ -62,22 +63,53 @@ def publish_fingerprint(body: dict[str, Any], collection_id: str) -> str:
 
 def state_fingerprint(entries: dict[str, dict[str, Any]]) -> str:
     """protocol.md §9: entries sorted by item_id; active ones in full (metadata defaulting to
-    ``{}``), tombstones as ``{item_id, state}`` only (no revision numbers, no times)."""
-    form = []
-    for item_id in sorted(entries):
+    ``{}``), tombstones as ``{item_id, state}`` only (no revision numbers, no times). The JCS
+    of an array is its elements' JCS joined by commas, so the digest is taken entry by entry:
+    a state of 32 MiB is never held as one document."""
+    digest = hashlib.sha256(b"[")
+    for n, item_id in enumerate(sorted(entries)):
         entry = entries[item_id]
         if entry["state"] == "active":
-            form.append({"item_id": item_id, "state": "active", "path": entry["path"],
-                         "blob_id": entry["blob_id"], "metadata": entry.get("metadata", {})})
+            form = {"item_id": item_id, "state": "active", "path": entry["path"],
+                    "blob_id": entry["blob_id"], "metadata": entry.get("metadata", {})}
         else:
-            form.append({"item_id": item_id, "state": "tombstone"})
-    return sha256_jcs(form)
+            form = {"item_id": item_id, "state": "tombstone"}
+        digest.update((b"," if n else b"") + rfc8785.dumps(form))
+    digest.update(b"]")
+    return digest.hexdigest()
+
+
+def manifest_pieces(collection_id: str, revision: int, parent_revision: int,
+                    entries: dict[str, dict[str, Any]]) -> Iterator[bytes]:
+    """The canonical manifest object of a revision (protocol.md §9) piece by piece: its keys
+    in RFC 8785 order, each entry's JCS in ``item_id`` order, commas between them."""
+    yield b'{"collection_id":' + rfc8785.dumps(collection_id) + b',"entries":['
+    for n, item_id in enumerate(sorted(entries)):
+        yield (b"," if n else b"") + rfc8785.dumps(entries[item_id])
+    yield (b'],"manifest_version":1,"parent_revision":' + rfc8785.dumps(parent_revision)
+           + b',"revision":' + rfc8785.dumps(revision) + b"}")
 
 
 def manifest_bytes(collection_id: str, revision: int, parent_revision: int,
                    entries: dict[str, dict[str, Any]]) -> bytes:
     """The canonical manifest object of a revision (protocol.md §9)."""
-    return bytes(rfc8785.dumps({
-        "manifest_version": 1, "collection_id": collection_id, "revision": revision,
-        "parent_revision": parent_revision,
-        "entries": [entries[item_id] for item_id in sorted(entries)]}))
+    return b"".join(manifest_pieces(collection_id, revision, parent_revision, entries))
+
+
+def manifest_size(collection_id: str, revision: int, parent_revision: int,
+                  entries: dict[str, dict[str, Any]]) -> int:
+    """The bytes of :func:`manifest_bytes`, without holding them."""
+    return sum(map(len, manifest_pieces(collection_id, revision, parent_revision, entries)))
+
+
+def manifest_differs(content: bytes, collection_id: str, revision: int, parent_revision: int,
+                     entries: dict[str, dict[str, Any]]) -> int | None:
+    """Where ``content`` first differs from the revision's manifest (a byte offset), or None
+    if it is exactly the manifest; compared piece by piece, never built whole."""
+    view, at = memoryview(content), 0
+    for piece in manifest_pieces(collection_id, revision, parent_revision, entries):
+        if view[at:at + len(piece)] != piece:
+            return at + next((k for k, byte in enumerate(piece)
+                              if at + k >= len(view) or view[at + k] != byte), len(piece))
+        at += len(piece)
+    return None if at == len(view) else at

@@ -59,6 +59,9 @@ class Limit:
     name: str
     what: str
     check: Check
+    #: a check that moves tens of MiB (``revision_manifest_bytes``): the quick profile leaves
+    #: it to the ci and thorough profiles
+    heavy: bool = False
 
     @property
     def properties(self) -> tuple[str, ...]:
@@ -213,9 +216,10 @@ Failed = Callable[[BaseException, "World"], str]  # writes a replay file, return
 
 
 def limit_phase(session: Session, prefix: str, ledger: Ledger, selected: set[str] | None,
-                on_failure: Failed) -> list[LimitOutcome]:
+                on_failure: Failed, light: bool = False) -> list[LimitOutcome]:
     """Check every limit the target publishes, each in a fresh example of its own; a limit
-    the kit knows and the target does not publish is reported, never guessed."""
+    the kit knows and the target does not publish is reported, never guessed. ``light`` (the
+    quick profile) leaves the heavy checks to the longer profiles and says so."""
     from waypost.properties.world import World
 
     published = published_limits(session.describe().json)
@@ -233,6 +237,9 @@ def limit_phase(session: Session, prefix: str, ledger: Ledger, selected: set[str
             row.result, row.note = "skipped", ""
         elif (why := unreachable(name, published[name], published)) is not None:
             row.note = why
+        elif limit is not None and limit.heavy and light:
+            row.note = (f"{limit.what}: the ci and thorough profiles check it (it moves about "
+                        f"{published[name] * 2 // (1 << 20)} MiB)")
         elif limit is not None:
             row.note = limit.what
             world = World(session, f"{prefix}-l{n}-", ledger)

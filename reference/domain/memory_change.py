@@ -13,7 +13,7 @@ parent's entries as the database composes them, for the manifest and the fingerp
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from waypost.reference.domain.canonical import canonical_json
@@ -178,7 +178,8 @@ class StateMerger:
     upserts, deletes tombstoned (delta) or every unlisted active entry (snapshot).
 
     ``feed`` and ``close`` give ``(manifest JSON, fingerprint JSON)`` pairs: the two differ
-    only for tombstones, which the fingerprint shows without ``deleted_in_revision``."""
+    only for tombstones, which the fingerprint shows without ``deleted_in_revision`` (an active
+    entry's pair is one object twice)."""
 
     def __init__(self, mode: str, items: Sequence[ItemInput], delete_ids: Sequence[str],
                  revision: int) -> None:
@@ -187,32 +188,29 @@ class StateMerger:
         self.deletes = set(delete_ids)
         self.next_upsert = 0
 
-    def _upserts_before(self, item_id: str | None) -> list[tuple[bytes, bytes]]:
-        out = []
+    def _upserts_before(self, item_id: str | None) -> Iterator[tuple[bytes, bytes]]:
         while self.next_upsert < len(self.upserts) and (
                 item_id is None or self.upserts[self.next_upsert].item_id < item_id):
             entry = active_json(self.upserts[self.next_upsert])
-            out.append((entry, entry))
             self.next_upsert += 1
-        return out
+            yield entry, entry
 
-    def feed(self, rows: Sequence[tuple[str, str, str]]) -> list[tuple[bytes, bytes]]:
-        """Merge ``(item_id, entry_kind, entry_json)`` rows of the parent, in order."""
-        out: list[tuple[bytes, bytes]] = []
+    def feed(self, rows: Sequence[tuple[str, str, str]]) -> Iterator[tuple[bytes, bytes]]:
+        """Merge ``(item_id, entry_kind, entry_json)`` rows of the parent, in order (lazily:
+        consume it before the next call)."""
         for item_id, kind, stored in rows:
-            out += self._upserts_before(item_id)
+            yield from self._upserts_before(item_id)
             if (self.next_upsert < len(self.upserts)
                     and self.upserts[self.next_upsert].item_id == item_id):
                 continue  # the upsert replaces it, in the next call of _upserts_before
             if kind == "active" and (self.mode == "snapshot" or item_id in self.deletes):
-                out.append((tombstone_json(item_id, self.revision),
-                            fingerprinted_tombstone(item_id)))
+                yield tombstone_json(item_id, self.revision), fingerprinted_tombstone(item_id)
             elif kind == "active":
-                out.append((stored.encode(), stored.encode()))
+                encoded = stored.encode()
+                yield encoded, encoded
             else:
-                out.append((stored.encode(), fingerprinted_tombstone(item_id)))
-        return out
+                yield stored.encode(), fingerprinted_tombstone(item_id)
 
-    def close(self) -> list[tuple[bytes, bytes]]:
+    def close(self) -> Iterator[tuple[bytes, bytes]]:
         """The upserts after the parent's last entry."""
         return self._upserts_before(None)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import AsyncIterator, Sequence
+import itertools
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from waypost.reference.domain.memory_change import StateMerger, manifest_head, manifest_tail
@@ -48,25 +49,38 @@ class _Progress:
     fingerprint: hashlib._Hash = field(default_factory=hashlib.sha256)
     entries: int = 0
 
-    def chunk(self, pairs: Sequence[tuple[bytes, bytes]]) -> bytes:
-        """The manifest bytes of ``pairs``, hashing their fingerprint forms on the way."""
-        if not pairs:
-            return b""
+    def take(self, pairs: Iterator[tuple[bytes, bytes]]) -> bytes | None:
+        """The manifest bytes of the next :data:`PAGE` pairs at most, hashing their
+        fingerprint forms on the way; None once ``pairs`` is exhausted."""
+        batch = list(itertools.islice(pairs, PAGE))
+        if not batch:
+            return None
         lead = b"," if self.entries else b""
-        self.entries += len(pairs)
-        self.fingerprint.update(lead + b",".join(print_ for _, print_ in pairs))
-        return lead + b",".join(entry for entry, _ in pairs)
+        self.entries += len(batch)
+        chunk = lead + b",".join(entry for entry, _ in batch)
+        if all(entry is print_ for entry, print_ in batch):
+            self.fingerprint.update(chunk)  # no tombstone: the same bytes
+        else:
+            self.fingerprint.update(lead + b",".join(print_ for _, print_ in batch))
+        return chunk
 
-    def page(self, rows: Sequence[tuple[str, str, str]]) -> bytes:
-        return self.chunk(self.merger.feed(rows))
 
-    def close(self) -> bytes:
-        return self.chunk(self.merger.close())
+async def _chunks(pairs: Iterator[tuple[bytes, bytes]], progress: _Progress,
+                  small: bool) -> AsyncIterator[bytes]:
+    """The chunks of ``pairs``, each of at most :data:`PAGE` entries, merged on a worker
+    thread unless ``small``."""
+    while True:
+        chunk = (progress.take(pairs) if small
+                 else await asyncio.to_thread(progress.take, pairs))
+        if chunk is None:
+            return
+        yield chunk
 
 
 async def _stream(ctx: Context, target: Target, progress: _Progress) -> AsyncIterator[bytes]:
     progress.fingerprint.update(b"[")
     yield manifest_head(target.collection_id)
+    small = len(target.changes.items) <= INLINE_ROWS
     after, page = "", target.first_page
     while True:
         if page is None:
@@ -74,18 +88,15 @@ async def _stream(ctx: Context, target: Target, progress: _Progress) -> AsyncIte
                 target.space_id, target.collection_id, target.expected_revision, after, PAGE)])
             page = page_of(rows)
         if page:
-            chunk = (progress.page(page) if len(page) <= INLINE_ROWS
-                     else await asyncio.to_thread(progress.page, page))
-            if chunk:
+            async for chunk in _chunks(progress.merger.feed(page), progress,
+                                       small and len(page) <= INLINE_ROWS):
                 yield chunk
             after = page[-1][0]
         if len(page) < PAGE:
             break
         page = None
-    rest = (progress.close() if len(target.changes.items) <= INLINE_ROWS
-            else await asyncio.to_thread(progress.close))
-    if rest:
-        yield rest
+    async for chunk in _chunks(progress.merger.close(), progress, small):
+        yield chunk
     progress.fingerprint.update(b"]")
     yield manifest_tail(target.expected_revision + 1, target.expected_revision)
 

@@ -92,8 +92,8 @@ def _streamed(parent: dict[str, Entry], mode: str, items: list[ItemInput], delet
             for e in sorted(parent.values(), key=lambda e: e.item_id)]
     pairs = []
     for start in range(0, len(rows), page):
-        pairs += merger.feed(rows[start:start + page])
-    pairs += merger.close()
+        pairs += list(merger.feed(rows[start:start + page]))
+    pairs += list(merger.close())
     document = (manifest_head("notes") + b",".join(p for p, _ in pairs)
                 + manifest_tail(revision, revision - 1))
     return document, hashlib.sha256(b"[" + b",".join(f for _, f in pairs) + b"]").digest()
@@ -106,9 +106,12 @@ def test_decided_from_the_named_rows_as_from_the_whole_state(
     mode, items, deletes = change
     expected, revision = 4, 5
     named, on_paths, totals = _as_database_shows(parent, items, deletes)
+    refused: InvalidRequest | None = None
     try:
         wanted = next_state(parent, mode, items, deletes, revision)
-    except InvalidRequest as refused:
+    except InvalidRequest as error:
+        refused = error
+    if refused is not None:
         with pytest.raises(InvalidRequest) as raised:
             decide("notes", expected, mode, items, deletes, named, on_paths, totals, Limits())
         assert raised.value.details == refused.details

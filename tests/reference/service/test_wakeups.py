@@ -5,9 +5,10 @@ when sends race re-polls."""
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tests.support.api import Api
+from tests.support.api import Api, item, publish, sealed_blob
 from waypost.reference.server import served_context
 from waypost.reference.service.wakeups import FeedSignal, Waiter
 
@@ -17,12 +18,12 @@ class _Watching(FeedSignal):
 
     def __init__(self) -> None:
         super().__init__()
-        self.waiting: dict[str, threading.Event] = {}
+        self.parked: dict[str, threading.Event] = {}
         self.woken: list[tuple[str, ...]] = []
 
     async def wait(self, waiter: Waiter, seconds: float) -> bool:
         for key in waiter.keys:
-            self.waiting.setdefault("/".join(key), threading.Event()).set()
+            self.parked.setdefault("/".join(key), threading.Event()).set()
         woken = await super().wait(waiter, seconds)
         if woken:
             self.woken.extend(waiter.keys)
@@ -36,7 +37,8 @@ def _watch(api: Api) -> _Watching:
 
 
 def _poll(api: Api, who: str, answers: dict[str, Any], **params: Any) -> threading.Thread:
-    thread = threading.Thread(target=lambda: answers.update({who: api.feed(who, **params)}))
+    thread = threading.Thread(target=lambda: answers.update({who: api.feed(who, **params)}),
+                              daemon=True)
     thread.start()
     return thread
 
@@ -46,7 +48,7 @@ def test_a_send_wakes_its_recipient_and_nobody_else(api: Api) -> None:
     answers: dict[str, Any] = {}
     polls = [_poll(api, who, answers, wait=30) for who in ("s1/bob", "s1/carol")]
     for key in ("inbox/s1/bob", "inbox/s1/carol"):
-        assert signal.waiting.setdefault(key, threading.Event()).wait(timeout=30), key
+        assert signal.parked.setdefault(key, threading.Event()).wait(timeout=30), key
     sent = api.must_send("s1/alice", recipient_ids=["bob"])
     polls[0].join(timeout=20)
     assert not polls[0].is_alive(), "the recipient's wait was not woken"
@@ -63,7 +65,7 @@ def test_a_wait_nothing_concerned_ends_empty_at_its_deadline(api: Api) -> None:
     signal = _watch(api)
     answers: dict[str, Any] = {}
     poll = _poll(api, "s1/bob", answers, wait=1)
-    assert signal.waiting.setdefault("inbox/s1/bob", threading.Event()).wait(timeout=30)
+    assert signal.parked.setdefault("inbox/s1/bob", threading.Event()).wait(timeout=30)
     api.must_send("s1/alice", recipient_ids=["carol"])
     poll.join(timeout=20)
     assert answers["s1/bob"]["items"] == []
@@ -77,7 +79,7 @@ def test_a_filtered_wait_is_woken_only_by_items_its_filter_passes(api: Api) -> N
     signal = _watch(api)
     answers: dict[str, Any] = {}
     poll = _poll(api, "from-carol", answers, wait=30)
-    assert signal.waiting.setdefault("inbox/s1/bob", threading.Event()).wait(timeout=30)
+    assert signal.parked.setdefault("inbox/s1/bob", threading.Event()).wait(timeout=30)
     api.must_send("s1/alice", recipient_ids=["bob"])  # not from carol: no wake-up
     from_carol = api.must_send("s1/carol", recipient_ids=["bob"])
     poll.join(timeout=20)
@@ -128,9 +130,65 @@ def test_a_wait_whose_token_is_revoked_meanwhile_ends_refused(api: Api) -> None:
 
     thread = threading.Thread(target=poll)
     thread.start()
-    assert signal.waiting.setdefault("inbox/s1/bob", threading.Event()).wait(timeout=30)
+    assert signal.parked.setdefault("inbox/s1/bob", threading.Event()).wait(timeout=30)
     api.must_admin("POST", f"/admin/v1/tokens/{issued['token_id']}/revoke",
                    {"request_id": "revoke-bob-2"})
     thread.join(timeout=30)
     assert answers["bob-2"].status_code == 401, answers["bob-2"].text
+    assert signal.woken == []
+
+
+def test_a_publish_wakes_the_readers_of_its_collection_only(mem: Api) -> None:
+    blob = sealed_blob(mem, "writer", b"entry")
+    signal = _watch(mem)
+    answers: dict[str, Any] = {}
+    polls = [_poll(mem, who, answers, wait=30) for who in ("reader", "s1/carol")]
+    for key in ("collection/s1/notes", "inbox/s1/carol"):
+        assert signal.parked.setdefault(key, threading.Event()).wait(timeout=30), key
+    assert publish(mem, 0, items=[item("a", blob)]).status_code == 201
+    polls[0].join(timeout=20)
+    assert not polls[0].is_alive(), "the collection's reader was not woken"
+    assert [i["type"] for i in answers["reader"]["items"]] == ["memory_revision"]
+    assert signal.woken == [("inbox", "s1", "bob"), ("collection", "s1", "notes")]
+    assert polls[1].is_alive()  # carol holds no grant on notes: her wait was left alone
+    mem.must_send("s1/alice", recipient_ids=["carol"])
+    polls[1].join(timeout=20)
+
+
+def test_an_ack_wakes_the_producer_of_its_message(api: Api) -> None:
+    sent = api.must_send("s1/alice", recipient_ids=["bob"])
+    cursor = api.feed("s1/alice")["next_cursor"]
+    signal = _watch(api)
+    answers: dict[str, Any] = {}
+    poll = _poll(api, "s1/alice", answers, wait=5, cursor=cursor)
+    assert signal.parked.setdefault("inbox/s1/alice", threading.Event()).wait(timeout=30)
+    acked = api.as_("s1/bob", "POST", "/v1/acks", {"request_id": "ack-wakes", "items": [
+        {"item_id": sent["feed_item_id"], "stage": "processed"}]})
+    assert acked.status_code == 200, acked.text
+    poll.join(timeout=20)
+    assert not poll.is_alive(), "the producer's wait was not woken by the receipt"
+    assert [(i["type"], i["receipt"]["stage"]) for i in answers["s1/alice"]["items"]] == [
+        ("receipt", "processed")]
+    assert ("inbox", "s1", "alice") in signal.woken
+
+
+def test_a_wait_whose_token_expires_meanwhile_ends_refused(hooked: Api) -> None:
+    """The token expires (on the server's clock) while its wait is parked: the wait's end
+    re-checks it, and a refused token never gets its empty page."""
+    soon = datetime.now(UTC) + timedelta(minutes=5)
+    hooked.token("s1", "bob", "bob-inbox", name="expiring",
+                 scopes=["message.read", "event.subscribe"],
+                 expires_at=soon.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+    signal = _watch(hooked)
+    answers: dict[str, Any] = {}
+
+    def poll() -> None:
+        answers["expiring"] = hooked.as_("expiring", "GET", "/v1/feed", params={"wait": 2})
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    assert signal.parked.setdefault("inbox/s1/bob", threading.Event()).wait(timeout=30)
+    assert hooked.admin("POST", "/_test/clock", {"advance_ms": 10 * 60 * 1000}).status_code == 200
+    thread.join(timeout=30)
+    assert answers["expiring"].status_code == 401, answers["expiring"].text
     assert signal.woken == []
