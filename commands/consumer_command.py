@@ -19,7 +19,7 @@ import apsw
 
 from waypost.reference.consumer import faults, outbox, sync, views, work
 from waypost.reference.consumer.client import CALL_SECONDS, Api
-from waypost.reference.consumer.errors import BadAnswer, ConsumerError, Unreachable
+from waypost.reference.consumer.errors import BadAnswer, ConsumerError, ServerError, Unreachable
 from waypost.reference.consumer.store import LocalStore
 from waypost.reference.consumer.text import visible
 
@@ -123,18 +123,53 @@ def _fail(args: argparse.Namespace, store: LocalStore) -> Any:
     return {"failed": work.fail(store, args.items, args.reason)}
 
 
-def _submit(args: argparse.Namespace, store: LocalStore, outbound_id: int) -> Any:
+def _submit(args: argparse.Namespace, store: LocalStore, enqueue: Callable[[], int]) -> Any:
+    """Queue a write and send it at once. Everything the command can check here (the token,
+    the server the file belongs to, its arguments) is checked before anything is queued: a
+    refused command leaves no write behind to go out later. A write queued but not sent (the
+    server unreachable or busy) says so and stays queued for the next sync."""
     with _api(args, store) as api:
-        outbox.flush(store, api)
+        outbound_id = enqueue()
+        try:
+            outbox.flush(store, api)
+        except (Unreachable, ServerError) as error:
+            if isinstance(error, ServerError) and not error.retryable:
+                raise
+            row = _outbound(store, outbound_id)
+            if row["state"] != "pending":
+                raise
+            raise ConsumerError(f"queued; it goes out on the next sync ({error})") from None
+    row = _outbound(store, outbound_id)
+    if row["state"] == "failed":
+        raise Refused(row)
+    return {"request_id": row["request_id"], "operation": row["operation"],
+            "state": row["state"], "result": json.loads(row["result_json"])}
+
+
+class Refused(ConsumerError):
+    """A write the server refused for good: the line says what it sent back, ``details``
+    included (a conflict's current revision, the field at fault); ``--json`` prints it whole."""
+
+    def __init__(self, row: Any) -> None:
+        answer = json.loads(row["result_json"] or "{}")
+        error = answer.get("error") if isinstance(answer, dict) else None
+        details = error.get("details") if isinstance(error, dict) else None
+        self.details = details if isinstance(details, dict) else {}
+        self.payload = {"request_id": row["request_id"], "operation": row["operation"],
+                        "state": "failed", "status": row["result_status"],
+                        "error": {"code": row["error_code"], "message": row["error_message"],
+                                  "details": self.details}}
+        shown = "".join(f"; {key} = {json.dumps(value)}" for key, value in self.details.items())
+        super().__init__(f"{row['operation']} {row['request_id']} refused: {row['error_code']} "
+                         f"({row['result_status']}): {row['error_message']}{shown}")
+
+
+def _outbound(store: LocalStore, outbound_id: int) -> Any:
     row = store.row("SELECT request_id, operation, state, result_status, result_json,"
                     " error_code, error_message FROM local_outbound WHERE outbound_id = ?",
                     (outbound_id,))
     assert row is not None
-    if row["state"] == "failed":
-        raise ConsumerError(f"{row['operation']} {row['request_id']} refused: "
-                            f"{row['error_code']} ({row['result_status']}): {row['error_message']}")
-    return {"request_id": row["request_id"], "operation": row["operation"],
-            "state": row["state"], "result": json.loads(row["result_json"])}
+    return row
 
 
 def _text(args: argparse.Namespace) -> str:
@@ -148,7 +183,7 @@ def _text(args: argparse.Namespace) -> str:
 def _send(args: argparse.Namespace, store: LocalStore) -> Any:
     store.require_profile()
     send = outbox.Send(tuple(args.to or ()), args.subject, _text(args), args.kind, args.thread)
-    return _submit(args, store, outbox.enqueue_send(store, send))
+    return _submit(args, store, lambda: outbox.enqueue_send(store, send))
 
 
 def _reply(args: argparse.Namespace, store: LocalStore) -> Any:
@@ -159,7 +194,7 @@ def _reply(args: argparse.Namespace, store: LocalStore) -> Any:
     subject = args.subject or ("Re: " + message["subject"])[:256]
     send = outbox.Send((message["producer_id"],), subject, _text(args), args.kind,
                        message["thread_id"], message["message_id"], args.item)
-    return _submit(args, store, outbox.enqueue_send(store, send))
+    return _submit(args, store, lambda: outbox.enqueue_send(store, send))
 
 
 def _entry(text: str) -> tuple[str, str, str]:
@@ -176,7 +211,7 @@ def _publish(args: argparse.Namespace, store: LocalStore) -> Any:
             expected = int(api.collection(args.collection)["current_revision"])
     publish = outbox.Publish(args.collection, expected, args.mode, tuple(args.entry or ()),
                              tuple(args.delete or ()))
-    return _submit(args, store, outbox.enqueue_publish(store, publish))
+    return _submit(args, store, lambda: outbox.enqueue_publish(store, publish))
 
 
 def _status(args: argparse.Namespace, store: LocalStore) -> Any:
@@ -247,6 +282,8 @@ def run(args: argparse.Namespace) -> int:
         finally:
             store.close()
     except ConsumerError as error:
+        if isinstance(error, Refused) and args.json:
+            print(json.dumps(error.payload, indent=2, default=str))
         print(f"{name}: {visible(str(error))}", file=sys.stderr)
         return (EXIT_BAD_SERVER if isinstance(error, BadAnswer)
                 else EXIT_UNREACHABLE if isinstance(error, Unreachable) else EXIT_FAILED)

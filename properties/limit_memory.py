@@ -47,10 +47,10 @@ def entries(blob_id: str, count: int, start: int = 0) -> list[dict[str, Any]]:
 
 
 def publish(world: World, writer: Token, changes: dict[str, Any], limit: str, value: int,
-            accept: bool, manifest: bytes | None = None) -> None:
+            accept: bool, manifest: bytes | None = None, heads_only: bool = False) -> None:
     """A delta publish on the head of ``notes``, inline or from a manifest blob of the given
     bytes: accepted and applied (P14), or refused naming the limit with nothing published;
-    every view and revision is re-read after it."""
+    every view and revision (``heads_only``: each head) is re-read after it."""
     target = world.model.collections[(writer.space, NOTES)]
     body: dict[str, Any] = {"request_id": world.rid(), "expected_revision": target.head,
                             "mode": "delta"}
@@ -68,7 +68,7 @@ def publish(world: World, writer: Token, changes: dict[str, Any], limit: str, va
                      f"a publish at exactly {limit} = {value} must be accepted, got "
                      f"{answer.status} {answer.code}", answer=answer.json):
         memory.expect_publish(world, writer, NOTES, body, changes, answer)
-    reread(world)
+    reread(world, heads_only)
 
 
 def entry_metadata(world: World, metadata: dict[str, Any], value: int, accept: bool) -> None:

@@ -117,18 +117,18 @@ def expect_limit(world: World, answer: Answer, limit: str, value: int, what: str
                        answer=answer.json)
 
 
-def reread(world: World) -> None:
-    """Every live view from its checkpoint and every revision, compared with the model: what a
-    step accepted is all there, what it refused left no item, receipt, revision or
-    checkpoint."""
+def reread(world: World, heads_only: bool = False) -> None:
+    """Every live view from its checkpoint and every revision (``heads_only``: each
+    collection's head, where the older revisions were read when they were new and a step can
+    only have added one), compared with the model: what a step accepted is all there, what it
+    refused left no item, receipt, revision or checkpoint."""
     from waypost.properties import feed, revisions
     from waypost.properties.reread import revision_rereads, view_rereads
 
     commands: dict[str, Callable[..., None]] = {"check_view": feed.check_view,
                                                 "read_revision": revisions.read_revision}
-    for rereads in (view_rereads, revision_rereads):
-        for name, args in rereads(world):
-            commands[name](world, **args)
+    for name, args in [*view_rereads(world), *revision_rereads(world, heads_only)]:
+        commands[name](world, **args)
 
 
 def send_body(world: World, **fields: Any) -> dict[str, Any]:
@@ -239,7 +239,7 @@ def limit_phase(session: Session, prefix: str, ledger: Ledger, selected: set[str
             row.note = why
         elif limit is not None and limit.heavy and light:
             row.note = (f"{limit.what}: the ci and thorough profiles check it (it moves about "
-                        f"{published[name] * 2 // (1 << 20)} MiB)")
+                        f"{published[name] * 8 // (1 << 20)} MiB)")
         elif limit is not None:
             row.note = limit.what
             world = World(session, f"{prefix}-l{n}-", ledger)

@@ -24,15 +24,16 @@ def view_rereads(world: World) -> Iterator[Step]:
             yield "check_view", {"token": token.handle}
 
 
-def revision_rereads(world: World) -> Iterator[Step]:
-    """``read_revision`` of every revision of every collection, through a token that may read
-    it (P13, P14)."""
+def revision_rereads(world: World, heads_only: bool = False) -> Iterator[Step]:
+    """``read_revision`` of every revision of every collection (``heads_only``: of each head),
+    through a token that may read it (P13, P14)."""
     model = world.model
     for collection in list(model.collections.values()):
         reader = next((t for t in model.tokens.values() if t.space == collection.space
                        and model.live(t) and t.has("memory.read")
                        and t.may(collection.collection_id, "read")), None)
-        for revision in range(1, collection.head + 1) if reader else ():
+        first = collection.head if heads_only else 1
+        for revision in range(max(first, 1), collection.head + 1) if reader else ():
             assert reader is not None
             yield "read_revision", {"token": reader.handle,
                                     "collection": collection.collection_id,

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 PATH_BYTES, METADATA_CHARS = 900, 3_980  # with the ids: an entry of about 5 KB
 GROWTH_FACTOR, UNCHANGED_MS, WORST_MS = 1.5, 50.0, 50.0
+REST_DESCRIBES = 200
 
 
 def _item(bench: Bench, n: int, moved: int | None = None) -> dict[str, Any]:
@@ -113,6 +114,10 @@ def heavy_section(bench: Bench, data_dir: Path, cid: str, entries: int,
                                     range(start, min(entries, start + per_publish))], 201)
         head += 1
     fill_seconds = time.perf_counter() - started
+    with _other_client(str(bench.client.base_url)) as resting:
+        while len(resting) < REST_DESCRIBES:
+            time.sleep(0.01)
+    rest = _latency(list(resting))
     deltas: list[dict[str, float]] = []
     unchanged: list[dict[str, float]] = []
     with _other_client(str(bench.client.base_url)) as taken:
@@ -142,7 +147,10 @@ def heavy_section(bench: Bench, data_dir: Path, cid: str, entries: int,
             row["growth"] for row in deltas), "growth_over_manifest_max": worst_ratio},
         "unchanged": {**times["unchanged"], "growth_bytes_max": max(
             row["growth"] for row in unchanged)},
-        "other_client_describe": other,
+        "other_client_describe": other, "describe_at_rest": rest,
+        "event_loop_lag": {  # seen from outside: describe's time above its median at rest
+            "p99_ms": round(max(0.0, other["p99_ms"] - rest["median_ms"]), 2),
+            "max_ms": round(max(0.0, other["max_ms"] - rest["median_ms"]), 2)},
     }
     found["targets"] = {
         "delta_growth_over_manifest": _verdict(worst_ratio, GROWTH_FACTOR),

@@ -331,6 +331,14 @@ async def _describes(port: int, going: Callable[[], bool], minimum: int) -> list
     return taken
 
 
+def lag(during: dict[str, float], rest: dict[str, float]) -> dict[str, float]:
+    """The event loop's lag seen from outside: how much longer than its median at rest another
+    client's describe took (p99 and max), in ms. Nothing is added to the server to measure it:
+    a describe answers at once unless the loop is busy."""
+    return {"p99_ms": round(max(0.0, during["p99_ms"] - rest["p50_ms"]), 3),
+            "max_ms": round(max(0.0, during["max_ms"] - rest["p50_ms"]), 3)}
+
+
 def _hostile(subject: Subject) -> dict[str, Any]:
     """Describe latency at rest, then under each hostile body; the event loop's busy share."""
     with httpx.Client(base_url=f"http://127.0.0.1:{subject.port}", timeout=60) as client:
@@ -352,6 +360,7 @@ def _hostile(subject: Subject) -> dict[str, Any]:
             load.kill()
         busy = (after.threads[after.main] - before.threads[before.main]) / wall
         found[name] = {"body_bytes": len(body), "in_flight": IN_FLIGHT, "describe": during,
+                       "event_loop_lag": lag(during, rest),
                        "p99_over_rest_p99": round(during["p99_ms"] / rest["p99_ms"], 2),
                        "answers_by_status": out.get(timeout=60),
                        "event_loop_cpu_share": round(busy, 2)}

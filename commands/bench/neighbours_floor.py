@@ -289,7 +289,9 @@ def summary(result: dict[str, Any]) -> list[str]:
         lines.append(f"hostile {body} (reference / floor): describe p99 "
                      f"{both('hostile_bodies', body, 'describe', 'p99_ms')} ms (at rest "
                      f"{both('hostile_bodies', 'describe_at_rest', 'p99_ms')} ms), "
-                     f"{both('hostile_bodies', body, 'p99_over_rest_p99')} x at rest")
+                     f"{both('hostile_bodies', body, 'p99_over_rest_p99')} x at rest; event-loop "
+                     f"lag p99 {both('hostile_bodies', body, 'event_loop_lag', 'p99_ms')} ms, max "
+                     f"{both('hostile_bodies', body, 'event_loop_lag', 'max_ms')} ms")
     return lines
 
 

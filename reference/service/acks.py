@@ -7,16 +7,15 @@ from typing import Any
 
 from waypost.reference.domain import cursor, values
 from waypost.reference.domain.canonical import digest
-from waypost.reference.domain.errors import Forbidden, StorageUnavailable
+from waypost.reference.domain.errors import Forbidden
 from waypost.reference.domain.principal import Principal
 from waypost.reference.domain.remembered import StalePrincipal
 from waypost.reference.domain.requests import Ack, parse_ack
 from waypost.reference.service import answers, submissions
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.feed import binding_fault
-from waypost.reference.service.wakeups import Route
+from waypost.reference.service.woken import wake_items
 from waypost.reference.storage import acks as sql
-from waypost.reference.storage import feed as feed_sql
 from waypost.reference.storage.rules import KEY_TAKEN
 from waypost.reference.storage.submissions import ack_lines_from, decided_from
 
@@ -52,7 +51,7 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any,
     record = acked.record
     assert record is not None
     if acked.verdict == "ok":
-        await _wake(ctx, principal.space_id, [line.receipt_item_id for line in write.lines])
+        await wake_items(ctx, principal.space_id, [line.receipt_item_id for line in write.lines])
     else:
         submissions.check_fingerprint(record, fingerprint)
     if record.state != "committed":  # an ACK is one plan: its holder is final
@@ -61,20 +60,6 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any,
     outcome = Outcome(200, answers.acknowledged(record, ack_lines_from(lines)))
     outcome.replayed = acked.verdict == KEY_TAKEN
     return outcome
-
-
-async def _wake(ctx: Context, space_id: str, item_ids: list[str]) -> None:
-    """Wake the long polls the receipts of a committed ACK concern (those of its lines that
-    advanced exist; their routes are read back, as a receipt's recipient is the producer of
-    the item it is about)."""
-    if not ctx.signal.waiting(space_id):
-        return
-    try:
-        (rows,) = await ctx.driver.read([feed_sql.routes_statement(space_id, item_ids)])
-    except StorageUnavailable:  # the ACK is saved: wake every reader its receipts may concern
-        ctx.signal.wake_all(space_id)
-        return
-    ctx.signal.committed(space_id, [Route(*route) for route in feed_sql.routes_from(rows)])
 
 
 def _new_ack(request: Ack, fingerprint: bytes, checkpoint: int | None,

@@ -21,6 +21,9 @@ from waypost.reference.storage.blob_store import ObjectFacts
 #: Parent entries read per page: at most about 5.3 KB each (a 1 KiB path, 4 KiB of metadata),
 #: so a page stays under 3 MB.
 PAGE = 512
+#: The parent's first page, read with what a publish decides from (before it knows whether it
+#: changes anything): small, so that an unchanged or refused publish reads little.
+FIRST_PAGE = 64
 #: Fewer rows than this are merged on the event loop: the hop to a thread would cost more.
 INLINE_ROWS = 32
 
@@ -34,8 +37,10 @@ class Target:
     expected_revision: int
     mode: str
     changes: Changes
-    #: the parent's first page of entries, if it was read already (``page_of``)
+    #: the parent's first :data:`FIRST_PAGE` entries, if they were read already (``page_of``)
     first_page: list[tuple[str, str, str]] | None = None
+    #: the manifest's size as the publish decided it (``Decision.manifest_bytes``)
+    size: int | None = None
 
 
 def page_of(rows: Sequence[Sequence[object]]) -> list[tuple[str, str, str]]:
@@ -81,9 +86,10 @@ async def _stream(ctx: Context, target: Target, progress: _Progress) -> AsyncIte
     progress.fingerprint.update(b"[")
     yield manifest_head(target.collection_id)
     small = len(target.changes.items) <= INLINE_ROWS
-    after, page = "", target.first_page
+    after, page, asked = "", target.first_page, FIRST_PAGE
     while True:
         if page is None:
+            asked = PAGE
             (rows,) = await ctx.driver.read([sql.manifest_page_statement(
                 target.space_id, target.collection_id, target.expected_revision, after, PAGE)])
             page = page_of(rows)
@@ -92,7 +98,7 @@ async def _stream(ctx: Context, target: Target, progress: _Progress) -> AsyncIte
                                        small and len(page) <= INLINE_ROWS):
                 yield chunk
             after = page[-1][0]
-        if len(page) < PAGE:
+        if len(page) < asked:
             break
         page = None
     async for chunk in _chunks(progress.merger.close(), progress, small):
@@ -111,6 +117,10 @@ async def write(ctx: Context, target: Target, object_ref: str) -> tuple[bytes, O
     and the object's facts."""
     progress = _progress(target)
     _, facts = await ctx.blobs.create_only(object_ref, _stream(ctx, target, progress))
+    if target.size is not None and facts.size != target.size:
+        # the limit (revision_manifest_bytes) was checked on the decided size: never let a
+        # manifest of another size be committed
+        raise RuntimeError(f"the manifest written is {facts.size} bytes, {target.size} decided")
     return progress.fingerprint.digest(), facts
 
 

@@ -126,7 +126,7 @@ def _outlook_reads(principal: Principal, request: PublishMemory,
             sql.revision_statement(principal.space_id, request.collection_id,
                                    request.expected_revision),
             sql.manifest_page_statement(principal.space_id, request.collection_id,
-                                        request.expected_revision, "", manifest_build.PAGE)]
+                                        request.expected_revision, "", manifest_build.FIRST_PAGE)]
 
 
 def _outlook_from(ctx: Context, principal: Principal, request: PublishMemory, changes: Changes,
@@ -217,7 +217,7 @@ async def _state_fingerprint(ctx: Context, principal: Principal, request: Publis
         return outlook.parent_fingerprint
     target = manifest_build.Target(principal.space_id, outlook.collection.collection_id,
                                    request.expected_revision, request.mode, changes,
-                                   outlook.first_page)
+                                   outlook.first_page, outlook.decision.manifest_bytes)
     if record.state != "reserved":
         return await manifest_build.fingerprint(ctx, target)
     return await _prepare(ctx, principal, record, changes, target)

@@ -17,6 +17,7 @@ from waypost.reference.domain.requests import SendMessage, parse_send
 from waypost.reference.service import answers, submissions
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.wakeups import Route
+from waypost.reference.service.woken import wake_items
 from waypost.reference.storage import messages as sql
 from waypost.reference.storage.rows import texts
 from waypost.reference.storage.rules import KEY_TAKEN
@@ -42,9 +43,13 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
         raise sql.send_refusal(sent.verdict, sent.details)
     assert sent.record is not None
     if sent.verdict == "ok":
-        ctx.signal.committed(principal.space_id, [Route(
-            "message", principal.actor_id, write.thread_id, None,
-            None if request.recipient_ids is None else tuple(request.recipient_ids))])
+        if request.recipient_ids is None:
+            # to the space's default actor, whom the plan resolved: its route is read back
+            await wake_items(ctx, principal.space_id, [write.feed_item_id])
+        else:
+            ctx.signal.committed(principal.space_id, [Route(
+                "message", principal.actor_id, write.thread_id, None,
+                tuple(request.recipient_ids))])
         return await answers.stable_result(ctx, OPERATION, sent.record, sent.sequence)
     submissions.check_fingerprint(sent.record, fingerprint)
     return await submissions.replay(ctx, OPERATION, sent.record, sent.sequence)

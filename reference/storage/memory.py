@@ -1,8 +1,10 @@
 """Memory plans and reads (protocol.md §9, P11–P14): stage a publish's inputs, commit a revision
 (CAS on the head, no-op by state fingerprint, conflict recorded), read fixed revisions.
 
-The commit derives the new revision's complete rows from the parent's rows and the staged inputs
-in two ``INSERT … SELECT`` statements, so its size does not grow with the collection.
+Entry rows are valid over a range of revisions (``memory_entries``, migration 0003): the commit
+closes the rows a publish replaces and opens their successors, from the staged inputs, in three
+statements, so what it writes is what changed. A revision's page is one range of the primary key;
+the head's pages (a manifest being built) are one range of the open rows' index.
 """
 
 from __future__ import annotations
@@ -133,12 +135,20 @@ def revision_statement(space_id: str, collection_id: str, revision: int) -> Stat
 
 
 #: An entry as manifests and item pages show it, as SQL over the columns of a row (``{x}``: its
-#: prefix): the canonical JSON of an active entry, of a tombstone deleted in ``{rev}``.
-ACTIVE_JSON = """'{{"blob_id":' || json_quote({x}blob_id) || ',"item_id":'
-        || json_quote({x}item_id) || ',"metadata":' || {x}metadata_json || ',"path":'
-        || json_quote({x}path) || ',"state":"active"}}'"""
-TOMBSTONE_JSON = """'{{"deleted_in_revision":' || {rev} || ',"item_id":'
-        || json_quote({x}item_id) || ',"state":"tombstone"}}'"""
+#: prefix): the canonical JSON of an active entry, of a tombstone deleted in ``{rev}``. Composed
+#: without json_quote(), whose escapes differ between SQLite builds (D1's among them): ids are
+#: ``[A-Za-z0-9_-]`` and a path holds no control character and no backslash (protocol.md §3),
+#: so RFC 8785 escapes only a path's quotes (migration 0003 checks ``entry_bytes`` the same way).
+ACTIVE_JSON = """'{{"blob_id":"' || {x}blob_id || '","item_id":"' || {x}item_id
+        || '","metadata":' || {x}metadata_json || ',"path":"'
+        || replace({x}path, '"', '\\"') || '","state":"active"}}'"""
+TOMBSTONE_JSON = """'{{"deleted_in_revision":' || {rev} || ',"item_id":"' || {x}item_id
+        || '","state":"tombstone"}}'"""
+
+
+#: The revision being published, as text the way SQLite writes an INTEGER column: D1 binds every
+#: number as a REAL, which || would write as "2.0".
+_NEW_REVISION = "CAST(:new_revision AS INTEGER)"
 
 
 def entry_json(prefix: str = "") -> str:
@@ -204,16 +214,18 @@ def page_statement(space_id: str, collection_id: str, revision: int, after: str,
                       tombstones=int(include_tombstones), limit=limit))
 
 
-def manifest_page_statement(space_id: str, collection_id: str, revision: int, after: str,
+def manifest_page_statement(space_id: str, collection_id: str, head: int, after: str,
                             limit: int) -> Statement:
-    """Up to ``limit`` entries of ``revision`` after ``after`` as ``(item_id, entry_kind,
-    entry_json)``: the canonical JSON a manifest holds, composed by the database."""
+    """Up to ``limit`` entries of the head revision ``head`` after ``after`` as ``(item_id,
+    entry_kind, entry_json)``: the canonical JSON a manifest holds, composed by the database.
+    The head's entries are the open rows, one range of their index whatever the history; were
+    the head to move meanwhile, the publish reading them conflicts and never commits them."""
     return stmt(f"""SELECT item_id, entry_kind, {entry_json()} AS entry_json
                     FROM memory_entries
                     WHERE space_id = :space_id AND collection_id = :cid AND item_id > :after
-                      AND {at_revision()}
+                      AND until_revision IS NULL AND from_revision <= :revision
                     ORDER BY item_id LIMIT :limit""",
-                _here(space_id, collection_id, revision=revision, after=after, limit=limit))
+                _here(space_id, collection_id, revision=head, after=after, limit=limit))
 
 
 @dataclass(frozen=True)
@@ -380,7 +392,7 @@ def _entry_writes(mode: str, staged: str) -> list[str]:
                    OR (NOT EXISTS ({upsert_of.format(x=x)}) AND {goes}))""",
         f"""{columns}
             SELECT :space_id, :cid, e.item_id, :new_revision, NULL, 'tombstone',
-                length(CAST({TOMBSTONE_JSON.format(x="e.", rev=":new_revision")} AS BLOB)),
+                length(CAST({TOMBSTONE_JSON.format(x="e.", rev=_NEW_REVISION)} AS BLOB)),
                 NULL, NULL, NULL
             FROM memory_entries e
             WHERE e.space_id = :space_id AND e.collection_id = :cid

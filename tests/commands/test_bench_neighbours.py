@@ -67,6 +67,8 @@ def test_bench_neighbours_reports_every_pattern_beside_its_floor(tmp_path: Path)
             assert row["describe"]["count"] > 0
             assert sum(row["answers_by_status"].values()) > 0
             assert row["p99_over_rest_p99"] > 0
+            lag = row["event_loop_lag"]
+            assert 0 <= lag["p99_ms"] <= lag["max_ms"]
     # the reference refuses a token without scopes; the floor checks none
     assert set(bench["hostile_bodies"]["reference"]["empty_objects"]["answers_by_status"]) <= {
         "400", "403", "413"}

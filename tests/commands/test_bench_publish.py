@@ -58,6 +58,8 @@ def test_bench_publish_reports_json_with_machine_baseline_sizes_and_upload(tmp_p
     assert heavy["delta"]["requests"] == heavy["unchanged"]["requests"] == 3
     assert heavy["delta"]["growth_over_manifest_max"] > 0
     assert heavy["other_client_describe"]["requests"] > 0
+    assert heavy["describe_at_rest"]["requests"] >= 200
+    assert 0 <= heavy["event_loop_lag"]["p99_ms"] <= heavy["event_loop_lag"]["max_ms"]
     assert {target["verdict"] for target in heavy["targets"].values()} <= {"met", "not met"}
 
 

@@ -14,12 +14,16 @@
 --   unique within every revision.
 -- entry_bytes is the entry's canonical JSON as manifests and item pages show it (tombstones with
 -- deleted_in_revision = from_revision); the database computes and checks it, so a revision's
--- manifest size is a sum (published as revision_manifest_bytes, protocol.md §11).
+-- manifest size is a sum (published as revision_manifest_bytes, protocol.md §11). The JSON is
+-- composed without json_quote(), whose escapes differ between SQLite builds (D1's among them):
+-- ids are [A-Za-z0-9_-] and a path holds no control character and no backslash (protocol.md
+-- §3), so RFC 8785 escapes only its quotes.
 
 CREATE TABLE memory_entries (
     space_id TEXT NOT NULL,
     collection_id TEXT NOT NULL,
-    item_id TEXT NOT NULL CHECK (length(item_id) BETWEEN 1 AND 96),
+    item_id TEXT NOT NULL CHECK (length(item_id) BETWEEN 1 AND 96
+        AND item_id NOT GLOB '*[^A-Za-z0-9_-]*'),
     from_revision INTEGER NOT NULL CHECK (from_revision BETWEEN 1 AND 9007199254740991),
     until_revision INTEGER CHECK (until_revision IS NULL OR until_revision > from_revision),
     entry_kind TEXT NOT NULL CHECK (entry_kind IN ('active', 'tombstone')),
@@ -35,11 +39,11 @@ CREATE TABLE memory_entries (
         (entry_kind = 'tombstone' AND blob_id IS NULL AND path IS NULL AND metadata_json IS NULL)
     ),
     CHECK (entry_bytes = length(CAST(CASE entry_kind
-        WHEN 'active' THEN '{"blob_id":' || json_quote(blob_id) || ',"item_id":'
-            || json_quote(item_id) || ',"metadata":' || metadata_json || ',"path":'
-            || json_quote(path) || ',"state":"active"}'
-        ELSE '{"deleted_in_revision":' || from_revision || ',"item_id":' || json_quote(item_id)
-            || ',"state":"tombstone"}' END AS BLOB))),
+        WHEN 'active' THEN '{"blob_id":"' || blob_id || '","item_id":"'
+            || item_id || '","metadata":' || metadata_json || ',"path":"'
+            || replace(path, '"', '\"') || '","state":"active"}'
+        ELSE '{"deleted_in_revision":' || from_revision || ',"item_id":"' || item_id
+            || '","state":"tombstone"}' END AS BLOB))),
     FOREIGN KEY (space_id, collection_id, from_revision)
         REFERENCES memory_revisions (space_id, collection_id, revision),
     FOREIGN KEY (space_id, collection_id, until_revision)
@@ -68,11 +72,11 @@ SELECT space_id, collection_id, item_id, revision,
     LEAD(revision) OVER (PARTITION BY space_id, collection_id, item_id ORDER BY revision),
     entry_kind,
     length(CAST(CASE entry_kind
-        WHEN 'active' THEN '{"blob_id":' || json_quote(blob_id) || ',"item_id":'
-            || json_quote(item_id) || ',"metadata":' || metadata_json || ',"path":'
-            || json_quote(path) || ',"state":"active"}'
-        ELSE '{"deleted_in_revision":' || revision || ',"item_id":' || json_quote(item_id)
-            || ',"state":"tombstone"}' END AS BLOB)),
+        WHEN 'active' THEN '{"blob_id":"' || blob_id || '","item_id":"'
+            || item_id || '","metadata":' || metadata_json || ',"path":"'
+            || replace(path, '"', '\"') || '","state":"active"}'
+        ELSE '{"deleted_in_revision":' || revision || ',"item_id":"' || item_id
+            || '","state":"tombstone"}' END AS BLOB)),
     blob_id, path, metadata_json
 FROM (SELECT cur.* FROM memory_revision_items cur
       LEFT JOIN memory_revision_items prev ON prev.space_id = cur.space_id

@@ -207,6 +207,52 @@ def test_errors_are_one_line_with_the_servers_code(demo: tuple[str, dict[str, st
     assert "init" in done.stderr
 
 
+def test_a_write_refused_before_it_is_sent_queues_nothing(demo: tuple[str, dict[str, str]],
+                                                          tmp_path: Path) -> None:
+    """Each write command without a token is refused before anything is queued: given the
+    token, the recipient gets exactly one message per command, not a queued copy besides."""
+    url, tokens = demo
+    alice, bob = tmp_path / "alice.db", tmp_path / "bob.db"
+    must(tokens["alice"], alice, "init", "--url", url)
+    must(tokens["bob"], bob, "init", "--url", url)
+    subject = f"once-{tmp_path.name}"
+    send = ("send", "--to", "bob", "--subject", subject, "--text", "hi")
+    publish = ("publish", "notes", "--expected-revision", "0", "--delete", "x")
+    for command in (send, publish):
+        refused = consumer("", alice, *command)
+        assert refused.returncode == 1
+        assert "no token" in refused.stderr
+        assert must(tokens["alice"], alice, "status")["outbound"]["pending"] == 0, command
+    must(tokens["alice"], alice, *send)
+    must(tokens["bob"], bob, "sync")
+    mine = [i for i in must(tokens["bob"], bob, "list", "--state", "all")
+            if i["subject"] == subject]
+    assert len(mine) == 1
+    refused = consumer("", bob, "reply", mine[0]["item_id"], "--text", "ok")
+    assert (refused.returncode, must(tokens["bob"], bob, "status")["outbound"]["pending"]) == (
+        1, 0)
+    must(tokens["bob"], bob, "reply", mine[0]["item_id"], "--text", "ok")
+    must(tokens["alice"], alice, "sync")
+    replies = [i for i in must(tokens["alice"], alice, "list", "--state", "all")
+               if i["subject"] == f"Re: {subject}"]
+    assert len(replies) == 1
+
+
+def test_a_refusal_says_what_the_server_sent_back(demo: tuple[str, dict[str, str]],
+                                                  tmp_path: Path) -> None:
+    url, tokens = demo
+    db = tmp_path / "c.db"
+    must(tokens["alice"], db, "init", "--url", url)
+    done = consumer(tokens["alice"], db, "send", "--to", "nobody", "--subject", "x", "--text",
+                    "y", "--json")
+    assert done.returncode == 1
+    answer = json.loads(done.stdout)
+    assert (answer["state"], answer["error"]["code"]) == ("failed", "NOT_FOUND")
+    assert answer["error"]["details"] == {"field": "recipient_ids[0]"} or \
+        answer["error"]["details"]["field"].startswith("recipient_ids")
+    assert "field = " in done.stderr  # the one line names the details too
+
+
 @pytest.mark.slow
 def test_sync_watch_long_polls_and_says_so(demo: tuple[str, dict[str, str]],
                                            tmp_path: Path) -> None:

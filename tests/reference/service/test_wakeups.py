@@ -192,3 +192,21 @@ def test_a_wait_whose_token_expires_meanwhile_ends_refused(hooked: Api) -> None:
     thread.join(timeout=30)
     assert answers["expiring"].status_code == 401, answers["expiring"].text
     assert signal.woken == []
+
+
+def test_a_send_to_the_default_actor_wakes_only_that_actor(api: Api) -> None:
+    """Without recipient_ids a message goes to the space's default actor (alice in s1): its
+    route is read back, so only alice's wait is woken, not every inbox of the space."""
+    signal = _watch(api)
+    answers: dict[str, Any] = {}
+    polls = [_poll(api, who, answers, wait=30) for who in ("s1/alice", "s1/carol")]
+    for key in ("inbox/s1/alice", "inbox/s1/carol"):
+        assert signal.parked.setdefault(key, threading.Event()).wait(timeout=30), key
+    sent = api.must_send("s1/bob")
+    polls[0].join(timeout=20)
+    assert not polls[0].is_alive(), "the default actor's wait was not woken"
+    assert [i["item_id"] for i in answers["s1/alice"]["items"]] == [sent["feed_item_id"]]
+    assert signal.woken == [("inbox", "s1", "alice")]
+    assert polls[1].is_alive()
+    api.must_send("s1/alice", recipient_ids=["carol"])
+    polls[1].join(timeout=20)

@@ -46,15 +46,22 @@ def test_no_full_table_scan(api: Api, name: str) -> None:
     assert scans == [], details
 
 
-@pytest.mark.parametrize("read", ["page", "manifest"])
-def test_a_page_of_a_fixed_revision_is_one_range_of_the_primary_key(api: Api, read: str) -> None:
+def test_a_page_of_a_fixed_revision_is_one_range_of_the_primary_key(api: Api) -> None:
     """Rows are valid over ranges of revisions (docs/schema.md): a page of revision r walks
     the collection's primary key from its cursor in item_id order and keeps the row of each
     item valid at r; it never sorts, and never reads another index."""
     driver = served_context(api.client.app).driver
     assert isinstance(driver, SqliteDriver)
-    statement = (memory.page_statement("s1", "notes", 3, "a", False, 51) if read == "page"
-                 else memory.manifest_page_statement("s1", "notes", 3, "a", 512))
-    assert driver.explain(statement) == [
+    assert driver.explain(memory.page_statement("s1", "notes", 3, "a", False, 51)) == [
         "SEARCH memory_entries USING INDEX sqlite_autoindex_memory_entries_1"
+        " (space_id=? AND collection_id=? AND item_id>?)"]
+
+
+def test_a_page_of_the_head_for_a_manifest_is_one_range_of_the_open_rows(api: Api) -> None:
+    """A manifest is built from the head's entries: the open rows, one range of their index
+    in item_id order, however many closed rows the collection's history holds."""
+    driver = served_context(api.client.app).driver
+    assert isinstance(driver, SqliteDriver)
+    assert driver.explain(memory.manifest_page_statement("s1", "notes", 3, "a", 512)) == [
+        "SEARCH memory_entries USING INDEX memory_entries_open"
         " (space_id=? AND collection_id=? AND item_id>?)"]
