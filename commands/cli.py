@@ -13,6 +13,8 @@ from typing import Any
 from waypost import __version__
 from waypost.bench.command import add_load_benches
 from waypost.conformance.profiles import PROFILES
+from waypost.hinting_parser import HintingParser
+from waypost.serve_start import port_taken, storage_failures, storage_problem, storage_reachable, where
 
 #: Shorter admin tokens get a warning when the dashboard is served (docs/dashboard.md).
 MIN_ADMIN_TOKEN = 32
@@ -46,9 +48,13 @@ def _serve(args: argparse.Namespace) -> int:
                         sweep_seconds=args.sweep_seconds,
                         sessions=SessionPolicy(args.dashboard_idle * 1000,
                                                args.dashboard_lifetime * 1000), **storage)
-    if not _storage_reachable(settings, "serve"):
+    if not storage_reachable(settings, "serve"):
+        return 1
+    if (taken := port_taken(args.host, args.port)) is not None:
+        print(f"waypost serve: {taken}", file=sys.stderr)
         return 1
     app = build_app(settings)
+    print(f"waypost serve: {where(args.host, args.port, args.dashboard)}", file=sys.stderr)
     limits = ConnectionLimits(
         header_seconds=args.header_timeout, body_seconds=args.body_timeout,
         body_grace_seconds=args.body_grace, body_min_rate=args.body_min_rate,
@@ -62,37 +68,6 @@ def _serve(args: argparse.Namespace) -> int:
                 proxy_headers=bool(forwarded), forwarded_allow_ips=forwarded or None,
                 http=limited_protocol(limits))
     return 0
-
-
-def _storage_failures() -> tuple[type[BaseException], ...]:
-    from waypost.adapters.d1.driver import D1Error
-    from waypost.reference.domain.errors import StorageUnavailable
-
-    return (StorageUnavailable, D1Error, OSError)
-
-
-def _storage_problem(error: BaseException) -> str:
-    """One line saying why the storage could not be used."""
-    return f"the storage cannot be used: {error}"
-
-
-def _storage_reachable(settings: Any, command: str) -> bool:
-    """Open the storage once (migrations included) before serving, so that a gateway that is
-    not listening, or refuses the secret, is one line on stderr instead of a traceback."""
-    import asyncio
-
-    from waypost.reference.server import open_context
-
-    async def probe() -> None:
-        async with open_context(settings):
-            pass
-
-    try:
-        asyncio.run(probe())
-    except _storage_failures() as error:
-        print(f"waypost {command}: {_storage_problem(error)}", file=sys.stderr)
-        return False
-    return True
 
 
 def _gateway(args: argparse.Namespace) -> int:
@@ -135,8 +110,8 @@ def _gc(args: argparse.Namespace) -> int:
 
     try:
         cleaned = asyncio.run(clean())
-    except _storage_failures() as error:
-        print(f"waypost gc: {_storage_problem(error)}", file=sys.stderr)
+    except storage_failures() as error:
+        print(f"waypost gc: {storage_problem(error)}", file=sys.stderr)
         return 1
     print(f"waypost gc: cleaned {len(cleaned)} expired upload(s)")
     return 0
@@ -264,7 +239,7 @@ def parser(command: str | None = None, words: Sequence[str] = ()) -> argparse.Ar
     ``command`` about to run, that one in full and the heavy others (:data:`LAZY_COMMANDS`)
     by name and help only; ``words``, the whole command line, lets a lazy command load only
     the sub-command it runs."""
-    top = argparse.ArgumentParser(
+    top = HintingParser(
         prog="waypost",
         description="Waypost/1 reference server and conformance kit.")
     top.add_argument("--version", action="version", version=f"waypost {__version__}")
@@ -416,9 +391,8 @@ def parser(command: str | None = None, words: Sequence[str] = ()) -> argparse.Ar
     publish.add_argument("--synchronous", choices=["normal", "full"], default="normal",
                          help="SQLite durability of the server started (default: normal, as "
                               "the kit's sqlite target)")
-    publish.add_argument("--heavy-entries", type=int, default=2_000, help=(
-        "5 KB entries of the heavy collection: deltas and unchanged publishes on it, the disk's "
-        "growth beside the manifest, another client's latency (default: 2000; 0: none)"))
+    publish.add_argument("--heavy-entries", type=int, default=2_000,
+                         help="5 KB entries of the heavy collection (default: 2000; 0: skip it)")
     publish.add_argument("--json", type=Path, default=None, help="also write the JSON here")
     publish.set_defaults(run=_bench_publish)
     add_load_benches(benches)

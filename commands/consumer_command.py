@@ -17,6 +17,7 @@ from typing import Any
 
 import apsw
 
+from waypost.hinting_parser import HintingParser
 from waypost.reference.consumer import faults, outbox, sync, views, work
 from waypost.reference.consumer.client import CALL_SECONDS, Api
 from waypost.reference.consumer.errors import BadAnswer, ConsumerError, ServerError, Unreachable
@@ -70,32 +71,53 @@ def _init(args: argparse.Namespace, store: LocalStore) -> Any:
         raise ConsumerError("init needs --url URL (or WAYPOST_URL)")
     if not server.startswith(("http://", "https://")):
         raise ConsumerError(f"not an http(s) URL: {server}")
+    if store.profile() is None and not args.offline:
+        _answers_describe(server, args.timeout)
     profile = store.init_profile(server, args.label)
     return {"db": str(store.path), "server": profile.server_url, "label": profile.label}
 
 
-def _progress(result: sync.SyncResult, shown: list[int]) -> None:
-    """The progress line on stderr: rewritten in place on a terminal, else one line for each
-    page that brought items."""
+def _answers_describe(server: str, timeout: float) -> None:
+    """The URL must be a Waypost server's (``GET /v1/describe`` answers its protocol) before a
+    file is bound to it: a wrong port is said now, not at the first sync."""
+    api = Api(server, "none", timeout=timeout)
+    api.client.headers.pop("Authorization")  # describe is public: no credential is sent
+    try:
+        described = api.get("/v1/describe")
+    except ConsumerError as error:
+        raise ConsumerError(f"no Waypost server answers at {server} ({error}): check the URL "
+                            "and its port, then run init again; nothing was stored") from None
+    finally:
+        api.close()
+    if not str(described.get("protocol", "")).startswith("waypost/"):
+        raise ConsumerError(f"{server} answers /v1/describe, but not as a Waypost server "
+                            "(no waypost/ protocol): check the URL; nothing was stored")
+
+
+def _progress(result: sync.SyncResult, shown: list[int], watching: bool) -> None:
+    """The progress line on stderr: rewritten in place on a terminal (and erased at the end,
+    so that the summary is said once); elsewhere one line for each page that brought items,
+    only while ``--watch`` runs on (a sync that ends says it all in its summary)."""
     line = (f"sync: {result.pages} pages, {result.items} items ({result.messages} messages), "
             f"{result.flushed} queued writes sent")
     if sys.stderr.isatty():
         sys.stderr.write("\r" + line + "   ")
-    elif result.pages != shown[0]:
+        shown[1] = max(shown[1], len(line) + 3)
+    elif watching and result.pages != shown[0]:
         sys.stderr.write(line + "\n")
     shown[0] = result.pages
     sys.stderr.flush()
 
 
 def _sync(args: argparse.Namespace, store: LocalStore) -> Any:
-    shown = [0]
+    shown = [0, 0]  # pages shown, the widest line written in place
     with _api(args, store) as api:
         try:
             result = sync.sync(store, api, limit=args.limit, wait=args.wait, watch=args.watch,
-                               progress=lambda result: _progress(result, shown))
+                               progress=lambda result: _progress(result, shown, args.watch))
         finally:
-            if sys.stderr.isatty():
-                sys.stderr.write("\n")
+            if sys.stderr.isatty() and shown[1]:
+                sys.stderr.write("\r" + " " * shown[1] + "\r")
     return {"synced": result.__dict__, "status": views.status(store)}
 
 
@@ -373,10 +395,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                     "acts on a message's text. The token: --token-file or WAYPOST_TOKEN.")
     sub = consumer.add_subparsers(dest="consumer_command", required=True, metavar="COMMAND")
     init = _command(sub, "init", _init, "create the local file for one server",
-                    "Create (or open) the local SQLite file and fix the server it belongs to. "
-                    "Needs no token.")
+                    "Create (or open) the local SQLite file and fix the server it belongs to, "
+                    "once GET /v1/describe there answers as a Waypost server. Needs no token.")
     init.add_argument("--label", default="default",
                       help="a name for this consumer's local checkpoints (default: default)")
+    init.add_argument("--offline", action="store_true",
+                      help="bind the file without asking the server (one not up yet)")
     watch = _command(sub, "sync", _sync, "send queued writes, then read and store the feed",
                      "Send every queued write, then read the feed after the local checkpoint "
                      "page by page: store each page with its message bodies, pinned memory "
@@ -447,7 +471,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
 def run_alone(command: str, add: Callable[[Any], None], argv: Sequence[str] | None) -> int:
     """Run ``waypost COMMAND …`` with only that command's parser (``add`` registers it): what
     ``python -m waypost.<module>`` does without loading the rest of the command line."""
-    top = argparse.ArgumentParser(prog="waypost")
+    top = HintingParser(prog="waypost")
     add(top.add_subparsers(dest="command", required=True))
     args = top.parse_args([command, *(sys.argv[1:] if argv is None else argv)])
     code: int = args.run(args)

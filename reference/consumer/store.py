@@ -109,7 +109,12 @@ class LocalStore:
         found = self.profile()
         if found is not None:
             if found.server_url != server_url.rstrip("/"):
-                raise ConsumerError(f"{self.path} belongs to {found.server_url}, not {server_url}")
+                stored = self.value("SELECT (SELECT count(*) FROM local_feed_items)"
+                                    " + (SELECT count(*) FROM local_outbound)")
+                how = ("nothing is stored in it yet: delete it and run init again"
+                       if not stored else "use that URL, or give another --db file")
+                raise ConsumerError(f"{self.path} belongs to {found.server_url}, not "
+                                    f"{server_url}: {how}")
             return found
         self.execute("INSERT INTO local_profile (profile_id, server_url, label, view_epoch,"
                      " created_at) VALUES (1, ?, ?, 1, ?)",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -238,6 +239,16 @@ def test_a_write_refused_before_it_is_sent_queues_nothing(demo: tuple[str, dict[
     assert len(replies) == 1
 
 
+def test_a_sync_says_its_summary_once(demo: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    url, tokens = demo
+    db = tmp_path / "bob.db"
+    must(tokens["bob"], db, "init", "--url", url)
+    done = consumer(tokens["bob"], db, "sync")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("synced ") == 1
+    assert done.stderr == ""
+
+
 def test_a_refusal_says_what_the_server_sent_back(demo: tuple[str, dict[str, str]],
                                                   tmp_path: Path) -> None:
     url, tokens = demo
@@ -331,3 +342,20 @@ def test_a_publish_survives_a_crash_once_and_readers_pin_the_revision(
     entries = shown["memory_revision"]["entries"]
     assert [(e["entry_id"], e["path"], e["blob_id"]) for e in entries] == [
         ("milk", "todo/milk.md", blob_id)]
+
+
+def test_init_refuses_a_url_where_no_server_answers(demo: tuple[str, dict[str, str]],
+                                                     tmp_path: Path) -> None:
+    url, tokens = demo
+    db = tmp_path / "c.db"
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        wrong = f"http://127.0.0.1:{unused.getsockname()[1]}"
+    done = consumer(tokens["alice"], db, "init", "--url", wrong)
+    assert done.returncode != 0
+    assert "no Waypost server answers" in done.stderr
+    assert "nothing was stored" in done.stderr
+    must(tokens["alice"], db, "init", "--url", url)  # the right URL after the wrong one
+    moved = consumer(tokens["alice"], db, "init", "--url", url + "/elsewhere")
+    assert moved.returncode != 0
+    assert "delete it and run init again" in moved.stderr

@@ -103,7 +103,7 @@ def scene(request: pytest.FixtureRequest, tmp_path: Path,
     tokens = scene_copy(template, tmp_path / "data")
     with lying_server(request.param, tmp_path / "data", ADMIN) as (url, lying):
         here = Scene(url, lying, tokens, tmp_path / "bob.db")
-        assert here.consumer("init", "--server", url).status == 0
+        assert here.consumer("init", "--server", url, "--offline").status == 0
         yield here
 
 
