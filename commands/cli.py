@@ -442,6 +442,8 @@ def _command_in(argv: Sequence[str]) -> str:
 #: The extra that installs each package the base install lacks (pyproject.toml).
 EXTRA_OF = {"hypothesis": "kit", "schemathesis": "kit", "mcp": "mcp", "mcp_types": "mcp",
             "pydantic": "mcp"}
+#: Each extra as a user knows it (never an internal module's name).
+KNOWN_AS = {"kit": "the conformance kit (Hypothesis, Schemathesis)", "mcp": "the MCP SDK"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -454,8 +456,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra = EXTRA_OF.get((error.name or "").split(".")[0])
         if extra is None:
             raise
-        print(f"waypost {' '.join(_words_of(words))}: needs {error.name}, which the base install "
-              f"leaves out: pip install 'waypost[{extra}]'", file=sys.stderr)
+        print(f"waypost {' '.join(_words_of(words))}: needs {KNOWN_AS[extra]}, which the base "
+              f"install leaves out: pip install 'waypost[{extra}]'", file=sys.stderr)
         return 2
     return code
 

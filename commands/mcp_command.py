@@ -5,6 +5,7 @@ Streamable HTTP. One local file (``--db``), one server (``--url``), one token
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import logging
 import os
@@ -205,7 +206,18 @@ def print_config(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     print(json.dumps(client_entry(args, executable), indent=2))
+    if not _has_mcp():
+        print("waypost mcp config: this entry needs the MCP SDK, which this installation "
+              "lacks: pip install 'waypost[mcp]' first", file=sys.stderr)
     return 0
+
+
+def _has_mcp() -> bool:
+    """Whether the MCP SDK (the ``mcp`` extra) is installed, without importing it."""
+    try:
+        return importlib.util.find_spec("mcp") is not None
+    except (ImportError, ValueError):  # a module set to None (absent) raises ValueError
+        return False
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],

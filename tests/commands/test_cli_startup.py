@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from waypost.cli import EXTRA_OF, LAZY_COMMANDS, main, parser
+from waypost.cli import EXTRA_OF, KNOWN_AS, LAZY_COMMANDS, main, parser
 from waypost.conformance.kit_command import LAZY
 
 #: A script's first lines that make it run as the base install does: every package an extra
@@ -148,7 +148,18 @@ def test_a_command_whose_extra_is_missing_names_the_extra_in_one_line(
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"waypost {argv[0]}")
     assert line.endswith(f"pip install 'waypost[{extra}]'")
+    assert f"needs {KNOWN_AS[extra]}," in line  # as the user knows it, never "mcp_types"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_mcp_config_printed_without_the_sdk_says_what_to_install(tmp_path: Path) -> None:
+    argv = ["mcp", "config", "--url", "http://127.0.0.1:9", "--db", "agent.db"]
+    script = BASE_INSTALL + f"from waypost.cli import main\nraise SystemExit(main({argv!r}))"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)
+    assert "pip install 'waypost[mcp]' first" in done.stderr
 
 
 @pytest.mark.parametrize("module", ["send", "load", "publish", "slow", "d1", "floor", "wire",

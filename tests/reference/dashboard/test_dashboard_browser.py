@@ -308,4 +308,20 @@ def test_every_page_fits_a_phone_and_a_desk(page: Page, server: str, every_page:
             assert box["x"] + box["width"] <= width, (path, link.inner_text())
             assert box["y"] + box["height"] <= header["y"] + header["height"], (
                 path, link.inner_text())
+        _every_column_shown(page, path, width)
+
+
+def _every_column_shown(page: Page, path: str, width: int) -> None:
+    """No table hides a column in a sideways scroll, no button or cell is cut at the window's
+    edge, and chart text is drawn at 11 px or more."""
+    hidden = page.evaluate("""[...document.querySelectorAll('.scroll')]
+        .filter(box => box.scrollWidth > box.clientWidth + 1).map(box => box.innerHTML.slice(0, 80))""")
+    assert hidden == [], (width, path, hidden)
+    cut = page.evaluate(f"""[...document.querySelectorAll('main td, main button')]
+        .filter(el => el.getClientRects().length && el.getBoundingClientRect().right > {width} + 0.5)
+        .map(el => el.outerHTML.slice(0, 80))""")
+    assert cut == [], (width, path, cut)
+    smallest = page.evaluate("""Math.min(Infinity, ...[...document.querySelectorAll('svg text')]
+        .map(t => parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a))""")
+    assert smallest >= 10.99, (width, path, smallest)
 
