@@ -28,10 +28,12 @@ async def spaces(ctx: Context) -> Outcome:
     return Outcome(200, {"spaces": [_space_json(sql.space_from(row)) for row in rows]})
 
 
-async def spaces_page(ctx: Context, after: str | None) -> tuple[list[dict[str, Any]], str | None]:
-    """A page of :data:`PAGE` spaces by id after ``after``, and where the next one starts."""
+async def spaces_page(ctx: Context, after: str | None, containing: str = "",
+                      kit: bool = True) -> tuple[list[dict[str, Any]], str | None]:
+    """A page of :data:`PAGE` spaces by id after ``after`` (only those whose id or name holds
+    ``containing``; the kit's own spaces only if ``kit``), and where the next one starts."""
     start = values.object_id(after, "after") if after else ""
-    (rows,) = await ctx.driver.read([sql.spaces(start, PAGE + 1)])
+    (rows,) = await ctx.driver.read([sql.spaces(start, PAGE + 1, containing[:96], kit)])
     found = [_space_json(sql.space_from(row)) for row in rows]
     return found[:PAGE], found[PAGE - 1]["space_id"] if len(found) > PAGE else None
 

@@ -74,10 +74,21 @@ _SPACE_COLUMNS = select_list(SpaceRow)
 ALL = -1
 
 
-def spaces(after: str = "", limit: int = ALL) -> Statement:
-    """Spaces by id after ``after``, at most ``limit``."""
+#: The source URIs of the spaces the conformance kit and its phases create (docs/dashboard.md).
+KIT_SOURCES = ("waypost-kit://", "waypost://kit/", "waypost-crash://")
+KIT_SPACE = " OR ".join(f"substr(source_uri, 1, {len(p)}) = '{p}'" for p in KIT_SOURCES)
+
+
+def spaces(after: str = "", limit: int = ALL, containing: str = "",
+           kit: bool = True) -> Statement:
+    """Spaces by id after ``after``, at most ``limit``; only those whose id or name holds
+    ``containing`` (any case), and without the kit's spaces unless ``kit``."""
     return stmt(f"""SELECT {_SPACE_COLUMNS} FROM spaces WHERE space_id > :after
-                    ORDER BY space_id LIMIT :limit""", {"after": after, "limit": limit})
+                      AND (:containing = '' OR instr(lower(space_id), lower(:containing)) > 0
+                           OR instr(lower(display_name), lower(:containing)) > 0)
+                      AND (:kit = 1 OR NOT ({KIT_SPACE}))
+                    ORDER BY space_id LIMIT :limit""",
+                {"after": after, "limit": limit, "containing": containing, "kit": int(kit)})
 
 
 def space(space_id: str) -> Statement:

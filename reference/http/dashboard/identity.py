@@ -27,6 +27,7 @@ from waypost.reference.service import control, inspector, listings, token_replac
 from waypost.reference.service.context import Context
 from waypost.reference.service.control import ACTOR_KINDS, VIEWS
 from waypost.reference.storage.inspector import TokenGrants
+from waypost.reference.storage.listings import KIT_SOURCES
 
 SCOPES = ("message.send", "message.read", "space.observe", "receipt.write", "memory.write",
           "memory.read", "blob.write", "blob.reference", "event.subscribe")
@@ -37,10 +38,16 @@ def _path(request: Request, name: str) -> str:
 
 
 async def _index(request: Request, session: Session) -> Response:
-    spaces, after = await listings.spaces_page(context(request),
-                                               request.query_params.get("after"))
+    """The spaces, filtered by a text in their id or name; the conformance kit's spaces are
+    left out unless asked for (``kit=show``), and marked when shown."""
+    query = request.query_params
+    containing, kit = query.get("q", "").strip(), query.get("kit") == "show"
+    spaces, after = await listings.spaces_page(context(request), query.get("after"),
+                                               containing, kit)
+    params = {k: v for k, v in (("q", containing), ("kit", "show" if kit else "")) if v}
     return render("spaces.html", session=session, spaces=spaces, kinds=ACTOR_KINDS,
-                  page={"next": after})
+                  page={"next": after}, params=params, containing=containing, kit=kit,
+                  kit_sources=KIT_SOURCES)
 
 
 async def space_overview(ctx: Context, space_id: str, tokens_after: str | None = None,
@@ -81,10 +88,18 @@ async def _create_space(request: Request, session: Session, form: Form) -> Respo
 
 
 async def _create_actor(request: Request, session: Session, form: Form) -> Response:
-    space_id = _path(request, "space_id")
-    await control.create_actor(context(request), space_id, {
-        "request_id": field(form, "request_id"), "actor_id": field(form, "actor_id"),
+    """The actor, and (checked by default) its inbox consumer ``<actor id>-inbox``, which every
+    agent's token names: each an idempotent write of its own request id, so a resubmitted form
+    creates neither twice."""
+    space_id, actor_id = _path(request, "space_id"), field(form, "actor_id")
+    ctx, request_id = context(request), field(form, "request_id")
+    await control.create_actor(ctx, space_id, {
+        "request_id": request_id, "actor_id": actor_id,
         "kind": field(form, "kind"), "display_name": field(form, "display_name")})
+    if field(form, "inbox") == "yes":
+        await control.create_consumer(ctx, space_id, {
+            "request_id": f"{request_id}-inbox"[:128], "consumer_id": f"{actor_id}-inbox",
+            "actor_id": actor_id, "view": "inbox"})
     return redirect(f"/spaces/{space_id}")
 
 
@@ -247,7 +262,8 @@ async def _spaces_again(request: Request, session: Session, form: Form,
                         error: WaypostError) -> Response:
     spaces, after = await listings.spaces_page(context(request), None)
     return render("spaces.html", error.status, session=session, spaces=spaces, kinds=ACTOR_KINDS,
-                  page={"next": after}, failed=refused("create-space", form, error, SPACE_FIELDS))
+                  page={"next": after}, failed=refused("create-space", form, error, SPACE_FIELDS),
+                  params={}, containing="", kit=True, kit_sources=KIT_SOURCES)
 
 
 def _space_again(form_id: str) -> Refused:

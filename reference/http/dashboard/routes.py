@@ -20,6 +20,7 @@ ROUTES = [
     Route("/sign-in", sign_in.sign_in, methods=["POST"]),
     Route("/sign-out", sign_in.sign_out, methods=["POST"]),
     Route("/dashboard.css", sign_in.stylesheet, methods=["GET"]),
+    Route("/sign-in.css", sign_in.sign_in_stylesheet, methods=["GET"]),
     Route("/", identity.index, methods=["GET"]),
     Route("/spaces", identity.create_space, methods=["POST"]),
     Route(S, identity.space, methods=["GET"]),

@@ -96,3 +96,11 @@ async def _stylesheet(request: Request, session: Session) -> Response:
 
 
 stylesheet = page(_stylesheet)
+
+_SIGN_IN_CSS = resources.files("waypost.reference.http.dashboard").joinpath(
+    "static", "sign-in.css").read_bytes()
+
+
+async def sign_in_stylesheet(request: Request) -> Response:
+    """The sign-in page's layout: public, as the page itself is (it tells nothing of a space)."""
+    return secured(Response(_SIGN_IN_CSS, 200, media_type="text/css"))

@@ -43,6 +43,25 @@ def _token_from(page: str) -> str:
     return html.unescape(found.group(1))
 
 
+def test_an_actor_is_created_with_its_inbox_consumer_in_one_step(both: tuple[Api, Dash]) -> None:
+    api, dash = both
+    for _ in range(2):  # a resubmitted form creates neither twice
+        created = dash.post("/dashboard/spaces/s1/actors", "dash-ai", actor_id="erin",
+                            kind="agent", display_name="Erin", inbox="yes")
+        assert created.status_code == 303, created.text
+    page = dash.page("/dashboard/spaces/s1").text
+    assert re.search(r'<td data-label="Consumer">erin-inbox</td><td data-label="Actor">erin</td>',
+                     page)
+    assert "placeholder=" in page  # the forms say what goes in their fields
+    assert "needs <code>message.read</code>" in page
+    form = {"actor_id": "erin", "consumer_id": "erin-inbox", "scopes": ["message.read"],
+            "recipients_mode": "any", "collections": "", "blob_references": ""}
+    issued = dash.post("/dashboard/spaces/s1/tokens", "dash-ti", **form)
+    assert issued.status_code == 201, issued.text
+    api.tokens["erin"] = _token_from(issued.text)
+    assert api.as_("erin", "GET", "/v1/feed").status_code == 200
+
+
 def test_create_an_actor_issue_replay_rotate_and_revoke_its_token(both: tuple[Api, Dash]) -> None:
     api, dash = both
     created = dash.post("/dashboard/spaces/s1/actors", "dash-a1", actor_id="dora", kind="human",
@@ -492,3 +511,21 @@ def test_spaces_tokens_and_threads_are_listed_a_page_at_a_time(
     assert seen["threads"] == [t["thread_id"] for t in listed["threads"]]
     assert len(seen["threads"]) == 3
     assert dash.page("/dashboard/spaces/s1", tokens_after="not an id!").status_code == 400
+
+
+def test_the_space_list_filters_and_marks_the_kits_spaces(both: tuple[Api, Dash]) -> None:
+    api, dash = both
+    for space_id, source in (("kit-run1-a", "waypost-kit://kit-run1-a"),
+                             ("team-notes", "https://example.test/notes")):
+        api.must_admin("POST", "/admin/v1/spaces", {
+            "request_id": f"mk-{space_id}", "space_id": space_id, "display_name": space_id,
+            "source_uri": source, "default_actor": {"actor_id": "a", "kind": "agent",
+                                                    "display_name": "A"}})
+    listed = dash.page("/dashboard/").text
+    assert "team-notes" in listed
+    assert "kit-run1-a" not in listed  # the kit's spaces wait behind a checkbox
+    with_kit = dash.page("/dashboard/", kit="show").text
+    assert re.search(r"waypost-kit://kit-run1-a <span class=\"badge\"[^>]*>kit</span>",
+                     with_kit)
+    found = dash.page("/dashboard/", q="NOTES").text
+    assert re.findall(r'href="/dashboard/spaces/([^"]+)"', found) == ["team-notes"]

@@ -79,6 +79,18 @@ def test_no_page_no_asset_and_no_form_without_a_session(dash: Dash) -> None:
     assert dash.page("/dashboard/sign-in").status_code == 200
 
 
+def test_the_sign_in_page_is_styled_by_its_own_public_stylesheet(dash: Dash) -> None:
+    """Without a session only the sign-in page's layout is served; the dashboard's stylesheet
+    stays behind the session."""
+    page = dash.page("/dashboard/sign-in")
+    assert '<link rel="stylesheet" href="/dashboard/sign-in.css">' in page.text
+    css = dash.page("/dashboard/sign-in.css")
+    assert (css.status_code, css.headers["content-type"].split(";")[0]) == (200, "text/css")
+    assert "Content-Security-Policy" in css.headers
+    assert "input[type=password]" in css.text
+    assert dash.page("/dashboard/dashboard.css").status_code != 200
+
+
 def test_the_dashboard_is_off_unless_asked_for(data_dir: Path) -> None:
     with TestClient(build_app(Settings(data_dir, ADMIN_TOKEN))) as client:
         for path in ("/dashboard/", "/dashboard/sign-in", "/dashboard/dashboard.css"):
