@@ -85,8 +85,10 @@ def _answers_describe(server: str, timeout: float) -> None:
     try:
         described = api.get("/v1/describe")
     except ConsumerError as error:
-        raise ConsumerError(f"no Waypost server answers at {server} ({error}): check the URL "
-                            "and its port, then run init again; nothing was stored") from None
+        said = (f"no Waypost server answers at {server} ({error}): check the URL and its port, "
+                "then run init again; nothing was stored")
+        raise (Unreachable(said) if isinstance(error, Unreachable)
+               else ConsumerError(said)) from None
     finally:
         api.close()
     if not str(described.get("protocol", "")).startswith("waypost/"):
@@ -297,6 +299,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"{name}: {error}", file=sys.stderr)
         return EXIT_USAGE
+    fresh = args.consumer_command == "init" and not Path(args.db).exists()
     try:
         store = LocalStore(Path(args.db), create=args.consumer_command == "init")
         try:
@@ -304,6 +307,9 @@ def run(args: argparse.Namespace) -> int:
         finally:
             store.close()
     except ConsumerError as error:
+        if fresh:  # an init refused leaves no file behind ("nothing was stored")
+            for leftover in (Path(args.db), *(Path(f"{args.db}{end}") for end in ("-wal", "-shm"))):
+                leftover.unlink(missing_ok=True)
         if isinstance(error, Refused) and args.json:
             print(json.dumps(error.payload, indent=2, default=str))
         print(f"{name}: {visible(str(error))}", file=sys.stderr)

@@ -352,9 +352,10 @@ def test_init_refuses_a_url_where_no_server_answers(demo: tuple[str, dict[str, s
         unused.bind(("127.0.0.1", 0))
         wrong = f"http://127.0.0.1:{unused.getsockname()[1]}"
     done = consumer(tokens["alice"], db, "init", "--url", wrong)
-    assert done.returncode != 0
+    assert done.returncode == 4  # unreachable, as docs/consumer.md's exit statuses say
     assert "no Waypost server answers" in done.stderr
     assert "nothing was stored" in done.stderr
+    assert not db.exists()
     must(tokens["alice"], db, "init", "--url", url)  # the right URL after the wrong one
     moved = consumer(tokens["alice"], db, "init", "--url", url + "/elsewhere")
     assert moved.returncode != 0
