@@ -61,7 +61,8 @@ def manifest_tail(revision: int, parent_revision: int) -> bytes:
 
 @dataclass(frozen=True)
 class Open:
-    """An entry of the head the input names: its kind, fields as stored, and JSON size."""
+    """An open row (an entry of the head) that a publish names or whose path it takes: its
+    kind, fields as stored, and JSON size."""
 
     item_id: str
     active: bool
@@ -78,7 +79,8 @@ class Open:
 
 @dataclass(frozen=True)
 class Totals:
-    """The head's entries in sums (see ``storage.memory.OpenTotals``)."""
+    """The head's entries in sums: its entries, the bytes of their canonical JSON, and the same
+    for its active entries (with the bytes of their item ids, for tombstoning them all)."""
 
     entries: int
     entry_bytes: int

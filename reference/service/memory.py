@@ -22,7 +22,7 @@ from waypost.reference.domain.errors import (
     not_found,
 )
 from waypost.reference.domain.manifest_input import ManifestReader
-from waypost.reference.domain.memory_change import Decision, Open, Totals, decide, metadata_json
+from waypost.reference.domain.memory_change import Decision, Open, decide, metadata_json
 from waypost.reference.domain.memory_requests import (
     Changes,
     PublishMemory,
@@ -140,16 +140,14 @@ def _outlook_from(ctx: Context, principal: Principal, request: PublishMemory, ch
     wanted = {item.item_id for item in changes.items} | set(changes.delete_ids)
     named: dict[str, Open] = {}
     on_paths: dict[str, Open] = {}
-    for row in (sql.open_row_from(row) for part in parts for row in part):
-        entry = Open(row.item_id, row.entry_kind == "active", row.path, row.blob_id,
-                     row.metadata_json, row.entry_bytes)
-        if row.item_id in wanted:
-            named[row.item_id] = entry
-        if entry.active and row.path is not None:
-            on_paths[row.path] = entry
+    for entry in (sql.open_from(row) for part in parts for row in part):
+        if entry.item_id in wanted:
+            named[entry.item_id] = entry
+        if entry.active and entry.path is not None:
+            on_paths[entry.path] = entry
     decision = decide(collection.collection_id, request.expected_revision, request.mode,
                       changes.items, changes.delete_ids, named, on_paths,
-                      Totals(**vars(sql.totals_from(totals))), ctx.limits)
+                      sql.totals_from(totals), ctx.limits)
     if not decision.unchanged and request.expected_revision >= values.MAX_REVISION:
         raise ResourceLimit("the collection is at the largest revision", field="expected_revision",
                             limit="revision", max=values.MAX_REVISION)

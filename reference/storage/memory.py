@@ -10,9 +10,10 @@ the head's pages (a manifest being built) are one range of the open rows' index.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from waypost.reference.domain.memory_change import Open, Totals
 from waypost.reference.domain.memory_state import Entry
 from waypost.reference.domain.principal import Principal
 from waypost.reference.domain.values import MAX_REVISION
@@ -228,55 +229,40 @@ def manifest_page_statement(space_id: str, collection_id: str, head: int, after:
                 _here(space_id, collection_id, revision=head, after=after, limit=limit))
 
 
-@dataclass(frozen=True)
-class OpenTotals:
-    """The head's state in sums: its entries, the bytes of their canonical JSON, and the same
-    for its active entries (with the bytes of their item ids, for tombstoning them all)."""
-
-    entries: int
-    entry_bytes: int
-    active: int
-    active_bytes: int
-    active_id_bytes: int
-
-
-@dataclass(frozen=True)
-class OpenRow:
-    """An open row (an entry of the head) that a publish names or whose path it takes."""
-
-    item_id: str
-    entry_kind: str
-    path: str | None
-    blob_id: str | None
-    metadata_json: str | None
-    entry_bytes: int
-
-
-def json_chunks(values: Sequence[str]) -> list[str]:
-    """``values`` as JSON arrays of at most about :data:`STAGE_CHUNK_BYTES` bytes each (a value
-    bound to D1 may be 2,000,000 bytes at most); none for no values."""
+def json_arrays(encoded: Iterable[str], most: int | None = None) -> list[str]:
+    """JSON values (each already encoded) as JSON arrays of at most ``most`` values and about
+    :data:`STAGE_CHUNK_BYTES` bytes each (a value bound to D1 may be 2,000,000 bytes at most);
+    a value is never split; none for no values."""
     chunks: list[str] = []
     pending: list[str] = []
     size = 0
-    for value in values:
-        encoded = json.dumps(value, ensure_ascii=False)
-        length = len(encoded.encode()) + 1
-        if pending and size + length > STAGE_CHUNK_BYTES:
+    for value in encoded:
+        length = len(value.encode()) + 1
+        if pending and (len(pending) == most or size + length > STAGE_CHUNK_BYTES):
             chunks.append("[" + ",".join(pending) + "]")
             pending, size = [], 0
-        pending.append(encoded)
+        pending.append(value)
         size += length
     if pending:
         chunks.append("[" + ",".join(pending) + "]")
     return chunks
 
 
+def json_chunks(values: Sequence[str]) -> list[str]:
+    """``values`` (texts) as :func:`json_arrays`."""
+    return json_arrays(json.dumps(value, ensure_ascii=False) for value in values)
+
+
+_OPEN_COLUMNS = select_list(Open, active="entry_kind = 'active'")
+
+
 def outlook_statements(space_id: str, collection_id: str, item_ids: Sequence[str],
                        paths: Sequence[str]) -> list[Statement]:
     """What a publish naming ``item_ids`` and ``paths`` decides from, bounded by its input and
     read in one snapshot: the collection (:func:`collection_from`), the head's totals
-    (:class:`OpenTotals`), then the open rows of those items and the open active rows on those
-    paths (:class:`OpenRow`), in as many statements as their JSON needs."""
+    (:class:`~waypost.reference.domain.memory_change.Totals`), then the open rows of those items
+    and the open active rows on those paths (:class:`~waypost.reference.domain.memory_change.Open`),
+    in as many statements as their JSON needs."""
     p = _here(space_id, collection_id)
     open_here = "space_id = :space_id AND collection_id = :cid AND until_revision IS NULL"
     active = "entry_kind = 'active'"
@@ -288,24 +274,24 @@ def outlook_statements(space_id: str, collection_id: str, item_ids: Sequence[str
                      coalesce(sum(CASE WHEN {active} THEN length(item_id) END), 0)
                          AS active_id_bytes
                  FROM memory_entries WHERE {open_here}""", p),
-        *(stmt(f"""SELECT {select_list(OpenRow)} FROM memory_entries
+        *(stmt(f"""SELECT {_OPEN_COLUMNS} FROM memory_entries
                    WHERE {open_here} AND item_id IN (SELECT value FROM json_each(:ids))""",
                {**p, "ids": chunk}) for chunk in json_chunks(item_ids)),
-        *(stmt(f"""SELECT {select_list(OpenRow)} FROM memory_entries
+        *(stmt(f"""SELECT {_OPEN_COLUMNS} FROM memory_entries
                    WHERE {open_here} AND {active}
                      AND path IN (SELECT value FROM json_each(:paths))""",
                {**p, "paths": chunk}) for chunk in json_chunks(paths)),
     ]
 
 
-def totals_from(rows: Sequence[Row]) -> OpenTotals:
+def totals_from(rows: Sequence[Row]) -> Totals:
     """Decode the totals of :func:`outlook_statements`."""
-    return decode(OpenTotals, rows[0])
+    return decode(Totals, rows[0])
 
 
-def open_row_from(row: Row) -> OpenRow:
-    """Decode an open row of :func:`outlook_statements`."""
-    return decode(OpenRow, row)
+def open_from(row: Row) -> Open:
+    """Decode an open row of :func:`outlook_statements` (``active`` arrives as 0 or 1)."""
+    return decode(Open, row, active=bool)
 
 
 def stage(principal: Principal, now: int, submission_id: str, inputs: Sequence[StagedInput],
@@ -338,20 +324,8 @@ def stage(principal: Principal, now: int, submission_id: str, inputs: Sequence[S
 def stage_chunks(inputs: Sequence[StagedInput]) -> list[str]:
     """The inputs as JSON arrays of at most :data:`STAGE_CHUNK` items and about
     :data:`STAGE_CHUNK_BYTES` bytes each (an input is never split)."""
-    chunks: list[str] = []
-    pending: list[str] = []
-    size = 0
-    for i in inputs:
-        encoded = json.dumps([i.item_id, i.path, i.blob_id, i.metadata_json], ensure_ascii=False)
-        length = len(encoded.encode()) + 1
-        if pending and (len(pending) == STAGE_CHUNK or size + length > STAGE_CHUNK_BYTES):
-            chunks.append("[" + ",".join(pending) + "]")
-            pending, size = [], 0
-        pending.append(encoded)
-        size += length
-    if pending:
-        chunks.append("[" + ",".join(pending) + "]")
-    return chunks
+    return json_arrays((json.dumps([i.item_id, i.path, i.blob_id, i.metadata_json],
+                                   ensure_ascii=False) for i in inputs), STAGE_CHUNK)
 
 
 @dataclass(frozen=True)

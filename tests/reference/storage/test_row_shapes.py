@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.api import PRINCIPAL
 from waypost.adapters.d1.driver import ColumnShapes
+from waypost.reference.domain.memory_change import Open, Totals
 from waypost.reference.storage import (
     acks,
     control,
@@ -90,8 +91,7 @@ def _shapes() -> Iterator[tuple[str, Statement, tuple[str, ...]]]:
          ("item_id", "entry_kind", "entry_json")),
         *((f"publish outlook {n}", statement, fields) for n, (statement, fields) in enumerate(zip(
             memory.outlook_statements("s1", "c", ["a"], ["a.md"]),
-            (names(memory.CollectionRow), names(memory.OpenTotals), names(memory.OpenRow),
-             names(memory.OpenRow)),
+            (names(memory.CollectionRow), names(Totals), names(Open), names(Open)),
             strict=True))),
         ("token", tokens.token_statement("tok_x"), names(tokens.TokenRecord)),
         ("upload", uploads.upload_statement("s1", "upl"), names(uploads.UploadRow)),
