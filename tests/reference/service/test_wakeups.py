@@ -43,6 +43,14 @@ def _poll(api: Api, who: str, answers: dict[str, Any], **params: Any) -> threadi
     return thread
 
 
+def _poll_answer(api: Api, who: str, answers: dict[str, Any], wait: int) -> threading.Thread:
+    """A long poll whose answer, whatever its status, lands in ``answers[who]``."""
+    thread = threading.Thread(target=lambda: answers.update({who: api.as_(
+        who, "GET", "/v1/feed", params={"wait": wait})}), daemon=True)
+    thread.start()
+    return thread
+
+
 def test_a_send_wakes_its_recipient_and_nobody_else(api: Api) -> None:
     signal = _watch(api)
     answers: dict[str, Any] = {}
@@ -124,12 +132,7 @@ def test_a_wait_whose_token_is_revoked_meanwhile_ends_refused(api: Api) -> None:
                        scopes=["message.read", "event.subscribe"])
     signal = _watch(api)
     answers: dict[str, Any] = {}
-
-    def poll() -> None:
-        answers["bob-2"] = api.as_("bob-2", "GET", "/v1/feed", params={"wait": 2})
-
-    thread = threading.Thread(target=poll)
-    thread.start()
+    thread = _poll_answer(api, "bob-2", answers, wait=2)
     assert signal.parked.setdefault("inbox/s1/bob", threading.Event()).wait(timeout=30)
     api.must_admin("POST", f"/admin/v1/tokens/{issued['token_id']}/revoke",
                    {"request_id": "revoke-bob-2"})
@@ -181,12 +184,7 @@ def test_a_wait_whose_token_expires_meanwhile_ends_refused(hooked: Api) -> None:
                  expires_at=soon.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
     signal = _watch(hooked)
     answers: dict[str, Any] = {}
-
-    def poll() -> None:
-        answers["expiring"] = hooked.as_("expiring", "GET", "/v1/feed", params={"wait": 2})
-
-    thread = threading.Thread(target=poll)
-    thread.start()
+    thread = _poll_answer(hooked, "expiring", answers, wait=2)
     assert signal.parked.setdefault("inbox/s1/bob", threading.Event()).wait(timeout=30)
     assert hooked.admin("POST", "/_test/clock", {"advance_ms": 10 * 60 * 1000}).status_code == 200
     thread.join(timeout=30)
