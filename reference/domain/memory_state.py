@@ -1,5 +1,7 @@
 """Memory state (protocol.md §9): entries, the next state of a publish, the state fingerprint and
-the canonical revision manifest. Pure functions; storage derives the same rows in SQL.
+the canonical revision manifest, as their plain definitions over a whole state. The server
+decides a publish from what its input names (``memory_change.py``) and streams the manifest;
+its tests and the vectors (``tools/make_vectors.py``) hold those to these definitions.
 
 For example a delta that deletes ``"a"`` from ``{a: active}`` at revision 3 gives
 ``{a: tombstone, deleted_in_revision 3}``; a later snapshot without ``"a"`` keeps that tombstone
@@ -8,7 +10,6 @@ For example a delta that deletes ``"a"`` from ``{a: active}`` at revision 3 give
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -67,25 +68,6 @@ def state_fingerprint(entries: Iterable[Entry]) -> bytes:
 
 
 EMPTY_FINGERPRINT = state_fingerprint(())
-
-
-def fingerprint_and_manifest(collection_id: str, revision: int, parent_revision: int,
-                             state: State) -> tuple[bytes, bytes]:
-    """:func:`state_fingerprint` and :func:`manifest` at once, canonicalising each entry once
-    (the JCS of an array is its elements' JCS joined by commas; an active entry has the same
-    form in both documents)."""
-    fingerprinted, published = [], []
-    for entry in sorted(state.values(), key=lambda e: e.item_id):
-        public = canonical_json(entry.public())
-        published.append(public)
-        fingerprinted.append(public if entry.active else canonical_json(entry.fingerprinted()))
-    fingerprint = hashlib.sha256(b"[" + b",".join(fingerprinted) + b"]").digest()
-    document = b"".join([  # keys in JCS order
-        b'{"collection_id":', canonical_json(collection_id), b',"entries":[',
-        b",".join(published), b'],"manifest_version":', str(MANIFEST_VERSION).encode(),
-        b',"parent_revision":', str(parent_revision).encode(), b',"revision":',
-        str(revision).encode(), b"}"])
-    return fingerprint, document
 
 
 def next_state(parent: State, mode: str, items: Sequence[ItemInput], delete_ids: Sequence[str],

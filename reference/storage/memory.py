@@ -393,7 +393,7 @@ def commit_revision(principal: Principal, now: int, commit: RevisionCommit) -> C
         "space_id": principal.space_id, "producer_id": principal.actor_id,
         "submission_id": commit.submission_id, "cid": commit.collection_id,
         "expected": commit.expected_revision, "new_revision": commit.expected_revision + 1,
-        "mode": commit.mode, "new_fp": commit.state_fingerprint,
+        "new_fp": commit.state_fingerprint,
         "empty_fp": commit.empty_fingerprint, "upload_id": commit.upload_id,
         "max_revision": MAX_REVISION, "plan": plan_id}
     here = "space_id = :space_id AND collection_id = :cid"

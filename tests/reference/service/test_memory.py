@@ -253,22 +253,6 @@ def test_a_publish_writes_only_what_it_changes(mem: Api, data_dir: Path) -> None
     assert len(entries(mem, 2)) == 50
 
 
-def test_one_pass_fingerprint_and_manifest_equal_the_plain_definitions() -> None:
-    from waypost.reference.domain.memory_state import (
-        Entry,
-        fingerprint_and_manifest,
-        manifest,
-        state_fingerprint,
-    )
-
-    state = {"b": Entry("b", "x/b.md", "blb_1", {"z": [1, 2.5], "a": "ü"}),
-             "a": Entry("a", deleted_in_revision=3), "c": Entry("c", "c", "blb_2", {})}
-    assert fingerprint_and_manifest("notes", 5, 4, state) == (
-        state_fingerprint(state.values()), manifest("notes", 5, 4, state))
-    assert fingerprint_and_manifest("n", 1, 0, {}) == (state_fingerprint(()),
-                                                       manifest("n", 1, 0, {}))
-
-
 def test_input_the_head_makes_invalid_after_reservation_is_recorded(
         mem: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     """A key reserved while the head was elsewhere, then resumed once the head reached its
