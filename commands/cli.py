@@ -23,6 +23,7 @@ MIN_ADMIN_TOKEN = 32
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from waypost.collector import tune_collector
     from waypost.reference.domain.sessions import SessionPolicy
     from waypost.reference.http.connection_limits import ConnectionLimits, limited_protocol
     from waypost.reference.server import Settings, build_app
@@ -61,6 +62,7 @@ def _serve(args: argparse.Namespace) -> int:
         request_seconds=args.request_timeout, send_seconds=args.send_timeout,
         keep_alive_seconds=args.keep_alive_timeout, max_connections=args.max_connections)
     forwarded = args.forwarded_allow_ips.strip()
+    tune_collector()
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
                 access_log=not args.no_access_log, timeout_keep_alive=args.keep_alive_timeout,
                 ws="none",  # no WebSocket route: an upgrade request is answered as plain HTTP

@@ -25,6 +25,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from waypost.collector import tune_collector
+
 
 def open_floor(database: Path) -> apsw.Connection:
     """The floor's connection: WAL, ``synchronous=FULL``, its one table."""
@@ -70,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database", type=Path, required=True)
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args(argv)
-    uvicorn.run(floor_app(args.database), host="127.0.0.1", port=args.port, http="h11",
+    app = floor_app(args.database)
+    tune_collector()  # as waypost serve does: the same interpreter settings
+    uvicorn.run(app, host="127.0.0.1", port=args.port, http="h11",
                 ws="none", access_log=False, log_level="info")
     return 0
 

@@ -302,7 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import uvicorn
 
-    uvicorn.run(neighbours_floor_app(), host="127.0.0.1", port=args.port, http="h11",
+    from waypost.collector import tune_collector
+
+    app = neighbours_floor_app()
+    tune_collector()  # as waypost serve does: the same interpreter settings
+    uvicorn.run(app, host="127.0.0.1", port=args.port, http="h11",
                 ws="none", access_log=False, log_level="info")
     return 0
 
