@@ -13,7 +13,6 @@ unknown recipients (``None``) reaches every inbox of the space.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,14 +36,34 @@ class Route:
 
 @dataclass(eq=False)
 class Waiter:
-    """One waiting feed read: the keys it listens on, its consumer's filter, its event."""
+    """One waiting feed read: the keys it listens on, its consumer's filter, whether it was woken."""
 
     space_id: str
     keys: tuple[Key, ...]
     filter: dict[str, tuple[str, ...]]
-    event: asyncio.Event = field(default_factory=asyncio.Event)
+    #: whether a commit woke it since its last read (:meth:`FeedSignal.read` clears it)
+    woken: bool = False
     #: the signal's authority epoch at the waiter's last read (:meth:`FeedSignal.unchanged`)
     epoch: int = 0
+    _parked: asyncio.Future[None] | None = field(default=None, repr=False)
+
+    def wake(self) -> None:
+        """Mark it woken and end its wait, if it waits."""
+        self.woken = True
+        if self._parked is not None and not self._parked.done():
+            self._parked.set_result(None)
+
+    async def park(self, seconds: float) -> None:
+        """Until :meth:`wake` or ``seconds`` pass: one future and one timer, where
+        ``asyncio.wait_for`` on an event would make a task per wait (a herd of thousands)."""
+        loop = asyncio.get_running_loop()
+        self._parked = parked = loop.create_future()
+        timer = loop.call_later(seconds, _settle, parked)
+        try:
+            await parked
+        finally:
+            timer.cancel()
+            self._parked = None
 
     def concerned(self, route: Route) -> bool:
         """Whether an item of ``route`` passes the consumer's filter (protocol.md §8.3:
@@ -55,10 +74,16 @@ class Waiter:
                    for dimension, allowed in self.filter.items())
 
 
+def _settle(parked: asyncio.Future[None]) -> None:
+    if not parked.done():
+        parked.set_result(None)
+
+
 def keys_of(principal: Principal) -> tuple[Key, ...]:
     """The keys a principal can see feed items by: its inbox or the space log (messages and
     receipts), and each collection it may read (revisions)."""
-    space, keys = principal.space_id, list[Key]()
+    space = principal.space_id
+    keys: list[Key] = []
     if principal.has("message.read"):
         if principal.consumer.view == "inbox":
             keys.append(("inbox", space, principal.actor_id))
@@ -125,8 +150,8 @@ class FeedSignal:
 
     def read(self, waiter: Waiter) -> None:
         """The waiter reads now: clear its wake-up and note the authority epoch. (A commit
-        after this sets the event again, so none is lost between the read and the wait.)"""
-        waiter.event.clear()
+        after this wakes it again, so none is lost between the read and the wait.)"""
+        waiter.woken = False
         waiter.epoch = self._epoch
 
     def unchanged(self, waiter: Waiter) -> bool:
@@ -140,21 +165,21 @@ class FeedSignal:
 
     async def wait(self, waiter: Waiter, seconds: float) -> bool:
         """Until ``waiter`` is woken (True) or ``seconds`` pass (False)."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(waiter.event.wait(), seconds)
-        return waiter.event.is_set()
+        if not waiter.woken:
+            await waiter.park(seconds)
+        return waiter.woken
 
     def wake_all(self, space_id: str) -> None:
         """Wake every waiter of ``space_id`` (a commit whose routes could not be told)."""
         for waiters in self._waiters.values():
             for waiter in waiters:
                 if waiter.space_id == space_id:
-                    waiter.event.set()
+                    waiter.wake()
 
     def committed(self, space_id: str, routes: Sequence[Route]) -> None:
         """Wake the waiters of ``space_id`` that an item of ``routes`` may concern."""
         for route in routes:
             for key in _reached(space_id, route):
                 for waiter in self._waiters.get(key, ()):
-                    if not waiter.event.is_set() and waiter.concerned(route):
-                        waiter.event.set()
+                    if not waiter.woken and waiter.concerned(route):
+                        waiter.wake()

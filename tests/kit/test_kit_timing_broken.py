@@ -8,7 +8,6 @@ made for it (its first requirement id)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -69,8 +68,8 @@ def missed_wakeups_answer_empty(mp: pytest.MonkeyPatch, client: TestClient) -> N
             outcome = await original(ctx, principal, cursor_text, limit_text, None, remembered)
             if outcome.body["items"]:
                 return outcome
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiter.event.wait(), int(wait_text))
+            await waiter.park(int(wait_text))
+            if waiter.woken:
                 return await original(ctx, principal, cursor_text, limit_text, None)
             return outcome  # the time ran out: the page read before waiting
         finally:

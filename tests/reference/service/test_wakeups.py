@@ -4,6 +4,7 @@ when sends race re-polls."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -208,3 +209,17 @@ def test_a_send_to_the_default_actor_wakes_only_that_actor(api: Api) -> None:
     assert polls[1].is_alive()
     api.must_send("s1/alice", recipient_ids=["carol"])
     polls[1].join(timeout=20)
+
+
+def test_a_wait_ends_at_its_wake_up_or_its_deadline() -> None:
+    """A wake-up ends a parked wait (True) long before its deadline; a wake-up that came
+    before the wait is not lost; a wait nothing wakes ends at its deadline (False)."""
+    async def scenario() -> list[bool]:
+        signal, loop = FeedSignal(), asyncio.get_running_loop()
+        parked, early, idle = (Waiter("s", (("inbox", "s", name),), {})
+                               for name in ("bob", "carol", "dave"))
+        loop.call_soon(parked.wake)
+        early.wake()
+        return [await signal.wait(parked, 600), await signal.wait(early, 600),
+                await signal.wait(idle, 0.01)]
+    assert asyncio.run(asyncio.wait_for(scenario(), 60)) == [True, True, False]
