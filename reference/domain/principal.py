@@ -7,6 +7,7 @@ consumer and grants inside its commit plan.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from waypost.reference.domain.canonical import digest
 from waypost.reference.domain.grants import Grants
@@ -23,9 +24,11 @@ class ConsumerView:
     view_revision: int
     filter: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def filter_fingerprint(self) -> bytes:
-        """SHA-256(JCS(filter)) over the non-empty dimensions, each sorted."""
-        return digest({dim: sorted(vals) for dim, vals in sorted(self.filter.items()) if vals})
+    @cached_property
+    def filter_fingerprint(self) -> str:
+        """SHA-256(JCS(filter)) over the non-empty dimensions, each sorted, in hex (computed
+        once: every cursor minted or checked for the view carries it)."""
+        return digest({dim: sorted(vals) for dim, vals in sorted(self.filter.items()) if vals}).hex()
 
 
 @dataclass(frozen=True)
