@@ -89,7 +89,7 @@ async def _message(ctx: Context, principal: Principal, request: Request) -> Outc
 
 
 async def _feed(ctx: Context, principal: Principal, request: Request) -> Outcome:
-    query = request.query_params  # checked by data(): FEED_QUERY
+    query = dict(request.query_params)  # checked by data(): FEED_QUERY
     return await feed.read_feed(ctx, principal, query.get("cursor"), query.get("limit"),
                                 query.get("wait"), remembered(request))
 

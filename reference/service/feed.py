@@ -26,7 +26,7 @@ def mint(ctx: Context, principal: Principal, position: int) -> str:
     """A cursor bound to this consumer, view revision, filter and grant fingerprint."""
     return cursor.encode(ctx.cursor_key, cursor.FeedCursor(
         principal.space_id, principal.actor_id, principal.consumer.consumer_id,
-        principal.consumer.view_revision, principal.consumer.filter_fingerprint().hex(),
+        principal.consumer.view_revision, principal.consumer.filter_fingerprint,
         principal.grant_fingerprint.hex(), position))
 
 
@@ -55,7 +55,7 @@ def binding_fault(principal: Principal, decoded: cursor.FeedCursor) -> str:
             principal.space_id, principal.actor_id, principal.consumer.consumer_id):
         return CURSOR_OF_ANOTHER.verdict  # answered in the same words as a forged one
     if (decoded.view_revision, decoded.filter_fingerprint, decoded.grant_fingerprint) != (
-            principal.consumer.view_revision, principal.consumer.filter_fingerprint().hex(),
+            principal.consumer.view_revision, principal.consumer.filter_fingerprint,
             principal.grant_fingerprint.hex()):
         return CURSOR_OF_ANOTHER_VIEW.verdict
     return ""
@@ -114,16 +114,17 @@ async def _read_until(ctx: Context, principal: Principal, position: int | None, 
         if waiter is not None:
             ctx.signal.read(waiter)  # registered before the read: a later commit wakes it
         if woken:
-            page, current, *saved = await ctx.driver.read([
+            now = ctx.clock.now_ms()
+            page, current = await ctx.driver.read([
                 sql.page_statement(principal, position, limit + 1),
-                sql.current_statement(principal, ctx.clock.now_ms()),
-                *([sql.checkpoint_statement(principal)] if position is None else [])])
+                sql.current_statement(principal, now) if position is not None
+                else sql.current_and_saved_statement(principal, now)])
         elif unchanged and (principal.expires_at is None
                             or principal.expires_at > ctx.clock.now_ms()):
             assert position is not None  # set by the first read
             return position, []  # nothing concerned it, and its authority is as it was
         else:  # nothing that concerns it was committed: only its authority may have changed
-            page, saved = [], []
+            page = []
             (current,) = await ctx.driver.read([
                 sql.current_statement(principal, ctx.clock.now_ms())])
         verdict = sql.current_from(current)
@@ -133,7 +134,7 @@ async def _read_until(ctx: Context, principal: Principal, position: int | None, 
             raise refuse_stale(verdict)
         first = False
         if position is None:
-            position = sql.checkpoint_from(saved[0])
+            position = sql.saved_from(current)
         rows = [sql.feed_row_from(row) for row in page]
         remaining = deadline - loop.time()
         if rows or remaining <= 0 or waiter is None:

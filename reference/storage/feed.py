@@ -9,6 +9,7 @@ filter dimension must match.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -125,25 +126,36 @@ SAVED_POSITION = """COALESCE((SELECT sequence FROM consumer_checkpoints
             AND view_revision = :view_revision AND grant_fingerprint = :grant_fingerprint), 0)"""
 
 
+@functools.lru_cache(maxsize=16)
+def _page_sql(bound: str, columns: str, joins: str, visible: str, filtered: str) -> str:
+    """A page's SQL, composed once per set of parts (a herd of long polls composes thousands
+    of pages at once; the parts are passed, not read here, so that a test deployment that
+    swaps one gets its own text)."""
+    return f"""
+        SELECT {columns}
+        FROM feed_items f
+        {joins}
+        WHERE f.space_id = :space_id AND f.sequence > {bound}
+          AND {visible}
+          AND {filtered}
+        ORDER BY f.sequence
+        LIMIT :limit"""
+
+
+_AFTER = "CAST(:after AS INTEGER)"
+
+
 def page_statement(principal: Principal, after: int | None, limit: int) -> Statement:
     """Up to ``limit`` visible items after position ``after`` (None: after the consumer's saved
     checkpoint, read in the same snapshot), in sequence order."""
-    params: dict[str, SqlValue]
+    params = visibility_params(principal)
+    params["limit"] = limit
     if after is None:
-        bound, params = SAVED_POSITION, {
-            "view_revision": principal.consumer.view_revision,
-            "grant_fingerprint": principal.grant_fingerprint}
-    else:
-        bound, params = "CAST(:after AS INTEGER)", {"after": after}
-    return stmt(f"""
-        SELECT {FEED_COLUMNS}
-        FROM feed_items f
-        {_JOINS}
-        WHERE f.space_id = :space_id AND f.sequence > {bound}
-          AND {VISIBLE}
-          AND {FILTERED}
-        ORDER BY f.sequence
-        LIMIT :limit""", {**visibility_params(principal), **params, "limit": limit})
+        params["view_revision"] = principal.consumer.view_revision
+        params["grant_fingerprint"] = principal.grant_fingerprint
+        return stmt(_page_sql(SAVED_POSITION, FEED_COLUMNS, _JOINS, VISIBLE, FILTERED), params)
+    params["after"] = after
+    return stmt(_page_sql(_AFTER, FEED_COLUMNS, _JOINS, VISIBLE, FILTERED), params)
 
 
 @dataclass(frozen=True)
@@ -168,39 +180,51 @@ def visible_types(rows: Sequence[Row]) -> dict[str, str]:
     return {item.item_id: item.item_type for item in (decode(VisibleItem, row) for row in rows)}
 
 
-def checkpoint_statement(principal: Principal) -> Statement:
-    """The saved checkpoint for (consumer, view revision, grant fingerprint), decoded by
-    :func:`checkpoint_from`."""
-    return stmt("""SELECT CAST(sequence AS TEXT) AS sequence FROM consumer_checkpoints
-                   WHERE space_id = :space_id
-                   AND consumer_id = :consumer_id AND view_revision = :view_revision
-                   AND grant_fingerprint = :grant_fingerprint""",
-                {"space_id": principal.space_id, "consumer_id": principal.consumer.consumer_id,
-                 "view_revision": principal.consumer.view_revision,
-                 "grant_fingerprint": principal.grant_fingerprint})
-
-
 def checkpoint_from(rows: Sequence[Row]) -> int:
-    """The position of :func:`checkpoint_statement`'s row (decimal text); no row means 0."""
+    """The position of a ``consumer_checkpoints`` row read as ``CAST(sequence AS TEXT)``
+    (decimal text); no row means 0."""
     return int(only(rows)[0]) if rows else 0
+
+
+@functools.lru_cache(maxsize=16)
+def _current_sql(not_live: str, saved: str | None) -> str:
+    """The verdict of the token and the view, and the saved checkpoint where ``saved``."""
+    verdict = f"""CASE WHEN {not_live} THEN 'UNAUTHENTICATED'
+            WHEN NOT EXISTS (SELECT 1 FROM consumers WHERE space_id = :space_id
+                AND consumer_id = :consumer_id AND view_revision = :view_revision)
+            THEN 'CURSOR_STALE' ELSE 'ok' END AS verdict"""
+    return f"SELECT {verdict}" + ("" if saved is None else f", CAST({saved} AS TEXT) AS sequence")
 
 
 def current_statement(principal: Principal, now: int) -> Statement:
     """Read in the same snapshot as a page: is the token still live and the view unchanged?
     (``verdict``: ``ok``, ``UNAUTHENTICATED`` or ``CURSOR_STALE``, see :func:`current_from`)"""
-    return stmt(f"""
-        SELECT CASE WHEN {NOT_LIVE} THEN 'UNAUTHENTICATED'
-            WHEN NOT EXISTS (SELECT 1 FROM consumers WHERE space_id = :space_id
-                AND consumer_id = :consumer_id AND view_revision = :view_revision)
-            THEN 'CURSOR_STALE' ELSE 'ok' END AS verdict""",
-        {**authority_params(principal, now, ""), "space_id": principal.space_id,
-         "consumer_id": principal.consumer.consumer_id,
-         "view_revision": principal.consumer.view_revision})
+    return stmt(_current_sql(NOT_LIVE, None), _current_params(principal, now))
+
+
+def current_and_saved_statement(principal: Principal, now: int) -> Statement:
+    """:func:`current_statement` and the consumer's saved checkpoint (0 without one) in one
+    row, for a first page read from the checkpoint: see :func:`current_from` and
+    :func:`saved_from`."""
+    return stmt(_current_sql(NOT_LIVE, SAVED_POSITION), {
+        **_current_params(principal, now), "view_revision": principal.consumer.view_revision,
+        "grant_fingerprint": principal.grant_fingerprint})
+
+
+def _current_params(principal: Principal, now: int) -> dict[str, SqlValue]:
+    return {**authority_params(principal, now, ""), "space_id": principal.space_id,
+            "consumer_id": principal.consumer.consumer_id,
+            "view_revision": principal.consumer.view_revision}
 
 
 def current_from(rows: Sequence[Row]) -> str:
-    """The verdict of :func:`current_statement`."""
+    """The verdict of :func:`current_statement` (or :func:`current_and_saved_statement`)."""
     return str(only(rows)[0])
+
+
+def saved_from(rows: Sequence[Row]) -> int:
+    """The saved checkpoint of :func:`current_and_saved_statement` (decimal text)."""
+    return int(only(rows)[1])
 
 
 def routes_statement(space_id: str, item_ids: Sequence[str]) -> Statement:

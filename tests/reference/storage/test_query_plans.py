@@ -14,7 +14,7 @@ STATEMENTS: dict[str, Statement] = {
     "feed page": feed.page_statement(PRINCIPAL, 0, 51),
     "feed page after the checkpoint": feed.page_statement(PRINCIPAL, None, 51),
     "ack visibility": feed.visible_items_statement(PRINCIPAL, ["fi_a", "fi_b"]),
-    "checkpoint": feed.checkpoint_statement(PRINCIPAL),
+    "current and saved checkpoint": feed.current_and_saved_statement(PRINCIPAL, 0),
     "submission by key": submissions.lookup_statement(PRINCIPAL, "message.send", "r"),
     "ack results": submissions.ack_items_statement("sub_x"),
     "receipt by consumer and item": stmt(
