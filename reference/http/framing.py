@@ -54,7 +54,7 @@ class HeadScan:
         if self._done:
             return
         head = self._head + data if self._head else data
-        end = head_end(head)
+        end = head_end(head, MAX_HEAD_BYTES + 4)
         if end < 0:
             self._head = head
             self._done = len(head) > MAX_HEAD_BYTES
@@ -63,14 +63,17 @@ class HeadScan:
         self.ambiguous = ambiguous(head[:end])
 
 
-def head_end(data: bytes) -> int:
-    r"""Where the head ends: after its first blank line (``\r?\n\r?\n``), or -1."""
-    bare, crlf = data.find(b"\n\n"), data.find(b"\n\r\n")
-    if bare < 0 and crlf < 0:
-        return -1
-    if crlf < 0 or 0 <= bare < crlf:
+def head_end(data: bytes, limit: int | None = None) -> int:
+    r"""Where the head ends: after its first blank line (``\r?\n\r?\n``) that ends within
+    the first ``limit`` bytes (all of them by default), or -1. The bare form is looked for only
+    before the first CRLF one: a body that follows the head is not scanned (a 256 KiB read
+    of a large post was searched twice over, ~0.2 ms each)."""
+    end = len(data) if limit is None else min(limit, len(data))
+    crlf = data.find(b"\n\r\n", 0, end)
+    bare = data.find(b"\n\n", 0, end if crlf < 0 else crlf + 1)
+    if bare >= 0:
         return bare + 2
-    return crlf + 3
+    return -1 if crlf < 0 else crlf + 3
 
 
 def ambiguous(head: bytes) -> bool:

@@ -25,10 +25,12 @@ def _by_rules(head: bytes) -> bool:
     return _RULES.search(head) is not None or len(_LENGTHS.findall(head)) > 1
 
 
-@given(st.lists(_PIECES, max_size=30).map(b"".join))
-def test_the_scan_agrees_with_the_rules(data: bytes) -> None:
+@given(st.lists(_PIECES, max_size=30).map(b"".join), st.integers(min_value=0, max_value=200))
+def test_the_scan_agrees_with_the_rules(data: bytes, limit: int) -> None:
     found = _END.search(data)
     assert head_end(data) == (-1 if found is None else found.end())
+    within = found is not None and found.end() <= limit
+    assert head_end(data, limit) == (found.end() if within and found else -1)
     if found is not None:
         head = data[:found.end()]
         assert ambiguous(head) == _by_rules(head)
