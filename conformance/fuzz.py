@@ -149,7 +149,8 @@ class _Setup:
     """The steps of :func:`provision`, each a check of ``fuzz_rules.SETUP_CHECKS``."""
 
     def __init__(self, world: World) -> None:
-        self.world, self.checks, self.operation = world, dict[str, int](), ""
+        self.world, self.operation = world, ""
+        self.checks: dict[str, int] = {}
 
     @contextmanager
     def step(self, check: str, ids: tuple[str, ...], operation: str = "") -> Iterator[None]:

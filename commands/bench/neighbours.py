@@ -7,8 +7,9 @@ through the same patterns in the same run:
 - **hostile bodies**: a token with no scope keeps 4 POSTs in flight of a 1 MiB ``[{},{},…]``,
   then of a send with ~1 MiB of float metadata (a process of its own), while another client
   times ``GET /v1/describe`` one after another: the event loop's lag, seen from outside;
-- **timeout herd**: W long polls (``wait=5``) parked at once: the server's CPU from parking to
-  the last answer, and each answer's lateness after its deadline;
+- **timeout herd**: W long polls (``wait=5``) parked at once, then each one's re-poll from its
+  ``next_cursor`` parked at once: for the re-polls (the first round's figures beside them), the
+  server's CPU from parking to the last answer, and each answer's lateness after its deadline;
 - **wake-ups**: with 0, then each count W of idle long polls (``wait=30`` of 16 idle actors,
   re-parked when they return), S sends from alice to bob while bob's long poll is parked: the
   server's CPU per send (bob's re-poll included), the time from each send's answer to bob's;
@@ -45,6 +46,7 @@ from waypost.bench.neighbours_floor import (
     verdicts,
 )
 from waypost.bench.wire import Connection, millis
+from waypost.collector import THRESHOLDS
 
 WAIT, HERD_WAIT = 30, 5  # the published maximum; the herd's short wait
 PARK_SECONDS = 0.05  # after a poll is sent, before the send it waits for
@@ -212,31 +214,49 @@ async def _broadcast(subject: Subject, idle: int) -> dict[str, Any]:
 
 
 async def _herd(subject: Subject, waiters: int) -> dict[str, Any]:
+    """W polls (``wait=5``) written at once on their own connections, all timing out together,
+    then each one's re-poll from its answer's ``next_cursor`` (as a client that keeps a feed
+    open does), timing out together again: the re-polls are the herd the target judges (a
+    server knows waiters that were parked before); the first round's figures, every poll's
+    first contact, stand beside them."""
     connections = await _open(subject.port, waiters)
     await _settle(subject)
-
-    async def timed(connection: Connection, token: str) -> tuple[float, float, int, bytes]:
-        written = time.perf_counter()
-        status, body = await asyncio.wait_for(connection.request(
-            "GET", f"/v1/feed?wait={HERD_WAIT}", token), HERD_WAIT + 120)
-        return written, time.perf_counter(), status, body
-    before = subject.cpu()
-    answers = await asyncio.gather(*(timed(c, subject.tokens[IDLE[n % len(IDLE)]])
-                                     for n, c in enumerate(connections)))
-    after = subject.cpu()
+    tokens = [subject.tokens[IDLE[n % len(IDLE)]] for n in range(waiters)]
+    first = await _herd_round(subject, connections, tokens, [None] * waiters)
+    await _settle(subject)
+    again = await _herd_round(subject, connections, tokens, first.pop("cursors"))
+    again.pop("cursors")
     for connection in connections:
         connection.close()
+    return {"waiters": waiters, "wait_seconds": HERD_WAIT, **again, "first_contact": first}
+
+
+async def _herd_round(subject: Subject, connections: Sequence[Connection],
+                      tokens: Sequence[str], cursors: Sequence[str | None]) -> dict[str, Any]:
+    async def timed(connection: Connection, token: str,
+                    cursor: str | None) -> tuple[float, float, int, bytes]:
+        path = f"/v1/feed?wait={HERD_WAIT}" + (
+            "" if cursor is None else "&cursor=" + urllib.parse.quote(cursor, safe=""))
+        written = time.perf_counter()
+        status, body = await asyncio.wait_for(connection.request("GET", path, token),
+                                              HERD_WAIT + 120)
+        return written, time.perf_counter(), status, body
+    before = subject.cpu()
+    answers = await asyncio.gather(*(timed(*polled)
+                                     for polled in zip(connections, tokens, cursors, strict=True)))
+    after = subject.cpu()
+    pages = [json.loads(body) if status == 200 else {} for _, _, status, body in answers]
     late = [answered - written - HERD_WAIT for written, answered, _, _ in answers]
     last = max(range(len(answers)), key=lambda n: answers[n][1])
-    return {"waiters": waiters, "wait_seconds": HERD_WAIT,
-            "answered_200_empty": sum(s == 200 and not json.loads(b)["items"]
-                                      for _, _, s, b in answers),
+    return {"answered_200_empty": sum(s == 200 and not p.get("items")
+                                      for (_, _, s, _), p in zip(answers, pages, strict=True)),
             "parking_span_ms": round(1000 * (max(a[0] for a in answers)
                                              - min(a[0] for a in answers)), 3),
             "answer_after_its_deadline": millis(late),
             "last_answer_after_its_deadline_ms": round(1000 * late[last], 3),
             "server_cpu_ms": before.until(after, 1),
-            "server_cpu_ms_per_waiter": before.until(after, waiters)}
+            "server_cpu_ms_per_waiter": before.until(after, len(answers)),
+            "cursors": [p.get("next_cursor") for p in pages]}
 
 
 async def _crowd_patterns(subject: Subject, levels: Sequence[int], sends: int,
@@ -397,7 +417,9 @@ def bench_neighbours(levels: Sequence[int], sends: int,
         "seconds": round(time.monotonic() - started, 1),
         "options": {"waiters": levels, "sends": sends, "wait_seconds": WAIT,
                     "herd_wait_seconds": HERD_WAIT, "broadcast_repeats": BROADCAST_REPEATS,
-                    "hostile_seconds": HOSTILE_SECONDS, "idle_actors": len(IDLE)},
+                    "hostile_seconds": HOSTILE_SECONDS, "idle_actors": len(IDLE),
+                    # both servers run with them (waypost.collector)
+                    "collector_thresholds": list(THRESHOLDS)},
         **patterns}
     result["targets"] = verdicts(result)
     result["summary"] = summary(result)

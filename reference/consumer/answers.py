@@ -176,7 +176,8 @@ def feed_page(answer: Any, limit: int, after: int, asked: str | None) -> dict[st
     (WP-HTTP-13, WP-FEED-2, WP-FEED-3): at most ``limit`` items, each id once, sequences
     strictly increasing after ``after``, and a cursor that moves when items came."""
     page, items = _listing(answer, "feed page", limit)
-    last, seen = after, set[str]()
+    last = after
+    seen: set[str] = set()
     for n, raw in enumerate(items):
         item = feed_item(raw, f"feed page.items[{n}]")
         number = int(item["sequence"])
