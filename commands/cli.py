@@ -138,7 +138,8 @@ def _bench_kit(args: argparse.Namespace) -> int:
 
 
 def _bench_publish(args: argparse.Namespace) -> int:
-    from waypost.bench.publish import BenchError, bench_publish
+    from waypost.bench.publish import bench_publish
+    from waypost.bench.publish_client import BenchError
 
     try:
         bench_publish(args.sizes, args.repeats, args.upload_mib, args.synchronous, args.json,

@@ -66,7 +66,7 @@ def _compare(args: argparse.Namespace) -> int:
     from waypost.conformance.comparison_markdown import markdown
     from waypost.conformance.comparison_page import page
     from waypost.conformance.report_file import ReportError, read
-    from waypost.properties.untrusted import visible
+    from waypost.properties.wire.untrusted import visible
 
     paths = [*([args.baseline] if args.baseline is not None else []), *args.reports]
     try:
@@ -111,7 +111,7 @@ def terminal(comparison: Comparison, diffs: list[Changes]) -> str:
     then the changes against the baseline, the coverage differences apart, and the
     verdict."""
     from waypost.conformance.comparison_page import column_name
-    from waypost.properties.untrusted import visible_lines
+    from waypost.properties.wire.untrusted import visible_lines
 
     names = [column_name(comparison, n) for n in range(len(comparison.runs))]
     width = min(max(18, *map(len, names)), 32)

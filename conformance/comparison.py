@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from waypost.conformance.report_file import PHASE_NAMES, Run, RunRow
-from waypost.properties.owners import DATA
+from waypost.properties.verdicts.owners import DATA
 
 
 @dataclass(frozen=True)

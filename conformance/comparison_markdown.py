@@ -27,7 +27,7 @@ from waypost.conformance.comparison_page import (
     when,
 )
 from waypost.conformance.report_file import Run
-from waypost.properties.untrusted import visible, visible_lines
+from waypost.properties.wire.untrusted import visible, visible_lines
 
 _MARKS = re.compile(r"([\\`*_\[\]|~])")
 #: What GitHub would turn into a link or a mention by itself: a scheme's colon, "www.", "@".

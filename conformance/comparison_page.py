@@ -1,7 +1,7 @@
 """The comparison as one self-contained HTML page: inline CSS, no script, nothing fetched; it
 reads at 400 px and 1280 px and prints (``templates/comparison.html``). Every text of a report
 is the report's (and often a target's) word: each goes through
-:func:`~waypost.properties.untrusted.visible` and is escaped (Jinja's autoescape)."""
+:func:`~waypost.properties.wire.untrusted.visible` and is escaped (Jinja's autoescape)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from waypost import __version__
 from waypost.conformance.baseline import ARROWS, COVERAGE_ROWS, Changes
 from waypost.conformance.comparison import Comparison, compare, run_anchor, short, verdict
 from waypost.conformance.report_file import REPORT_VERSION, Run
-from waypost.properties.untrusted import visible_lines
+from waypost.properties.wire.untrusted import visible_lines
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 

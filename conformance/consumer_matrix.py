@@ -7,12 +7,12 @@ the same CLI and keeps the same local tables) with the point armed through
 ``WAYPOST_CONSUMER_FAULT``, so the process ends there for real; checks the server's receipts
 against the local file in that crashed state; restarts the consumer (``sync``); and checks from
 both sides that no item was lost, no completed work is handed out again, and every outbound
-write exists once with its original request_id (``properties/consumer_checks.py``). The points,
+write exists once with its original request_id (``properties/contract/consumer.py``). The points,
 the variable and the exit status come from the contract's data file, which the consumer reads
-too (``properties/contract_constants.py``).
+too (``properties/protocol/constants.py``).
 
 The kit never imports the consumer: it starts it, reads its local file read-only, and asks the
-server over HTTP, within the kit's bounds (``properties/bounds.py``): an answer past them, a
+server over HTTP, within the kit's bounds (``properties/wire/bounds.py``): an answer past them, a
 feed that does not move on or an id that is no id is a failed check of the property the server
 breaks (the cell cannot go on, and says so), never a hang or a crash of the run."""
 
@@ -33,8 +33,7 @@ from typing import Any
 import httpx
 
 from waypost.conformance.consumer_space import Space, Untrusted
-from waypost.properties.bounds import Bounds, bounded_client
-from waypost.properties.consumer_checks import (
+from waypost.properties.contract.consumer import (
     OUTBOUND_ONCE,
     PID,
     LocalView,
@@ -43,19 +42,20 @@ from waypost.properties.consumer_checks import (
     receipts_not_ahead,
     work_kept,
 )
-from waypost.properties.contract_constants import (
+from waypost.properties.protocol.constants import (
     CONSUMER_FAULT_ENVIRONMENT,
     CONSUMER_POINTS,
     CRASH_EXIT,
 )
-from waypost.properties.owners import table as owners
-from waypost.properties.untrusted import visible
-from waypost.properties.violations import Ledger, PropertyViolation
+from waypost.properties.verdicts.owners import table as owners
+from waypost.properties.verdicts.violations import Ledger, PropertyViolation
+from waypost.properties.wire.bounds import Bounds, bounded_client
+from waypost.properties.wire.untrusted import visible
 
 #: Every fault point of the reference consumer, from the contract's data file (docs/consumer.md).
 POINTS = CONSUMER_POINTS
 FLOWS = ("sync", "done", "outbound")
-CHECK = "consumer matrix"  # its name in requirement coverage (properties/requirements.py)
+CHECK = "consumer matrix"  # its name in requirement coverage (properties/coverage/registered.py)
 #: ``waypost consumer`` without loading the rest of the CLI (the kit starts it many times).
 DEFAULT_COMMAND = (sys.executable, "-m", "waypost.consumer_command")
 

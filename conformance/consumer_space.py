@@ -1,6 +1,6 @@
 """P17's side of the server: a fresh space for one cell of the consumer matrix, and what the
 server shows of it through a space-log reader, read as untrusted input: within the kit's bounds
-(``properties/bounds.py``), every page moving on, every id checked before it enters a path. A
+(``properties/wire/bounds.py``), every page moving on, every id checked before it enters a path. A
 server answer a cell cannot go on from is :class:`Untrusted`, with the requirement ids it
 breaks (``conformance/consumer_matrix.py`` fails them in the run's ledger)."""
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from waypost.properties.bounds import Bounds, OutOfBounds, bounded_client
-from waypost.properties.consumer_checks import LocalView, ServerView
-from waypost.properties.http import WALKS, route_ids
-from waypost.properties.untrusted import BadId, bad_segment, path_id, visible
+from waypost.properties.contract.consumer import LocalView, ServerView
+from waypost.properties.wire.bounds import Bounds, OutOfBounds, bounded_client
+from waypost.properties.wire.http import WALKS, route_ids
+from waypost.properties.wire.untrusted import BadId, bad_segment, path_id, visible
 
 SCOPES = ["message.send", "message.read", "receipt.write", "event.subscribe"]
 #: Pages of the space log one observation reads at most: a cell's space holds a few dozen

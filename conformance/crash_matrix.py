@@ -25,7 +25,7 @@ upload first: the commit is a recorded ``410 UPLOAD_EXPIRED``), ``missing`` (a r
 the target does not offer).
 
 Only the kit's HTTP vocabulary is used here (no import of the reference); the constants shared
-with servers come from the contract's data file (``properties/contract_constants.py``).
+with servers come from the contract's data file (``properties/protocol/constants.py``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any
 import httpx
 
 from waypost.conformance.crash_target import Reference, json_object, reference
-from waypost.properties.contract_constants import FAULT_POINTS, REQUIRED_FAULT_POINTS
+from waypost.properties.protocol.constants import FAULT_POINTS, REQUIRED_FAULT_POINTS
 
 #: Every fault point of the contract: protocol.md §14's and ``commit.durable`` (after a
 #: transaction is durable, before its callers are answered). A run takes the target's list.

@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 
 from waypost.conformance.targets import GatewayProcess, ServerProcess
-from waypost.properties.compare import epoch_ms
-from waypost.properties.contract_constants import CRASH_EXIT, listed_fault_points
+from waypost.properties.model.matching import epoch_ms
+from waypost.properties.protocol.constants import CRASH_EXIT, listed_fault_points
 
 
 class Reference:

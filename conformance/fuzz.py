@@ -2,7 +2,7 @@
 
 The document is the kit's own (``conformance/openapi/waypost-1.json``), never the target's.
 The kit provisions a space with its actors, consumers, collections and tokens exactly as its
-model does (``properties/control.py``), makes one message, blob and revision, and feeds those
+model does (``properties/commands/control.py``), makes one message, blob and revision, and feeds those
 real ids into generated requests; the data plane runs with a data token holding every scope,
 the control plane with the admin token. Every finding is written as a replay file that
 ``waypost conformance replay`` reruns (``fuzz_command.replay_fuzz``). A setup step the server
@@ -29,12 +29,12 @@ import httpx
 from waypost.conformance import fuzz_rules
 from waypost.conformance.fuzz_bodies import BodyRules, ByteExact
 from waypost.conformance.reproducible import seed_only_draws
-from waypost.properties import control
-from waypost.properties.hostile import ALL_SCOPES, control_ids
-from waypost.properties.http import Answer, Session
-from waypost.properties.untrusted import excerpt, visible
-from waypost.properties.violations import Ledger, PropertyViolation
-from waypost.properties.world import ProvisioningFailed, World
+from waypost.properties.commands import control
+from waypost.properties.commands.world import ProvisioningFailed, World
+from waypost.properties.hostile.probes import ALL_SCOPES, control_ids
+from waypost.properties.verdicts.violations import Ledger, PropertyViolation
+from waypost.properties.wire.http import Answer, Session
+from waypost.properties.wire.untrusted import excerpt, visible
 
 
 def contract() -> dict[str, Any]:

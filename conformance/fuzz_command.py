@@ -15,12 +15,13 @@ from xml.etree import ElementTree as ET
 
 import httpx
 
-from waypost.conformance import fuzz, fuzz_rules, hostile, runner
+from waypost.conformance import fuzz, fuzz_rules, runner
+from waypost.conformance import hostile_phase as hostile
 from waypost.conformance.arguments import add_target, admin_token
 from waypost.conformance.fuzz_bodies import ByteExact
 from waypost.conformance.targets import check_target, open_target
-from waypost.properties.bounds import bounded_client
-from waypost.properties.untrusted import visible
+from waypost.properties.wire.bounds import bounded_client
+from waypost.properties.wire.untrusted import visible
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

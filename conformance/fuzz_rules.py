@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from waypost.properties.requirements import register
+from waypost.properties.coverage.registered import register
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, TextIO
 from waypost.conformance.arguments import add_target, later
 from waypost.conformance.compare_command import add_command as add_compare
 from waypost.conformance.profiles import PROFILES
-from waypost.properties.bound_values import SECONDS
+from waypost.properties.wire.bound_values import SECONDS
 
 if TYPE_CHECKING:
     from waypost.conformance.consumer_matrix import Cell
-    from waypost.properties.machine import KitRun
+    from waypost.properties.rules.machine import KitRun
 
 #: Where the kit's own runs are.
 RUN = "waypost.conformance.kit_run"
@@ -28,10 +28,10 @@ RUN = "waypost.conformance.kit_run"
 LAZY = {
     "consumer-matrix": ("waypost.conformance.consumer_matrix_command",
                         "P17: the reference consumer killed at each of its fault points"),
-    "hostile": ("waypost.conformance.hostile", "only the hostile-input checks"),
+    "hostile": ("waypost.conformance.hostile_phase", "only the hostile-input checks"),
     "load": ("waypost.conformance.load_command",
              "concurrent clients, then every view re-read and the history checked"),
-    "fixtures": ("waypost.conformance.fixtures",
+    "fixtures": ("waypost.conformance.fixtures_file",
                  "provision a fixtures file (for a run with --fixtures) through the admin API"),
     "fuzz": ("waypost.conformance.fuzz_command",
              "Schemathesis against the published contract (the kit's OpenAPI document)"),
@@ -152,7 +152,7 @@ def _sub_command(words: Sequence[str]) -> str | None:
 
 
 def add_timeout(parser: argparse.ArgumentParser) -> None:
-    """``--timeout``: the deadline of each of the kit's calls (properties/bounds.py)."""
+    """``--timeout``: the deadline of each of the kit's calls (properties/wire/bounds.py)."""
     parser.add_argument("--timeout", type=float, default=SECONDS, metavar="SECONDS",
                         help="the deadline of each call to the target: connecting, sending and "
                              "the whole answer (a long poll adds its wait); an answer that "

@@ -23,21 +23,21 @@ from waypost.conformance.fuzz_command import (
 )
 from waypost.conformance.kit_command import Progress, duration
 from waypost.conformance.profiles import PROFILES
-from waypost.conformance.requirements import text_table as requirement_table
+from waypost.conformance.requirement_table import text_table as requirement_table
 from waypost.conformance.targets import Target, check_target, open_target
-from waypost.properties.bound_values import SECONDS
-from waypost.properties.bounds import (
+from waypost.properties.coverage.catalogue import Property, select
+from waypost.properties.model.fixture_sets import Fixtures
+from waypost.properties.model.fixture_sets import load as load_fixtures
+from waypost.properties.wire.bound_values import SECONDS
+from waypost.properties.wire.bounds import (
     BoundedTransport,
     Bounds,
     OutOfBounds,
     bounded_client,
     network_transport,
 )
-from waypost.properties.catalogue import Property, select
-from waypost.properties.fixtures import Fixtures
-from waypost.properties.fixtures import load as load_fixtures
-from waypost.properties.proxy import FaultProxy
-from waypost.properties.untrusted import visible
+from waypost.properties.wire.proxy import FaultProxy
+from waypost.properties.wire.untrusted import visible
 
 
 def kit_client(url: str, args: argparse.Namespace) -> tuple[httpx.Client, FaultProxy, Bounds]:

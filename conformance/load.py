@@ -1,7 +1,7 @@
 """A load run with invariants: concurrent clients send messages, read their inbox and ACK it,
 and publish into shared collections with compare-and-swap, bounded by time and by request
 count; afterwards every view is re-read and the history checked
-(``properties/load_history.py``). The run reports throughput per operation and anomalies.
+(``properties/model/load_history.py``). The run reports throughput per operation and anomalies.
 
 Each client is an actor of one fresh space with its own inbox consumer; collection ``m<j>``
 belongs to actor ``c<j>`` and the clients ``i ≡ j (mod collections)`` race to publish into it
@@ -21,8 +21,8 @@ from typing import Any
 
 import httpx
 
-from waypost.properties.hostile import ALL_SCOPES
-from waypost.properties.load_history import (
+from waypost.properties.hostile.probes import ALL_SCOPES
+from waypost.properties.model.load_history import (
     REQUIREMENTS,
     Acked,
     History,

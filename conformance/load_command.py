@@ -14,7 +14,7 @@ import httpx
 from waypost.conformance import load
 from waypost.conformance.arguments import add_target, admin_token
 from waypost.conformance.targets import check_target, open_target
-from waypost.properties.bounds import bounded_client
+from waypost.properties.wire.bounds import bounded_client
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

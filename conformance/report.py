@@ -1,7 +1,7 @@
 """Reports of a kit run: the terminal table and the verdict after it, JSON, JUnit XML.
 
 Notes and messages quote the target's answers, which are untrusted: every text a report shows
-goes through :func:`~waypost.properties.untrusted.visible`, so a control character in an error
+goes through :func:`~waypost.properties.wire.untrusted.visible`, so a control character in an error
 code or a subject is shown as an escape, never emitted (JSON escapes them itself)."""
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from waypost import __version__
-from waypost.conformance import hostile
-from waypost.conformance import requirements as coverage
+from waypost.conformance import hostile_phase as hostile
+from waypost.conformance import requirement_table as coverage
 from waypost.conformance.fuzz_command import junit_case
 from waypost.conformance.kit_command import duration
 from waypost.conformance.profiles import PROFILES
 from waypost.conformance.report_file import PHASE_NAMES, REPORT_VERSION
 from waypost.conformance.runner import Report
 from waypost.properties.rules import BY_NAME, RULES, step_budget
-from waypost.properties.untrusted import visible, visible_lines
+from waypost.properties.wire.untrusted import visible, visible_lines
 
 MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
          "incomplete": "incomplete", "not covered": "not covered",

@@ -24,26 +24,28 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
 
-from waypost.conformance import consumer_matrix, hostile
-from waypost.conformance import requirements as coverage
-from waypost.conformance.fixtures import NEEDS, fixture_rules, not_run
+from waypost.conformance import consumer_matrix
+from waypost.conformance import hostile_phase as hostile
+from waypost.conformance import requirement_table as coverage
+from waypost.conformance.fixtures_file import NEEDS, fixture_rules, not_run
 from waypost.conformance.kit_command import Progress as Progress  # what a run shows meanwhile
 from waypost.conformance.profiles import PROFILES, Profile
 from waypost.conformance.report_file import PHASE_NAMES
 from waypost.conformance.reproducible import seed_only_draws
 from waypost.conformance.targets import Identity, check_target, identity
-from waypost.properties.bounds import Bounds
-from waypost.properties.catalogue import CATALOGUE, Property
-from waypost.properties.consumer_checks import PID as CONSUMER_PID
-from waypost.properties.fixtures import Fixtures, FixturesExhausted
-from waypost.properties.http import Session
-from waypost.properties.limit_phase import LimitOutcome, limit_phase
-from waypost.properties.machine import KitRun, machine_for
-from waypost.properties.proxy import FaultProxy
+from waypost.properties.commands.world import World
+from waypost.properties.contract.consumer import PID as CONSUMER_PID
+from waypost.properties.coverage.catalogue import CATALOGUE, Property
+from waypost.properties.coverage.command_names import COMMANDS
+from waypost.properties.limits.phase import LimitOutcome, limit_phase
+from waypost.properties.model.fixture_sets import Fixtures, FixturesExhausted
 from waypost.properties.rules import rules_for, step_budget
-from waypost.properties.untrusted import excerpt, visible
-from waypost.properties.violations import Ledger, PropertyViolation
-from waypost.properties.world import World
+from waypost.properties.rules.machine import KitRun, machine_for
+from waypost.properties.verdicts.violations import Ledger, PropertyViolation
+from waypost.properties.wire.bounds import Bounds
+from waypost.properties.wire.http import Session
+from waypost.properties.wire.proxy import FaultProxy
+from waypost.properties.wire.untrusted import excerpt, visible
 
 if TYPE_CHECKING:
     from waypost.conformance.fuzz import FuzzReport
@@ -171,9 +173,9 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     machine, as the tests of broken servers do). With ``fixtures`` (and an empty
     ``admin_token``) the run sends no admin request: each example and limit check takes a
     fresh set, the rules of the control plane, the hooks and P17 do not run, nothing is
-    shrunk (conformance/fixtures.py). A target that cannot be reached, or refuses the admin
+    shrunk (conformance/fixtures_file.py). A target that cannot be reached, or refuses the admin
     token, raises ``TargetError`` before anything runs. ``bounds`` are those of ``client``'s
-    transport, for the clients P17 makes (properties/bounds.py)."""
+    transport, for the clients P17 makes (properties/wire/bounds.py)."""
     check_target(client, admin_token)
     chosen = PROFILES[profile]
     seed = random.randrange(2**32) if seed is None else seed
@@ -310,7 +312,7 @@ def requirement_rows(ledger: Ledger, wanted: set[str] | None, expected: dict[str
 
 
 def _limits(kit: KitRun, replay_dir: Path, report: Report) -> Failures:
-    """The limit phase (``properties/limit_phase.py``): every published limit at its boundary,
+    """The limit phase (``properties/limits/phase.py``): every published limit at its boundary,
     once per run; a failure is written as a replay of its own example."""
     failures: Failures = {}
 
@@ -365,7 +367,7 @@ def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path, report:
 
 HOSTILE = Property("HOSTILE", PHASE_NAMES["HOSTILE"],
                    "Hostile input gets the error envelope, and the server keeps answering "
-                   "(conformance/hostile.py)")
+                   "(conformance/hostile_phase.py)")
 
 
 def _hostile(client: httpx.Client, admin_token: str, report: Report, wanted: set[str] | None,
@@ -431,7 +433,7 @@ def replay_file(path: Path, client: httpx.Client, admin_token: str,
                   f"rp{secrets.token_hex(3)}-", ledger)
     try:
         for step in recorded["commands"]:
-            world.run(step["command"], step["args"])
+            world.perform(COMMANDS[step["command"]], step["args"])
     except PropertyViolation as violation:
         out.write(visible(f"still failing: {violation}") + "\n")
         return violation

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from waypost.properties.untrusted import visible
+from waypost.properties.wire.untrusted import visible
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,14 @@ import re
 import sys
 from pathlib import Path
 
-import waypost.conformance.requirements
-import waypost.properties.contract_checks  # noqa: F401  (registers the contract checks)
-from waypost.properties.catalogue import CATALOGUE
-from waypost.properties.check_sites import named_checks
-from waypost.properties.commands import COMMANDS
-from waypost.properties.owners import requirements_of
-from waypost.properties.requirements import CHECKS
+import waypost.conformance.requirement_table
+import waypost.properties.contract.checks  # noqa: F401  (registers the contract checks)
+from waypost.properties.coverage.catalogue import CATALOGUE
+from waypost.properties.coverage.check_sites import named_checks
+from waypost.properties.coverage.command_names import COMMANDS
+from waypost.properties.coverage.registered import CHECKS
 from waypost.properties.rules import RULES
+from waypost.properties.verdicts.owners import requirements_of
 
 OUT = Path(__file__).resolve().parent.parent / "docs/architecture.md"
 START, END = "<!-- map -->", "<!-- /map -->"
@@ -28,12 +28,13 @@ def _where(check: str) -> str:
     """The module (or place) a named check of ``named_checks`` or ``CHECKS`` lives in."""
     kind, _, name = check.partition(" ")
     if kind == "command" and name in COMMANDS:
-        return f"properties/{COMMANDS[name].__module__.rsplit('.', 1)[1]}.py"
-    places = {"limit": "the limit phase", "invariant": "properties/machine.py",
+        module = COMMANDS[name].__module__.removeprefix("waypost.")
+        return module.replace(".", "/") + ".py"
+    places = {"limit": "the limit phase", "invariant": "properties/rules/machine.py",
               "consumer": "conformance/consumer_matrix.py", "crash": "conformance/crash_matrix.py",
               "vectors": "tests (vectors)", "hostile": "the hostile phase",
               "fuzz": "the fuzz phase",
-              "revoked": "properties/world.py", "disabled": "properties/world.py"}
+              "revoked": "properties/commands/world.py", "disabled": "properties/commands/world.py"}
     return places.get(kind, check)
 
 

@@ -1,4 +1,4 @@
-"""Generate ``properties/requirements.json`` (package data of the kit: every requirement id of
+"""Generate ``properties/verdicts/requirements.json`` (package data of the kit: every requirement id of
 ``docs/protocol.md``, then those of ``docs/consumer.md``, with its section, its text and the
 property it belongs to by the table "Requirements by property" of ``docs/properties.md``; run
 from the repository root: ``python tools/requirements_data.py``). The kit never reads the
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "docs" / "protocol.md"
 CONSUMER = ROOT / "docs" / "consumer.md"
 PROPERTIES = ROOT / "docs" / "properties.md"
-OUT = ROOT / "properties" / "requirements.json"
+OUT = ROOT / "properties" / "verdicts" / "requirements.json"
 
 DEFINED = re.compile(r"\*\*(WP-[A-Z]+-\d+)\*\*")
 TABLE_ROW = re.compile(r"^\| (P\d\d|—) \| (WP-.*) \|$")

@@ -1,5 +1,5 @@
 """Rewrite the last column of docs/spec.md's property table ("The conformance kit, property by
-property"): the checks of the kit that may check each property, as ``properties/check_sites.py``
+property"): the checks of the kit that may check each property, as ``properties/coverage/check_sites.py``
 reads them from the checks themselves (run from the repository root: ``python
 tools/spec_checks.py``). ``tests/project/test_docs.py`` fails when the column is stale."""
 
@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from waypost.properties.check_sites import checked_by
+from waypost.properties.coverage.check_sites import checked_by
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "docs" / "spec.md"

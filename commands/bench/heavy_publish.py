@@ -27,13 +27,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import apsw
 import httpx
 
-if TYPE_CHECKING:
-    from waypost.bench.publish import Bench
+from waypost.bench.publish_client import Bench
 
 PATH_BYTES, METADATA_CHARS = 900, 3_980  # with the ids: an entry of about 5 KB
 GROWTH_FACTOR, UNCHANGED_MS, WORST_MS = 1.5, 50.0, 50.0

@@ -16,7 +16,7 @@ from waypost.bench.machine import baseline, machine
 from waypost.conformance import runner
 from waypost.conformance.profiles import PROFILES
 from waypost.conformance.targets import open_target
-from waypost.properties import http as kit_http
+from waypost.properties.wire import http as kit_http
 
 
 def bench_kit(profile: str, seed: int, out: Path | None) -> dict[str, Any]:

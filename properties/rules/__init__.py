@@ -1,37 +1,42 @@
 """The rules of the state machine: each draws concrete arguments from the model and performs
-commands of its area. ``RULES`` gives each its weight in a step, the commands it performs and
-the rules whose commands it needs first; the properties a rule exercises follow from the
-catalogue (which names the commands checking each property), so ``--only`` draws only the rules
-its properties need."""
+commands of its area, calling the command functions themselves. ``RULES`` gives each its weight
+in a step and the rules whose commands it needs first. What a rule performs is read from its
+code (``properties/coverage/check_sites.py``), and the properties it exercises from the checks
+of those commands, so ``--only`` draws only the rules its properties need."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from hypothesis import strategies as st
 
-from waypost.properties.check_sites import command_ids
-from waypost.properties.owners import table
+from waypost.properties.coverage.check_sites import command_ids, performed
 from waypost.properties.rules import acks, blobs, control, faults, feed, memory, messages, timing
 from waypost.properties.rules import submissions as resubmissions
 from waypost.properties.rules.driver import RuleDriver
+from waypost.properties.verdicts.owners import table
 
 Draw = Callable[[RuleDriver, st.DataObject], None]
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One kind of step: how often it is drawn, what it performs, what it needs first."""
+    """One kind of step: how often it is drawn, what it needs first."""
 
     name: str
     weight: int
     draw: Draw
-    performs: tuple[str, ...]
     needs: tuple[str, ...] = ()
 
-    @property
+    @cached_property
+    def performs(self) -> frozenset[str]:
+        """The commands this rule may perform, read from its code."""
+        return performed(self.draw)
+
+    @cached_property
     def exercises(self) -> frozenset[str]:
         """The properties checked by the commands this rule performs."""
         return properties_of(self.performs)
@@ -39,37 +44,32 @@ class Rule:
 
 def properties_of(commands: Iterable[str]) -> frozenset[str]:
     """The properties that the checks of ``commands`` may name (read from the checks
-    themselves: ``properties/check_sites.py``)."""
+    themselves: ``properties/coverage/check_sites.py``)."""
     ids, owner = command_ids(), table()
     return frozenset(owner[rid] for command in commands for rid in ids.get(command, ())
                      if owner.get(rid))
 
 
 SENT = ("send",)  # rules reading what sends publish
-UPLOADS = ("prepare", "put", "seal")  # a writer's blob is made on the way
 #: The rules in the order a step draws from them (their weights keep publications, reads and
 #: ACKs frequent: Hypothesis would favour rules by name order otherwise).
 RULES: tuple[Rule, ...] = (
-    Rule("send", 5, messages.send, ("send",)),
-    Rule("ack", 4, acks.ack, ("ack", "send"), needs=("read_feed",)),
-    Rule("read_feed", 3, feed.read_feed, ("read_feed",), needs=SENT),
-    Rule("check_view", 4, feed.check_view, ("check_view",), needs=SENT),
-    Rule("read_message", 2, messages.read_message, ("read_message", "send")),
-    Rule("resubmit", 3, resubmissions.resubmit,
-         ("retry", "conflict", "lookup", "reuse_key", "send"), needs=("ack",)),
-    Rule("upload", 3, blobs.upload, (*UPLOADS, "read_blob", "advance_clock")),
-    Rule("memory", 6, memory.memory, ("publish", "race", "revision_limit", "read_collection",
-                                      "read_revision", "cursor_elsewhere", *UPLOADS)),
-    Rule("fault", 2, faults.fault, ("fault_send", "fault_publish", "parallel_retries",
-                                    "concurrent_sends", *UPLOADS), needs=SENT),
-    Rule("provision", 1, control.provision, ("provision",), needs=SENT),
-    Rule("change_authority", 1, control.change_authority,
-         ("rotate", "regrant", "revoke", "disable", "change_view", "ack_limits"), needs=SENT),
-    Rule("probe", 2, feed.probe, ("tamper", "probe_foreign"), needs=("read_feed",)),
-    # Rare and cheap: each costs a fraction of a second (properties/timing.py).
-    Rule("long_polls", 1, timing.long_polls, ("long_polls",)),
-    Rule("restart", 1, timing.restart, ("restart",), needs=SENT),
-    Rule("late_retry", 1, timing.late_retry, ("late_retry",), needs=SENT),
+    Rule("send", 5, messages.send),
+    Rule("ack", 4, acks.ack, needs=("read_feed",)),
+    Rule("read_feed", 3, feed.read_feed, needs=SENT),
+    Rule("check_view", 4, feed.check_view, needs=SENT),
+    Rule("read_message", 2, messages.read_message),
+    Rule("resubmit", 3, resubmissions.resubmit, needs=("ack",)),
+    Rule("upload", 3, blobs.upload),
+    Rule("memory", 6, memory.memory),
+    Rule("fault", 2, faults.fault, needs=SENT),
+    Rule("provision", 1, control.provision, needs=SENT),
+    Rule("change_authority", 1, control.change_authority, needs=SENT),
+    Rule("probe", 2, feed.probe, needs=("read_feed",)),
+    # Rare and cheap: each costs a fraction of a second (properties/commands/timing.py).
+    Rule("long_polls", 1, timing.long_polls),
+    Rule("restart", 1, timing.restart, needs=SENT),
+    Rule("late_retry", 1, timing.late_retry, needs=SENT),
 )
 BY_NAME = {rule.name: rule for rule in RULES}
 

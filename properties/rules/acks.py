@@ -7,8 +7,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from waypost.properties.control import SPACE_ACTORS
-from waypost.properties.model import Token
+from waypost.properties.commands import acks
+from waypost.properties.model.state import SPACE_ACTORS, Token
 from waypost.properties.rules.driver import STAGES, RuleDriver, sample
 from waypost.properties.rules.messages import send
 
@@ -29,7 +29,7 @@ def ack(d: RuleDriver, data: st.DataObject) -> None:
     cursor = _checkpoint(d, data, holder, wrong)
     if not lines and cursor is None:
         return
-    d.run("ack", token=token, lines=lines, cursor=cursor,
+    d.run(acks.ack, token=token, lines=lines, cursor=cursor,
           recheck=data.draw(st.sampled_from([True, False, False])))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from waypost.properties.commands import blobs
 from waypost.properties.rules.driver import RuleDriver, sample
 
 WANTED = {"put": "awaiting", "seal": "stored", "read": "sealed"}
@@ -20,14 +21,14 @@ def upload(d: RuleDriver, data: st.DataObject) -> None:
     if mode in ("prepare", "blob"):
         content = data.draw(st.binary(max_size=64)).hex()
         name = data.draw(st.none() | st.sampled_from(["a.txt", "notes/b.md"]))
-        d.run("prepare", token=token, content=content, filename=name)
+        d.run(blobs.prepare, token=token, content=content, filename=name)
         if mode == "blob" and len(uploads) and uploads[-1].content.hex() == content:
-            d.run("put", token=token, upload=len(uploads) - 1, right=True)
-            d.run("seal", token=token, upload=len(uploads) - 1)
+            d.run(blobs.put, token=token, upload=len(uploads) - 1, right=True)
+            d.run(blobs.seal, token=token, upload=len(uploads) - 1)
             if uploads[-1].state == "sealed" and data.draw(st.sampled_from([False, False, True])):
                 # a late PUT of other bytes, then the blob read: unchanged (P15's counterexample)
-                d.run("put", token=token, upload=len(uploads) - 1, right=False)
-                d.run("read_blob", token=token, upload=len(uploads) - 1)
+                d.run(blobs.put, token=token, upload=len(uploads) - 1, right=False)
+                d.run(blobs.read_blob, token=token, upload=len(uploads) - 1)
         return
     ready = [n for n, u in enumerate(uploads) if u.state == WANTED.get(mode)]
     index = data.draw(st.sampled_from(ready * 3 + list(range(len(uploads)))))
@@ -37,19 +38,19 @@ def upload(d: RuleDriver, data: st.DataObject) -> None:
     mine: bool = data.draw(st.sampled_from([True, True, True, False]))
     who = owner if mine else token
     if mode == "put":
-        d.run("put", token=who, upload=index, right=data.draw(st.sampled_from(
+        d.run(blobs.put, token=who, upload=index, right=data.draw(st.sampled_from(
             [True, True, False])))
     elif mode == "seal":
-        d.run("seal", token=who, upload=index)
+        d.run(blobs.seal, token=who, upload=index)
     elif mode == "read":
         target = data.draw(st.sampled_from([index, index, index, None]))
-        d.run("read_blob", token=token, upload=target)
+        d.run(blobs.read_blob, token=token, upload=target)
     else:
         ms = data.draw(st.sampled_from([1000, 3_600_001, 3_600_001]))
         if ms > 1000:
             _expire_and_seal(d, data, token, ms)
         else:
-            d.run("advance_clock", ms=ms)
+            d.run(blobs.advance_clock, ms=ms)
 
 
 def _expire_and_seal(d: RuleDriver, data: st.DataObject, token: str, ms: int) -> None:
@@ -59,8 +60,8 @@ def _expire_and_seal(d: RuleDriver, data: st.DataObject, token: str, ms: int) ->
     writer = next((t.handle for t in d.model.tokens.values()
                    if t.has("blob.write") and d.model.live(t)), token)
     before = len(uploads)
-    d.run("prepare", token=writer, content=data.draw(st.binary(max_size=16)).hex(),
+    d.run(blobs.prepare, token=writer, content=data.draw(st.binary(max_size=16)).hex(),
           filename=None)
-    d.run("advance_clock", ms=ms)
+    d.run(blobs.advance_clock, ms=ms)
     if len(uploads) > before:
-        d.run("seal", token=writer, upload=before)
+        d.run(blobs.seal, token=writer, upload=before)

@@ -7,9 +7,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from waypost.properties.control import SPACE_ACTORS
-from waypost.properties.memory import COLLECTIONS
-from waypost.properties.model import ALL_SCOPES
+from waypost.properties.commands import acks, control
+from waypost.properties.model.state import ALL_SCOPES, COLLECTIONS, SPACE_ACTORS
 from waypost.properties.rules.driver import RuleDriver, sample
 
 
@@ -34,7 +33,7 @@ def provision(d: RuleDriver, data: st.DataObject) -> None:
     collections = data.draw(st.lists(st.tuples(st.sampled_from(ours), st.sampled_from(
         [["read"], ["read"], ["write"], ["read", "write"]])), max_size=2,
         unique_by=lambda grant: grant[0]))
-    d.run("provision", space_name="A", actor=actor, view=view, filter=filter_,
+    d.run(control.provision, space_name="A", actor=actor, view=view, filter=filter_,
           scopes=sorted(set(scopes) | {"message.read"} if view == "space_log" else scopes),
           recipients=recipients, blobs=blobs,
           collections=[list(grant) for grant in collections], threads=threads)
@@ -66,16 +65,17 @@ def change_authority(d: RuleDriver, data: st.DataObject) -> None:
     mode = data.draw(st.sampled_from(["rotate", "regrant", "revoke", "revoke", "view",
                                       "view", "disable", "limits"]))
     if mode in ("regrant", "limits", "rotate", "revoke"):
-        name = {"limits": "ack_limits"}.get(mode, mode)
+        command = {"limits": acks.ack_limits, "regrant": control.regrant,
+                   "rotate": control.rotate, "revoke": control.revoke}[mode]
         # a new token of a consumer that holds cursors reads one of them (P07)
         holding = {(c.space, c.consumer_id) for c in d.model.cursors}
         tokens = [t.handle for t in d.model.tokens.values()
                   if (t.space, t.consumer_id) in holding] if mode in ("regrant", "rotate") else []
-        d.run(name, token=sample(data, tokens or d.handles()))
+        d.run(command, token=sample(data, tokens or d.handles()))
     elif mode == "disable" and len(d.world.commands) > 8:
-        d.run("disable", space_name="A", actor=sample(data, list(SPACE_ACTORS["A"][1:])))
+        d.run(control.disable, space_name="A", actor=sample(data, list(SPACE_ACTORS["A"][1:])))
     elif mode == "view":
         view = data.draw(st.sampled_from(["inbox", "space_log"]))
         typed: bool = data.draw(st.booleans())
         filter_: dict[str, Any] = {"item_types": ["message"]} if typed else {}
-        d.run("change_view", token=sample(data, d.handles("A")), view=view, filter=filter_)
+        d.run(control.change_view, token=sample(data, d.handles("A")), view=view, filter=filter_)

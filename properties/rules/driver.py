@@ -7,7 +7,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from waypost.properties.world import World
+from waypost.properties.commands import blobs
+from waypost.properties.commands.world import Command, World
 
 KINDS = ("info", "question", "result", "todo_suggestion", "memory_notice", "processing_result")
 STAGES = ("received", "processed")
@@ -28,8 +29,9 @@ class RuleDriver:
         self.world = world
         self.model = world.model
 
-    def run(self, name: str, **args: Any) -> None:
-        self.world.run(name, args)
+    def run(self, command: Command, **args: Any) -> None:
+        """Perform ``command`` with these concrete arguments."""
+        self.world.perform(command, args)
 
     def handles(self, space: str | None = None) -> list[str]:
         """The handles of the tokens the kit holds (of space ``space`` only, if given)."""
@@ -58,10 +60,10 @@ class RuleDriver:
 
         if not owned() and model.live(holder) and holder.has("blob.write"):
             content = data.draw(st.binary(max_size=16)).hex()
-            self.run("prepare", token=token, content=content, filename=None)
+            self.run(blobs.prepare, token=token, content=content, filename=None)
             if model.uploads and model.uploads[-1].owner_id == holder.actor_id:
-                self.run("put", token=token, upload=len(model.uploads) - 1, right=True)
-                self.run("seal", token=token, upload=len(model.uploads) - 1)
+                self.run(blobs.put, token=token, upload=len(model.uploads) - 1, right=True)
+                self.run(blobs.seal, token=token, upload=len(model.uploads) - 1)
         return owned()
 
     def plain_send(self, data: st.DataObject) -> dict[str, Any]:

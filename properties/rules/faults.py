@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from waypost.properties.faults import ACTIONS as FAULT_ACTIONS
-from waypost.properties.faults import POINTS as FAULT_POINTS
-from waypost.properties.faults import PROXY
-from waypost.properties.proxy import ACTIONS as PROXY_ACTIONS
+from waypost.properties.commands import faults
+from waypost.properties.commands.faults import ACTIONS as FAULT_ACTIONS
+from waypost.properties.commands.faults import POINTS as FAULT_POINTS
+from waypost.properties.commands.faults import PROXY
 from waypost.properties.rules.driver import RuleDriver, sample, words
+from waypost.properties.wire.proxy import ACTIONS as PROXY_ACTIONS
 
 
 def fault(d: RuleDriver, data: st.DataObject) -> None:
@@ -20,11 +21,11 @@ def fault(d: RuleDriver, data: st.DataObject) -> None:
     proxy = d.world.session.proxy is not None
     together = data.draw(st.sampled_from(["fault", "fault", "retries", "senders"]))
     if together == "retries" or (together == "fault" and not (d.model.hooks or proxy)):
-        d.run("parallel_retries", token=sample(data, d.handles()),
+        d.run(faults.parallel_retries, token=sample(data, d.handles()),
               copies=data.draw(st.integers(2, 4)), send=d.plain_send(data))
         return
     if together == "senders":
-        d.run("concurrent_sends", token=sample(data, d.handles()),
+        d.run(faults.concurrent_sends, token=sample(data, d.handles()),
               subjects=data.draw(st.lists(words, min_size=2, max_size=4)))
         return
     if d.model.hooks:
@@ -38,7 +39,7 @@ def fault(d: RuleDriver, data: st.DataObject) -> None:
     if writers and memory_write and _fault_publish(d, data, sample(data, writers), point,
                                                    action, restart):
         return
-    d.run("fault_send", token=sample(data, d.handles()), point=point, action=action,
+    d.run(faults.fault_send, token=sample(data, d.handles()), point=point, action=action,
           restart=restart, send=d.plain_send(data))
 
 
@@ -54,7 +55,7 @@ def _fault_publish(d: RuleDriver, data: st.DataObject, token: str, point: str, a
     items = data.draw(st.lists(st.integers(0, 6).flatmap(lambda n: st.tuples(
         st.just(n), st.just(n), st.sampled_from(blobs), st.none())),
         min_size=1, max_size=3, unique_by=lambda e: e[0]))
-    d.run("fault_publish", token=token, point=point, action=action, restart=restart,
+    d.run(faults.fault_publish, token=token, point=point, action=action, restart=restart,
           publish={"collection": collection, "items": [list(e) for e in items],
                    "mode": data.draw(st.sampled_from(["delta", "snapshot"]))})
     return True

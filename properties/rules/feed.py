@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from waypost.properties.commands import acks, feed
 from waypost.properties.rules.driver import RuleDriver, sample
 
 
@@ -17,14 +18,14 @@ def read_feed(d: RuleDriver, data: st.DataObject) -> None:
     from_cursor: bool = data.draw(st.booleans())
     if cursors and from_cursor:
         cursor = data.draw(st.integers(0, len(cursors) - 1))
-    d.run("read_feed", token=sample(data, d.handles()), cursor=cursor, limit=limit)
+    d.run(feed.read_feed, token=sample(data, d.handles()), cursor=cursor, limit=limit)
 
 
 def check_view(d: RuleDriver, data: st.DataObject) -> None:
     """Page through one consumer's whole view with random page sizes: every visible item
     exactly once, in order (P06, P08)."""
     sizes = data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
-    d.run("check_view", token=sample(data, d.handles()), sizes=sizes)
+    d.run(feed.check_view, token=sample(data, d.handles()), sizes=sizes)
 
 
 def probe(d: RuleDriver, data: st.DataObject) -> None:
@@ -35,6 +36,6 @@ def probe(d: RuleDriver, data: st.DataObject) -> None:
     tamper: bool = data.draw(st.booleans())
     if d.model.cursors and (tamper or not foreign):
         cursor = data.draw(st.integers(0, len(d.model.cursors) - 1))
-        d.run("tamper", token=sample(data, d.handles()), cursor=cursor, where=where)
+        d.run(feed.tamper, token=sample(data, d.handles()), cursor=cursor, where=where)
     elif foreign:
-        d.run("probe_foreign", token=sample(data, d.handles("A")), item=sample(data, foreign))
+        d.run(acks.probe_foreign, token=sample(data, d.handles("A")), item=sample(data, foreign))

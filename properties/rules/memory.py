@@ -8,7 +8,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from waypost.properties.memory import COLLECTIONS, PATHS
+from waypost.properties.commands import memory as memory_commands
+from waypost.properties.commands import revisions
+from waypost.properties.commands.memory import PATHS
+from waypost.properties.model.state import COLLECTIONS
 from waypost.properties.rules.driver import METADATA, RuleDriver, sample
 
 ACTIONS = ["publish"] * 8 + ["read"] * 3 + ["head", "race", "cursor", "limit", "history"]
@@ -27,11 +30,11 @@ def memory(d: RuleDriver, data: st.DataObject) -> None:
     known = [cid for _, cid, _ in COLLECTIONS]
     collection = sample(data, [*own * 10, *known, "zz-missing"])
     if action == "head":
-        d.run("read_collection", token=token, collection=collection)
+        d.run(revisions.read_collection, token=token, collection=collection)
     elif action in ("read", "cursor"):
         _read(d, data, action, token, collection)
     elif action == "limit":
-        d.run("revision_limit", token=token, collection=collection)
+        d.run(memory_commands.revision_limit, token=token, collection=collection)
     elif action == "history":
         _history(d, data, token, collection)
     else:
@@ -52,9 +55,9 @@ def _read(d: RuleDriver, data: st.DataObject, action: str, token: str, collectio
                            and holder.may(cid, "read")), collection)
     revision = data.draw(st.integers(0, _head(d, token, collection) + 1))
     if action == "cursor":
-        d.run("cursor_elsewhere", token=token, collection=collection, revision=revision)
+        d.run(revisions.cursor_elsewhere, token=token, collection=collection, revision=revision)
         return
-    d.run("read_revision", token=token, collection=collection, revision=revision,
+    d.run(revisions.read_revision, token=token, collection=collection, revision=revision,
           sizes=data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)),
           tombstones=data.draw(st.booleans()))
 
@@ -72,7 +75,7 @@ def _write(d: RuleDriver, data: st.DataObject, action: str, token: str, collecti
         change = data.draw(st.lists(st.sampled_from(fresh).flatmap(
             lambda n: st.tuples(st.just(n), st.just(n + 20), st.sampled_from(blobs or pool),
                                 st.none())), min_size=1, max_size=2, unique_by=lambda e: e[0]))
-        d.run("race", token=token, collection=collection, items=[list(e) for e in change])
+        d.run(memory_commands.race, token=token, collection=collection, items=[list(e) for e in change])
         return
     _publish(d, data, token, collection, pool, wrong)
 
@@ -113,14 +116,14 @@ def _publish(d: RuleDriver, data: st.DataObject, token: str, collection: str, po
         manifest = data.draw(st.sampled_from([False, False, False, True]))
     target = d.model.collections.get((d.model.tokens[token].space, collection))
     before = (target.head, bool(target.states[-1])) if target else (0, False)
-    d.run("publish", token=token, collection=collection, offset=offset, mode=mode,
+    d.run(memory_commands.publish, token=token, collection=collection, offset=offset, mode=mode,
           items=[list(e) for e in items], deletes=deletes, manifest=manifest)
     if mode == "snapshot" and before[1] and _head(d, token, collection) == before[0] + 1:
         _after_snapshot(d, token, collection, before[0] + 1, items)
     elif _head(d, token, collection) == before[0] + 1 and data.draw(st.booleans()):
         _onto_a_held_path(d, token, collection, pool)
     if before[0] == 1 and _head(d, token, collection) == 2:  # two revisions, for the first time
-        d.run("cursor_elsewhere", token=token, collection=collection, revision=2)  # WP-CUR-6
+        d.run(revisions.cursor_elsewhere, token=token, collection=collection, revision=2)  # WP-CUR-6
 
 
 def _after_snapshot(d: RuleDriver, token: str, collection: str, revision: int,
@@ -128,16 +131,16 @@ def _after_snapshot(d: RuleDriver, token: str, collection: str, revision: int,
     """What a snapshot did to the entries it did not list, tombstones included (P14); where
     it left tombstones, the same snapshot with one metadata changed, read back too: the
     earlier tombstones are carried (P14)."""
-    d.run("read_revision", token=token, collection=collection, revision=revision,
+    d.run(revisions.read_revision, token=token, collection=collection, revision=revision,
           sizes=[3], tombstones=True)
     target = d.model.collections[(d.model.tokens[token].space, collection)]
     if items and any(entry["state"] == "tombstone" for entry in target.states[-1].values()):
         (number, path, upload, _), *rest = items
-        d.run("publish", token=token, collection=collection, offset=0, mode="snapshot",
+        d.run(memory_commands.publish, token=token, collection=collection, offset=0, mode="snapshot",
               items=[[number, path, upload, {"changed": revision}], *map(list, rest)],
               deletes=[], manifest=False)
         if target.head == revision + 1:
-            d.run("read_revision", token=token, collection=collection, revision=revision + 1,
+            d.run(revisions.read_revision, token=token, collection=collection, revision=revision + 1,
                   sizes=[3], tombstones=True)
 
 
@@ -152,7 +155,7 @@ def _onto_a_held_path(d: RuleDriver, token: str, collection: str, pool: list[int
     (moved, _), (_, held) = active[0], active[1]
     number = next((n for n in range(40) if PATHS[n % len(PATHS)].format(n) == held), None)
     if number is not None:
-        d.run("publish", token=token, collection=collection, offset=0, mode="delta",
+        d.run(memory_commands.publish, token=token, collection=collection, offset=0, mode="delta",
               items=[[int(moved[1:]), number, pool[0], None]], deletes=[], manifest=False)
 
 

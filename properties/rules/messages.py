@@ -7,7 +7,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from waypost.properties.control import SPACE_ACTORS
+from waypost.properties.commands import messages
+from waypost.properties.model.state import SPACE_ACTORS
 from waypost.properties.rules.driver import KINDS, RuleDriver, sample, words
 
 
@@ -30,7 +31,7 @@ def send(d: RuleDriver, data: st.DataObject) -> None:
     attach: bool = data.draw(st.booleans())
     if sealed and attach:
         attachments = data.draw(st.lists(st.sampled_from(sealed), max_size=3, unique=True))
-    d.run("send", token=token, recipients=recipients, thread=thread, reply=reply,
+    d.run(messages.send, token=token, recipients=recipients, thread=thread, reply=reply,
           kind=kind, subject=subject, text=text, options=options, attachments=attachments)
 
 
@@ -57,4 +58,4 @@ def read_message(d: RuleDriver, data: st.DataObject) -> None:
         return send(d, data)
     last = len(d.world.message_order) - 1
     target = data.draw(st.sampled_from([None, *[data.draw(st.integers(0, last))] * 4]))
-    d.run("read_message", token=sample(data, d.handles()), target=target)
+    d.run(messages.read_message, token=sample(data, d.handles()), target=target)

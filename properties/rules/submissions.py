@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from waypost.properties.commands import submissions
 from waypost.properties.rules.driver import RuleDriver, sample
 from waypost.properties.rules.messages import send
 
@@ -20,6 +21,8 @@ def resubmit(d: RuleDriver, data: st.DataObject) -> None:
         sends = [n for n, sub in enumerate(d.model.submissions.values())
                  if sub.operation == "message.send"]
         if sends:
-            d.run("reuse_key", token=sample(data, d.handles()), submission=sample(data, sends))
+            d.run(submissions.reuse_key, token=sample(data, d.handles()), submission=sample(data, sends))
         return
-    d.run(mode, submission=data.draw(st.integers(0, len(d.model.submissions) - 1)))
+    command = {"retry": submissions.retry, "conflict": submissions.conflict,
+               "lookup": submissions.lookup}[mode]
+    d.run(command, submission=data.draw(st.integers(0, len(d.model.submissions) - 1)))

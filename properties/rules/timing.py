@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from waypost.properties.commands import timing
+from waypost.properties.commands.timing import ADVANCES, probe_item
 from waypost.properties.rules.driver import RuleDriver, sample, words
-from waypost.properties.timing import ADVANCES, probe_item
 
 
 def long_polls(d: RuleDriver, data: st.DataObject) -> None:
@@ -28,19 +29,19 @@ def long_polls(d: RuleDriver, data: st.DataObject) -> None:
         return
     chosen = data.draw(st.lists(st.sampled_from(readers), min_size=2,
                                 max_size=min(3, len(readers)), unique=True))
-    d.run("long_polls", readers=chosen, sender=sender.handle, subject=data.draw(words))
+    d.run(timing.long_polls, readers=chosen, sender=sender.handle, subject=data.draw(words))
 
 
 def restart(d: RuleDriver, data: st.DataObject) -> None:
     """Restart the server where the target offers the hook; everything reads back the same
     (P05, P03)."""
     if d.model.hooks:
-        d.run("restart")
+        d.run(timing.restart)
 
 
 def late_retry(d: RuleDriver, data: st.DataObject) -> None:
     """An earlier submission again after the server clock moved an hour, a day or a week
     (P03)."""
     if d.model.submissions:
-        d.run("late_retry", submission=data.draw(st.integers(0, len(d.model.submissions) - 1)),
+        d.run(timing.late_retry, submission=data.draw(st.integers(0, len(d.model.submissions) - 1)),
               advance_ms=data.draw(st.sampled_from(ADVANCES)))

@@ -19,7 +19,7 @@ from starlette.types import Scope
 from tests.support.front_ends import Answer, wrapping
 from tests.support.inprocess import kit_client
 from tests.support.threaded_server import serving_app
-from waypost.conformance import hostile
+from waypost.conformance import hostile_phase as hostile
 from waypost.reference.http.connection_limits import ConnectionLimits, limited_protocol
 from waypost.reference.server import Settings, build_app
 from waypost.reference.storage import feed as feed_sql

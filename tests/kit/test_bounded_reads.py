@@ -1,6 +1,6 @@
 """The kit reads a hostile deployment's answers within bounds it keeps itself (docs/spec.md, "The
 kit's own limits"): a blob's content no further than its declared size plus one read of the
-network (:data:`~waypost.properties.bounds.MARGIN`), counted here as the bytes the kit's
+network (:data:`~waypost.properties.wire.bounds.MARGIN`), counted here as the bytes the kit's
 transport took off the wire; a target whose calls keep missing their deadline is declared too
 slow, and nothing more is sent to it, so a run against it ends with a verdict in a small
 multiple of ``--timeout``."""
@@ -19,7 +19,8 @@ import pytest
 
 from tests.support.lying_server import Lying, lying_server, set_scene
 from tests.support.threaded_server import serving_app
-from waypost.properties.bounds import (
+from waypost.properties.verdicts.violations import Ledger, PropertyViolation
+from waypost.properties.wire.bounds import (
     MARGIN,
     TOO_SLOW,
     BoundedTransport,
@@ -28,8 +29,7 @@ from waypost.properties.bounds import (
     bounded_client,
     network_transport,
 )
-from waypost.properties.http import Session
-from waypost.properties.violations import Ledger, PropertyViolation
+from waypost.properties.wire.http import Session
 
 ADMIN = "bounded-reads-admin-token-0123"
 

@@ -15,7 +15,7 @@ from tests.kit.test_kit_broken import cursor_not_bound_to_consumer
 from tests.support.html_page import Page
 from tests.support.kit_reports import kit_report, validate
 from waypost.cli import main
-from waypost.properties.catalogue import select
+from waypost.properties.coverage.catalogue import select
 
 pytestmark = pytest.mark.slow
 

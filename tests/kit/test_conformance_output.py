@@ -16,9 +16,9 @@ from waypost.conformance import kit_command
 from waypost.conformance.consumer_matrix import Cell
 from waypost.conformance.kit_command import Progress, duration
 from waypost.conformance.runner import Progress as RunnerProgress
-from waypost.properties.http import Session
-from waypost.properties.machine import KitRun
-from waypost.properties.violations import Ledger
+from waypost.properties.rules.machine import KitRun
+from waypost.properties.verdicts.violations import Ledger
+from waypost.properties.wire.http import Session
 
 
 class Clock:

@@ -14,7 +14,7 @@ import pytest
 
 from waypost.conformance.consumer_matrix import consumer_matrix, for_run
 from waypost.conformance.targets import ServerProcess
-from waypost.properties.violations import Ledger
+from waypost.properties.verdicts.violations import Ledger
 
 WRAPPER = Path(__file__).resolve().parents[1] / "support" / "broken_consumer.py"
 ADMIN = "p17-admin"

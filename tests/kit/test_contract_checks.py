@@ -1,4 +1,4 @@
-"""The kit's contract checks (``properties/contract_*.py``, run in the hostile phase): they pass
+"""The kit's contract checks (``properties/contract/``, run in the hostile phase): they pass
 against the reference, with and without test hooks, and each fails against a reference broken
 on purpose in the way it looks for, naming the requirement the defect breaks. The route table
 they check is the one of docs/protocol.md and of the kit's OpenAPI document."""
@@ -22,11 +22,13 @@ from tests.support.front_ends import Answer, wrapping
 from tests.support.inprocess import kit_client
 from tests.support.kit import KitApp
 from tests.support.threaded_server import serving_app
-from waypost.conformance import hostile
-from waypost.properties import contract_checks, contract_load, contract_routes
-from waypost.properties.contract_schema import document
-from waypost.properties.hostile import provision
-from waypost.properties.requirements import CHECKS as REGISTERED
+from waypost.conformance import hostile_phase as hostile
+from waypost.properties.contract import checks as contract_checks
+from waypost.properties.contract import load as contract_load
+from waypost.properties.contract import routes as contract_routes
+from waypost.properties.coverage.registered import CHECKS as REGISTERED
+from waypost.properties.hostile.probes import provision
+from waypost.properties.protocol.openapi import document
 from waypost.reference.domain import parsing, values
 from waypost.reference.domain.errors import InvalidRequest
 from waypost.reference.server import Settings, build_app

@@ -13,7 +13,7 @@ import pytest
 
 from waypost.bootstrap import provision
 from waypost.conformance.targets import ServerProcess
-from waypost.properties.proxy import FaultProxy
+from waypost.properties.wire.proxy import FaultProxy
 
 ADMIN = "proxy-admin"
 

@@ -27,8 +27,8 @@ from tests.support.kit_reports import validate
 from tests.support.threaded_server import serving_app
 from waypost.conformance import fuzz, runner
 from waypost.conformance import report as reports
-from waypost.properties.catalogue import select
-from waypost.properties.requirements import CHECKS
+from waypost.properties.coverage.catalogue import select
+from waypost.properties.coverage.registered import CHECKS
 from waypost.reference.server import Settings, build_app
 
 Front = Callable[[App], App]

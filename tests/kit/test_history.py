@@ -1,4 +1,4 @@
-"""The feed history checker (properties/history.py) names each anomaly of a delivery with its
+"""The feed history checker (properties/model/history.py) names each anomaly of a delivery with its
 evidence: which items, and the first place it shows; an exact delivery has none."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from waypost.properties.history import Anomaly, analyse
+from waypost.properties.model.history import Anomaly, analyse
 
 
 def test_a_delivery_equal_to_the_model_has_no_anomaly() -> None:

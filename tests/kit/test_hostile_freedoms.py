@@ -20,7 +20,8 @@ from starlette.testclient import TestClient
 
 from tests.support.front_ends import Answer, Scope, wrapping
 from tests.support.inprocess import kit_client
-from waypost.conformance import fuzz_command, hostile, runner
+from waypost.conformance import fuzz_command, runner
+from waypost.conformance import hostile_phase as hostile
 from waypost.reference.server import Settings, build_app
 
 Before = Callable[[Scope, bytes], Answer | None]

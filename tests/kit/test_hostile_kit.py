@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 
 from tests.support.inprocess import kit_client
 from tests.support.kit import KitApp
-from waypost.conformance import hostile
+from waypost.conformance import hostile_phase as hostile
 from waypost.reference.domain import values
 from waypost.reference.http import endpoints
 from waypost.reference.server import Settings, build_app

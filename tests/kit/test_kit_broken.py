@@ -24,7 +24,7 @@ from starlette.testclient import TestClient
 
 from tests.support.inprocess import kit_client
 from waypost.conformance import runner
-from waypost.properties.catalogue import select
+from waypost.properties.coverage.catalogue import select
 from waypost.reference.domain.errors import Forbidden, NotFound
 from waypost.reference.server import served_context
 from waypost.reference.service import (

@@ -15,7 +15,7 @@ from tests.support.api import ADMIN_TOKEN as ADMIN
 from tests.support.inprocess import kit_client
 from waypost.conformance import runner
 from waypost.conformance.crash_matrix import OPERATIONS, POINTS, crash_matrix
-from waypost.properties.catalogue import CATALOGUE
+from waypost.properties.coverage.catalogue import CATALOGUE
 from waypost.reference.server import Settings, build_app
 
 pytestmark = [pytest.mark.d1, pytest.mark.slow]

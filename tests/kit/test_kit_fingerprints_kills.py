@@ -1,4 +1,4 @@
-"""The kit's own fingerprints (properties/fingerprints.py, P04) agree with every vector: sends,
+"""The kit's own fingerprints (properties/protocol/fingerprints.py, P04) agree with every vector: sends,
 acks and grants as well as publishes (written against the surviving mutants of that module,
 docs/mutation.md; tests/kit/test_vectors.py checks publishes, states and manifests)."""
 
@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from waypost.properties import fingerprints
+from waypost.properties.protocol import fingerprints
 
 VECTORS = Path(__file__).resolve().parents[2] / "conformance" / "vectors"
 

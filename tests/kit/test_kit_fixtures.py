@@ -20,12 +20,13 @@ from starlette.testclient import TestClient
 
 from tests.support.inprocess import PortalTransport, kit_client
 from waypost.conformance import runner
-from waypost.conformance.fixtures import provision
+from waypost.conformance.fixtures_file import provision
 from waypost.conformance.targets import ServerProcess
-from waypost.properties.fixtures import FixtureError, load
-from waypost.properties.http import NeedsAdmin, Session
-from waypost.properties.violations import Ledger
-from waypost.properties.world import World
+from waypost.properties.commands import control, messages
+from waypost.properties.commands.world import World
+from waypost.properties.model.fixture_sets import FixtureError, load
+from waypost.properties.verdicts.violations import Ledger
+from waypost.properties.wire.http import NeedsAdmin, Session
 
 KitApp = Callable[..., AbstractContextManager[TestClient]]
 
@@ -69,11 +70,11 @@ def test_fixtures_round_trip_and_a_replay_names_its_set_without_tokens(
         client = httpx.Client(transport=recorded, base_url="http://testserver", timeout=60)
         session = Session(client, "", fixtures=fixtures)
         world = World(session, "rp-", Ledger())
-        world.run("setup", {"fixture": fixtures.take()})
-        world.run("send", {"token": "t0", "recipients": ["a1"], "thread": "new", "reply": None,
+        world.perform(control.setup, {"fixture": fixtures.take()})
+        world.perform(messages.send, {"token": "t0", "recipients": ["a1"], "thread": "new", "reply": None,
                            "kind": "info", "subject": "hi", "text": "x", "options": None})
         with pytest.raises(NeedsAdmin):
-            world.run("revoke", {"token": "t0"})
+            world.perform(control.revoke, {"token": "t0"})
         assert world.space_ids == {"A": "fxt-1-A", "B": "fxt-1-B"}
         report = runner.Report("url", "quick", 1, "runfx")
         replay = runner.write_replay(tmp_path, report, None, RuntimeError("x"), world)

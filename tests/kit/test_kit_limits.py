@@ -17,9 +17,9 @@ from starlette.testclient import TestClient
 from tests.support.inprocess import kit_client
 from waypost.conformance import report as reports
 from waypost.conformance.runner import Report
-from waypost.properties.http import Session
-from waypost.properties.limit_phase import LimitOutcome, limit_phase
-from waypost.properties.violations import Ledger
+from waypost.properties.limits.phase import LimitOutcome, limit_phase
+from waypost.properties.verdicts.violations import Ledger
+from waypost.properties.wire.http import Session
 from waypost.reference.domain.published_limits import D1_LIMITS, Limits
 from waypost.reference.server import served_context
 

@@ -25,8 +25,8 @@ import httpx
 import pytest
 
 from tests.support.lying_server import CONTROLS, lying_server, outside_the_api
-from waypost.properties.bounds import Bounds, OutOfBounds, bounded_client
-from waypost.properties.untrusted import bad_segment, path_id, visible
+from waypost.properties.wire.bounds import Bounds, OutOfBounds, bounded_client
+from waypost.properties.wire.untrusted import bad_segment, path_id, visible
 
 ADMIN = "lying-admin-token-0123456789"
 #: Seconds a run may take, from start to verdict (an idle machine needs about 40).

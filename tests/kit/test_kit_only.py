@@ -22,8 +22,8 @@ from tests.kit import test_crash_matrix_broken, test_kit_broken
 from tests.support import broken_consumer, front_ends
 from tests.support.inprocess import Front, kit_client
 from waypost.conformance import runner
-from waypost.properties.catalogue import select
-from waypost.properties.owners import property_of
+from waypost.properties.coverage.catalogue import select
+from waypost.properties.verdicts.owners import property_of
 
 pytestmark = pytest.mark.slow
 KitApp = Any

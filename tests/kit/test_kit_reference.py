@@ -19,7 +19,7 @@ from starlette.testclient import TestClient
 from tests.support.inprocess import kit_client
 from waypost.conformance import report as reports
 from waypost.conformance import runner
-from waypost.properties.catalogue import CATALOGUE, select
+from waypost.properties.coverage.catalogue import CATALOGUE, select
 from waypost.properties.rules import RULES
 
 REGRESSIONS = Path(__file__).resolve().parents[2] / "conformance" / "regressions"
@@ -112,7 +112,7 @@ def test_the_cli_runs_the_kit_against_the_sqlite_target(tmp_path: Path) -> None:
     assert suite.get("failures") == "0"
     cases = suite.findall("testcase")
     assert [c.get("classname") for c in cases].count("waypost.conformance") == 19
-    assert [c.get("classname") for c in cases].count("waypost.conformance.hostile") == len(
+    assert [c.get("classname") for c in cases].count("waypost.conformance.hostile_phase") == len(
         report["hostile"])
     limits = {row["limit"]: row for row in report["limits"]}
     assert {c.get("name") for c in cases} >= {f"limit {n} = {r['value']}"
@@ -152,7 +152,7 @@ def test_only_runs_the_rules_of_its_properties(tmp_path: Path, kit_app: KitApp,
         report = runner.run("sqlite", kit_client(client), kit_admin, profile="quick", seed=3,
                             selected=select("P03,P06"), trace=True,
                             replay_dir=tmp_path / "replays")
-    # the rules whose commands' checks name an id of P03 or P06 (properties/check_sites.py),
+    # the rules whose commands' checks name an id of P03 or P06 (properties/coverage/check_sites.py),
     # and none that only serve other properties: provisioning, authority changes, probes
     assert report.rules == [rule.name for rule in RULES if rule.exercises & {"P03", "P06"}]
     assert not {"provision", "change_authority", "probe", "upload"} & set(report.rules)

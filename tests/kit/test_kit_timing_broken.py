@@ -24,8 +24,8 @@ from tests.kit.test_kit_broken import SEED
 from tests.support import front_ends
 from tests.support.inprocess import Front, kit_client
 from waypost.conformance import runner
-from waypost.properties.catalogue import select
-from waypost.properties.owners import property_of
+from waypost.properties.coverage.catalogue import select
+from waypost.properties.verdicts.owners import property_of
 from waypost.reference.service import feed, messages, submissions, wakeups
 from waypost.reference.service.context import Context, Outcome
 

@@ -25,8 +25,8 @@ from waypost.conformance import report as reports
 from waypost.conformance.fuzz import FuzzReport
 from waypost.conformance.runner import HOSTILE, Outcome, Report
 from waypost.conformance.targets import Target
-from waypost.properties.bounds import Bounds
-from waypost.properties.catalogue import CATALOGUE, select
+from waypost.properties.coverage.catalogue import CATALOGUE, select
+from waypost.properties.wire.bounds import Bounds
 
 KitApp = Callable[..., AbstractContextManager[TestClient]]  # the conftest fixture kit_app
 ONLY = reports.Scope(("P03", "P06"), "not selected (--only)")

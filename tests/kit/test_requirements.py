@@ -13,14 +13,14 @@ import pytest
 
 from tests.support.inprocess import kit_client
 from tools.requirements_data import OUT, render
-from waypost.conformance import requirements as coverage
+from waypost.conformance import requirement_table as coverage
 from waypost.conformance import runner
 from waypost.conformance.crash_matrix import OPERATIONS
-from waypost.properties import contract_checks  # noqa: F401  (tags the contract checks)
-from waypost.properties.check_sites import named_checks
-from waypost.properties.owners import property_of, table
-from waypost.properties.requirements import CHECKS, NOT_CHECKED, checks_of, register
-from waypost.properties.violations import Ledger
+from waypost.properties.contract import checks as contract_checks  # noqa: F401  (tags the contract checks)
+from waypost.properties.coverage.check_sites import named_checks
+from waypost.properties.coverage.registered import CHECKS, NOT_CHECKED, checks_of, register
+from waypost.properties.verdicts.owners import property_of, table
+from waypost.properties.verdicts.violations import Ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFINED = set(re.findall(r"\*\*(WP-[A-Z]+-\d+)\*\*", (ROOT / "docs" / "protocol.md").read_text()

@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from waypost.properties.contract_common import Finding
-from waypost.properties.contract_routes import _no_secret
+from waypost.properties.contract.common import Finding
+from waypost.properties.contract.routes import _no_secret
 
 SECRET = "s3cr3t-s3cr3t-s3cr3t-s3cr3t"
 TOKEN_ID = "tok_0123456789abcdef"

@@ -72,7 +72,7 @@ def test_the_server_reports_the_grant_fingerprint(api: Api) -> None:
 
 def test_the_kit_reproduces_publish_fingerprints() -> None:
     """The kit's own computation (properties/) agrees with the vectors (and so the reference)."""
-    from waypost.properties.fingerprints import publish_fingerprint
+    from waypost.properties.protocol.fingerprints import publish_fingerprint
 
     cases = [c for c in _load("request_fingerprints.json") if c["operation"] == "memory.publish"]
     assert len(cases) >= 3
@@ -82,8 +82,8 @@ def test_the_kit_reproduces_publish_fingerprints() -> None:
 
 
 def test_the_kit_reproduces_memory_states_and_manifests() -> None:
-    from waypost.properties.fingerprints import manifest_bytes, state_fingerprint
-    from waypost.properties.memory_model import next_state
+    from waypost.properties.model.state import next_state
+    from waypost.properties.protocol.fingerprints import manifest_bytes, state_fingerprint
 
     for case in _load("memory_states.json"):
         parent = {e["item_id"]: e for e in case["parent"]}
@@ -101,8 +101,8 @@ def test_the_kit_reproduces_memory_states_and_manifests() -> None:
 
 
 def test_the_kit_reproduces_the_value_rules() -> None:
-    """The kit's own grammar (properties/grammar.py) gives every validation vector's answer."""
-    from waypost.properties.grammar import refusal
+    """The kit's own grammar (properties/protocol/grammar.py) gives every validation vector's answer."""
+    from waypost.properties.protocol.grammar import refusal
 
     cases = _load("validation.json")
     for case in cases:
@@ -129,7 +129,7 @@ def test_reference_disagreements_are_marked_and_explained() -> None:
 
 
 def test_the_kit_reproduces_the_error_envelopes() -> None:
-    from waypost.properties.grammar import REQUIRED_DETAILS, STATUS, envelope_problems
+    from waypost.properties.protocol.grammar import REQUIRED_DETAILS, STATUS, envelope_problems
 
     cases = _load("errors.json")
     assert sorted(case["code"] for case in cases) == sorted(STATUS)

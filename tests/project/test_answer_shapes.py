@@ -19,10 +19,10 @@ from tests.support.front_ends import Answer, Scope, wrapping
 from tests.support.inprocess import kit_client
 from tests.support.kit import KitApp
 from tools.kit_openapi import kit_document
-from waypost.conformance import hostile
-from waypost.properties import contract_routes
-from waypost.properties.contract_schema import document as kit_copy
-from waypost.properties.contract_schema import problems, success
+from waypost.conformance import hostile_phase as hostile
+from waypost.properties.contract import routes as contract_routes
+from waypost.properties.protocol.openapi import document as kit_copy
+from waypost.properties.protocol.openapi import problems, success
 from waypost.reference.http import openapi
 
 ROOT = Path(__file__).resolve().parents[2]

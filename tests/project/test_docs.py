@@ -6,10 +6,10 @@ import re
 import subprocess
 from pathlib import Path
 
-from waypost.properties.catalogue import CATALOGUE
-from waypost.properties.commands import COMMANDS
-from waypost.properties.machine import WaypostMachine
+from waypost.properties.coverage.catalogue import CATALOGUE
+from waypost.properties.coverage.command_names import COMMANDS
 from waypost.properties.rules import RULES
+from waypost.properties.rules.machine import WaypostMachine
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = (ROOT / "docs" / "spec.md").read_text()
@@ -26,8 +26,8 @@ def test_every_property_has_a_row_in_the_spec() -> None:
 def test_catalogue_names_only_checks_that_name_the_property() -> None:
     """A command is claimed for a property only when one of its checks names one of the
     property's requirement ids (read from the source, never written by hand)."""
-    from waypost.properties.check_sites import named_checks
-    from waypost.properties.owners import requirements_of
+    from waypost.properties.coverage.check_sites import named_checks
+    from waypost.properties.verdicts.owners import requirements_of
 
     checks = named_checks()
     for prop in CATALOGUE:
@@ -49,9 +49,9 @@ def test_every_command_is_performed_by_a_rule() -> None:
 
 
 def test_each_limit_check_names_the_rules_of_its_properties() -> None:
-    from waypost.properties.check_sites import named_checks
-    from waypost.properties.limit_phase import registry
-    from waypost.properties.owners import requirements_of
+    from waypost.properties.coverage.check_sites import named_checks
+    from waypost.properties.limits.phase import registry
+    from waypost.properties.verdicts.owners import requirements_of
 
     for limit in registry().values():
         assert limit.properties, limit.name

@@ -52,7 +52,7 @@ def test_the_wheel_ships_only_the_package(tmp_path: Path) -> None:
     assert "waypost/reference/consumer/migrations/0002_outbound_attachments.sql" in names
     assert "waypost/reference/http/dashboard/templates/base.html" in names
     assert "waypost/reference/http/dashboard/static/dashboard.css" in names
-    assert "waypost/properties/requirements.json" in names  # the requirement table's texts
+    assert "waypost/properties/verdicts/requirements.json" in names  # the requirement table's texts
     assert "waypost/conformance/templates/comparison.html" in names  # compare's page
     assert not [name for name in names if "node_modules" in name or "__pycache__" in name]
 

@@ -16,8 +16,9 @@ import pytest
 
 from tests.support.threaded_server import serving_app
 from waypost.conformance import consumer_matrix, crash_matrix
-from waypost.properties import contract_constants as kit
-from waypost.properties import grammar, hostile
+from waypost.properties.hostile import probes as hostile
+from waypost.properties.protocol import constants as kit
+from waypost.properties.protocol import grammar
 from waypost.reference.consumer import faults as consumer_faults
 from waypost.reference.domain import errors as server_errors
 from waypost.reference.domain import faults as server_faults

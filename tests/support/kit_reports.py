@@ -15,13 +15,14 @@ import pytest
 
 from tests.support.inprocess import kit_client
 from tests.support.kit import KIT_ADMIN, Patch, kit_served
-from waypost.conformance import fuzz, hostile, runner
-from waypost.conformance import requirements as coverage
+from waypost.conformance import fuzz, runner
+from waypost.conformance import hostile_phase as hostile
+from waypost.conformance import requirement_table as coverage
 from waypost.conformance.report import as_json
 from waypost.conformance.targets import Identity
-from waypost.properties.catalogue import CATALOGUE, Property
-from waypost.properties.limit_phase import LimitOutcome
-from waypost.properties.violations import Ledger
+from waypost.properties.coverage.catalogue import CATALOGUE, Property
+from waypost.properties.limits.phase import LimitOutcome
+from waypost.properties.verdicts.violations import Ledger
 
 #: The published JSON Schema of a report (docs/report.md).
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "report.schema.json")

@@ -3,7 +3,7 @@ clients are cut off with ``408`` while a normal client is served, early answers 
 connection, ambiguous framing is refused or closed, an answer nobody takes is abandoned, and the
 log gets one line, never a traceback. A ``waypost serve`` child process; raw sockets play the
 clients (the slow ones are ``waypost bench slow-clients``' own), and what they got back is read
-as the kit reads a raw connection (``properties/hostile_wire.py``). Nothing waits on a clock:
+as the kit reads a raw connection (``properties/hostile/wire.py``). Nothing waits on a clock:
 slow clients pace themselves with an event's timeout, and the tests wait for the server's
 answer or poll its log with a deadline."""
 
@@ -24,7 +24,7 @@ import pytest
 from tests.support.api import ADMIN_TOKEN, Api
 from waypost.bench.slow import SlowClient
 from waypost.conformance.targets import ServerProcess
-from waypost.properties.hostile_wire import answers
+from waypost.properties.hostile.wire import answers
 
 ADMIN = ADMIN_TOKEN
 #: Small limits, so that each rule shows in about a second.

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.support.api import Api, must_fail, prepare, rid
-from waypost.properties.hostile_text import BODY_BREAKERS, KEPT, LINE_BREAKERS
+from waypost.properties.hostile.text import BODY_BREAKERS, KEPT, LINE_BREAKERS
 
 
 def _send(api: Api, **change: Any) -> Any:

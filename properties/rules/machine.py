@@ -1,0 +1,112 @@
+"""The stateful Hypothesis command model: one example provisions fresh spaces, then each step
+draws one rule (``properties/rules/``) by weight, which hands concrete commands to the
+:class:`World`; ``teardown`` re-reads every live view and revision, so each example ends with a
+full comparison against the model.
+
+Hypothesis instantiates the machine itself, so a run is bound to it as a class attribute of a
+subclass made for that run (:func:`machine_for`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from waypost.properties.commands import control
+from waypost.properties.commands.provisioned import setup_args
+from waypost.properties.commands.reread import revision_rereads, view_rereads
+from waypost.properties.commands.world import World
+from waypost.properties.rules import BY_NAME, RULES, Rule, properties_of, weighted
+from waypost.properties.rules.driver import RuleDriver
+from waypost.properties.verdicts.violations import Ledger
+from waypost.properties.wire.http import Session
+
+#: What the end of an example re-reads, and the properties those reads check.
+VIEWS = properties_of(["check_view"])
+REVISIONS = properties_of(["read_revision"])
+
+
+@dataclass
+class KitRun:
+    """One run of the kit: where its requests go, what it checks and enforces, which rules
+    its steps draw, and what its examples did so far."""
+
+    session: Session
+    prefix: str
+    ledger: Ledger
+    rules: tuple[Rule, ...] = RULES
+    selected: set[str] | None = None  # the properties asked for (None: all)
+    examples: int = 0
+    steps: int = 0
+    last: World | None = None  # the world of the most recent example (a failure's evidence)
+    trace: list[list[str]] | None = None  # per example, its commands (when asked for)
+    on_example: Callable[[KitRun], None] | None = None  # after each example (progress)
+    draws: tuple[str, ...] = field(default=(), init=False)  # rule names, repeated by weight
+
+    def __post_init__(self) -> None:
+        self.draws = weighted(self.rules)
+
+    def wants(self, properties: frozenset[str]) -> bool:
+        return self.selected is None or bool(self.selected & properties)
+
+
+class WaypostMachine(RuleBasedStateMachine):
+    """One example = two fresh spaces, a run of commands, a full comparison at the end."""
+
+    kit: ClassVar[KitRun]
+
+    def __init__(self) -> None:
+        super().__init__()
+        kit = self.kit
+        self.world = World(kit.session, f"{kit.prefix}-{kit.examples}-", kit.ledger)
+        kit.examples += 1
+        kit.last = self.world
+        self.driver = RuleDriver(self.world)
+
+    @initialize()
+    def setup(self) -> None:
+        self.world.perform(control.setup, setup_args(self.world))
+
+    @rule(data=st.data())
+    def step(self, data: st.DataObject) -> None:
+        """One rule, drawn by weight among the run's rules."""
+        BY_NAME[data.draw(st.sampled_from(self.kit.draws))].draw(self.driver, data)
+
+    @invariant()
+    def sequences_never_reused(self) -> None:
+        """Within a space, every item sequence the kit has seen is distinct (P06)."""
+        with self.world.ledger.checking("invariant sequences_never_reused"):
+            self._sequences_never_reused()
+
+    def _sequences_never_reused(self) -> None:
+        for items in self.world.model.items.values():
+            seen = [item.sequence for item in items if item.sequence is not None]
+            self.world.check("WP-FEED-1", len(seen) == len(set(seen)), "a sequence was used twice",
+                             sequences=seen)
+
+    def teardown(self) -> None:
+        """Every live view and every published revision must equal the model at the end of
+        the example (where the run checks what those reads check)."""
+        kit = self.kit
+        kit.steps += len(self.world.commands)
+        if kit.trace is not None:
+            kit.trace.append([_line(c) for c in self.world.commands])
+        if kit.on_example is not None:
+            kit.on_example(kit)
+        for wanted, rereads in ((VIEWS, view_rereads), (REVISIONS, revision_rereads)):
+            if kit.wants(wanted):
+                for command, args in rereads(self.world):
+                    self.world.perform(command, args)
+
+
+def _line(command: dict[str, Any]) -> str:
+    return json.dumps([command["command"], command["args"]], sort_keys=True, default=str)
+
+
+def machine_for(kit: KitRun) -> type[WaypostMachine]:
+    """The machine class of one run (Hypothesis makes an instance per example)."""
+    return type("WaypostMachine", (WaypostMachine,), {"kit": kit})
