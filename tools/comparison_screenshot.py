@@ -1,7 +1,7 @@
 """Regenerate ``docs/comparison.png``, the README's picture of ``waypost conformance compare``:
 two in-process runs of the kit (``ci`` profile, one seed), the reference and the reference with a
 defect of the test suite patched in ("a cursor is not bound to its consumer",
-``tests/kit/test_kit_broken.py``), compared with ``--baseline``; the page down to the end of the
+``tests/properties/rules/test_kit_broken.py``), compared with ``--baseline``; the page down to the end of the
 property matrix shot by Debian's chromium through Playwright. Run from the repository root:
 ``python tools/comparison_screenshot.py`` (``--chromium PATH`` or ``$WAYPOST_CHROMIUM`` names
 another executable)."""
@@ -31,7 +31,7 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     from playwright.sync_api import sync_playwright
 
-    from tests.kit.test_kit_broken import SEED, cursor_not_bound_to_consumer
+    from tests.properties.rules.test_kit_broken import SEED, cursor_not_bound_to_consumer
     from tests.support.kit_reports import kit_report
     from waypost.cli import main as waypost
 

@@ -2,7 +2,7 @@
 ``docs/protocol.md``, then those of ``docs/consumer.md``, with its section, its text and the
 property it belongs to by the table "Requirements by property" of ``docs/properties.md``; run
 from the repository root: ``python tools/requirements_data.py``). The kit never reads the
-repository's docs at run time; ``tests/kit/test_requirements.py`` fails when the file is stale."""
+repository's docs at run time; ``tests/properties/coverage/test_requirements.py`` fails when the file is stale."""
 
 from __future__ import annotations
 

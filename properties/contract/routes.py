@@ -1,7 +1,7 @@
 """Contract checks of the route table (protocol.md §6.2 and §13) and of the MCP entry (§6.4).
 
 The table is data here, held to docs/protocol.md and to the kit's OpenAPI document by
-``tests/kit/test_contract_checks.py``: the kit never reads the repository's docs."""
+``tests/properties/contract/test_contract_checks.py``: the kit never reads the repository's docs."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ name. Nothing here is written by hand, so the catalogue's "checked by", ``--only
 rules and the requirement table's "where checked" cannot drift from the checks.
 
 The reading over-approximates what one run does (a branch not taken still counts);
-``tests/kit/test_requirements.py`` checks that every id a command cited in a real run is among
+``tests/properties/coverage/test_requirements.py`` checks that every id a command cited in a real run is among
 those found here."""
 
 from __future__ import annotations

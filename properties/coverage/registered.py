@@ -24,7 +24,7 @@ checks_made``; for a failure ``ledger.failed_checks.setdefault(name, row)``):
 
 ``where`` tells a check that a plain ``waypost conformance`` run does not make (``"crash
 matrix"``, ``"test suite"``): its ids then read ``not run`` with where they are checked, never
-``pass``. ``tests/kit/test_requirements.py`` keeps the registry honest: every id it names exists in
+``pass``. ``tests/properties/coverage/test_requirements.py`` keeps the registry honest: every id it names exists in
 docs/protocol.md, and every id there has a check or a line in :data:`NOT_CHECKED` (an id that
 gains a check must lose its line). The requirement table itself (text, checks run, result) is
 ``waypost.conformance.requirement_table``.
@@ -74,7 +74,7 @@ _CRASH = ("WP-IDEM-5", "WP-IDEM-6", "WP-IDEM-11", "WP-ERR-7", "WP-LOAD-5", "WP-H
 _CRASH_OPERATIONS = ("message.send", "receipt.ack", "blob.prepare", "blob.put", "blob.commit",
                      "memory.publish")
 
-#: Vector files the kit's own code reproduces (tests/kit/test_vectors.py).
+#: Vector files the kit's own code reproduces (tests/properties/protocol/test_vectors.py).
 _VECTORS: dict[str, tuple[str, ...]] = {
     "request_fingerprints.json": ("WP-IDEM-2", "WP-IDEM-3"),
     "grant_fingerprints.json": ("WP-AUTH-8", "WP-AUTH-9"),

@@ -8,7 +8,7 @@ else the :class:`Refusal` (code, HTTP status, ``details.field`` and, for a publi
 ``envelope_problems(status, body)`` lists what is wrong with an error answer: the kit's one
 validator of the error envelope (the hostile checks, ``properties/hostile/probes.py``, use it). The
 codes, statuses and required details come from the contract's data file
-(:mod:`~waypost.properties.protocol.constants`). ``tests/kit/test_vectors.py`` holds both to
+(:mod:`~waypost.properties.protocol.constants`). ``tests/properties/protocol/test_vectors.py`` holds both to
 ``conformance/vectors/validation.json`` and ``errors.json``.
 """
 

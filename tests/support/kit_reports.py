@@ -1,6 +1,6 @@
 """JSON reports of kit runs for the tests of ``waypost conformance compare`` and the README's
 picture of it (``tools/comparison_screenshot.py``): real runs made in process against the
-reference, or the reference with one defect of ``tests/kit/test_kit_broken.py`` patched in
+reference, or the reference with one defect of ``tests/properties/rules/test_kit_broken.py`` patched in
 (:func:`kit_report`), and runs made up here, in no time (:func:`made_report`)."""
 
 from __future__ import annotations

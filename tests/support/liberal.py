@@ -1,6 +1,6 @@
 """A liberal deployment: the reference behind a front end that takes every freedom
 docs/protocol.md grants (docs/porting.md, "Freedoms a server may take"). A fair kit passes it
-as it passes the reference; ``tests/kit/test_kit_liberal.py`` holds it to that.
+as it passes the reference; ``tests/conformance/test_kit_liberal.py`` holds it to that.
 
 The freedoms, each a separate rewrite so a failing run can name the one at fault:
 

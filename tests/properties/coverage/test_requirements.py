@@ -22,7 +22,7 @@ from waypost.properties.coverage.registered import CHECKS, NOT_CHECKED, checks_o
 from waypost.properties.verdicts.owners import property_of, table
 from waypost.properties.verdicts.violations import Ledger
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEFINED = set(re.findall(r"\*\*(WP-[A-Z]+-\d+)\*\*", (ROOT / "docs" / "protocol.md").read_text()
                          + (ROOT / "docs" / "consumer.md").read_text()))
 

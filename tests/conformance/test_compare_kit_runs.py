@@ -1,6 +1,6 @@
 """Reports of real runs: the command line's ``--report-json`` validates against the published
 schema and its ``--html`` page shows the run; ``compare --baseline`` of the reference against a
-broken server of tests/kit/test_kit_broken.py shows the failure and exits 1."""
+broken server of tests/properties/rules/test_kit_broken.py shows the failure and exits 1."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit.test_kit_broken import cursor_not_bound_to_consumer
+from tests.properties.rules.test_kit_broken import cursor_not_bound_to_consumer
 from tests.support.html_page import Page
 from tests.support.kit_reports import kit_report, validate
 from waypost.cli import main

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.kit.test_compare import only
+from tests.conformance.test_compare import only
 from tests.support.html_page import Page
 from tests.support.kit_reports import made_report, made_run
 from waypost.conformance.baseline import COVERAGE_ROWS, changes

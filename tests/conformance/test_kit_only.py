@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.kit import test_crash_matrix_broken, test_kit_broken
+from tests.conformance import test_crash_matrix_broken
+from tests.properties.rules import test_kit_broken
 from tests.support import broken_consumer, front_ends
 from tests.support.inprocess import Front, kit_client
 from waypost.conformance import runner

@@ -19,8 +19,8 @@ import apsw
 import pytest
 from starlette.testclient import TestClient
 
-from tests.kit.test_crash_matrix_broken import replays_forgotten_after_a_restart
-from tests.kit.test_kit_broken import SEED
+from tests.conformance.test_crash_matrix_broken import replays_forgotten_after_a_restart
+from tests.properties.rules.test_kit_broken import SEED
 from tests.support import front_ends
 from tests.support.inprocess import Front, kit_client
 from waypost.conformance import runner

@@ -1,6 +1,6 @@
 """The kit's own fingerprints (properties/protocol/fingerprints.py, P04) agree with every vector: sends,
 acks and grants as well as publishes (written against the surviving mutants of that module,
-docs/mutation.md; tests/kit/test_vectors.py checks publishes, states and manifests)."""
+docs/mutation.md; tests/properties/protocol/test_vectors.py checks publishes, states and manifests)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from waypost.properties.protocol import fingerprints
 
-VECTORS = Path(__file__).resolve().parents[2] / "conformance" / "vectors"
+VECTORS = Path(__file__).resolve().parents[3] / "conformance" / "vectors"
 
 
 def _vectors(name: str, operation: str | None = None) -> list[dict[str, Any]]:

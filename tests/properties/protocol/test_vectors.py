@@ -13,7 +13,7 @@ import rfc8785
 from tests.support.api import Api
 from tools.make_vectors import build
 
-VECTORS = Path(__file__).resolve().parents[2] / "conformance" / "vectors"
+VECTORS = Path(__file__).resolve().parents[3] / "conformance" / "vectors"
 
 
 def _load(name: str) -> list[dict[str, Any]]:

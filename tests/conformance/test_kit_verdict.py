@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tests.kit import test_kit_broken
+from tests.properties.rules import test_kit_broken
 from tests.support.inprocess import kit_client
 from waypost import cli
 from waypost.conformance import kit_run

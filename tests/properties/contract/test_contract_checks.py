@@ -37,7 +37,7 @@ from waypost.reference.storage import authority, tokens
 from waypost.reference.storage import feed as feed_sql
 from waypost.reference.storage import memory as memory_sql
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PROTOCOL = (ROOT / "docs" / "protocol.md").read_text()
 NAMES = tuple(check.name for check in contract_checks.CHECKS)
 HOOKED = {"token_expiry", "hooks_need_admin"}
