@@ -28,7 +28,7 @@ import httpx
 
 from waypost.conformance import fuzz_rules
 from waypost.conformance.fuzz_bodies import BodyRules, ByteExact
-from waypost.conformance.reproducible import seed_only_draws
+from waypost.conformance.hypothesis_hooks import seed_only_draws
 from waypost.properties.commands import control
 from waypost.properties.commands.world import ProvisioningFailed, World
 from waypost.properties.hostile.probes import ALL_SCOPES, control_ids

@@ -26,7 +26,7 @@ from waypost.properties.rules import BY_NAME, RULES, step_budget
 from waypost.properties.wire.untrusted import visible, visible_lines
 
 MARKS = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "xpass": "XPASS",
-         "incomplete": "incomplete", "not covered": "not covered",
+         "incomplete": "incomplete",
          "skipped": "skipped (--only)", "not run": "not run"}
 
 
@@ -136,7 +136,7 @@ def property_rows(report: Report, scope: Scope = Scope()) -> list[tuple[str, str
 #: The rows that neither pass nor fail a run, as the verdict counts them apart.
 APART = (("incomplete", "incomplete"), ("xfail", "failed as expected"),
          ("xpass", "passed though expected to fail"), ("not run", "not run"),
-         ("not covered", "not covered"), ("skipped", "not selected"))
+         ("skipped", "not selected"))
 
 
 def verdict(report: Report, scope: Scope, seconds: float, rerun: str) -> str:
@@ -252,7 +252,7 @@ def write_markdown(report: Report, path: Path) -> None:
 
 def write_junit(report: Report, path: Path) -> None:
     """One test case per property and per limit of the limit phase; fail → <failure>,
-    xfail / not covered / not published → <skipped>; incomplete passes, with a property
+    xfail / not published → <skipped>; incomplete passes, with a property
     ``incomplete`` naming what did not run."""
     suite = ET.Element("testsuite", name=f"waypost-conformance-{report.target}",
                        time=f"{report.seconds:.3f}")

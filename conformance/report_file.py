@@ -27,6 +27,8 @@ MAX_ITEMS = 10_000
 #: The most characters of a text kept (a message, a note, an excerpt of evidence).
 TEXT_CHARS = 4000
 
+#: ``not covered`` stays valid in format 1, which defined it; no run of the kit writes it (every
+#: property of the catalogue has checks).
 PROPERTY_RESULTS = frozenset({"pass", "fail", "xfail", "xpass", "incomplete", "not covered",
                               "skipped", "not run"})
 REQUIREMENT_RESULTS = frozenset({"pass", "fail", "xfail", "not run", "not checked"})

@@ -11,8 +11,7 @@ import random
 import secrets
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,17 +20,16 @@ from typing import TYPE_CHECKING, Any, TextIO
 import httpx
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
 
 from waypost.conformance import consumer_matrix
 from waypost.conformance import hostile_phase as hostile
 from waypost.conformance import requirement_table as coverage
 from waypost.conformance.fixtures_file import NEEDS, fixture_rules, not_run
+from waypost.conformance.hypothesis_hooks import seed_only_draws, shrinking_budget
 from waypost.conformance.kit_command import Progress as Progress  # what a run shows meanwhile
 from waypost.conformance.profiles import PROFILES, Profile
 from waypost.conformance.report_file import PHASE_NAMES
-from waypost.conformance.reproducible import seed_only_draws
 from waypost.conformance.targets import Identity, check_target, identity
 from waypost.properties.commands.world import World
 from waypost.properties.contract.consumer import PID as CONSUMER_PID
@@ -56,7 +54,7 @@ class Outcome:
     """One property's result in a run."""
 
     prop: Property
-    result: str  # pass, fail, xfail, xpass, incomplete, not covered, skipped, not run
+    result: str  # pass, fail, xfail, xpass, incomplete, skipped, not run
     checks: int = 0  # checks of it made in this run
     message: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
@@ -141,24 +139,6 @@ def write_replay(directory: Path, report: Report, violation: PropertyViolation |
     return path
 
 
-@contextmanager
-def shrinking_budget(seconds: float) -> Iterator[None]:
-    """Bound the time Hypothesis spends shrinking a failure.
-
-    Hypothesis has no public setting for this: its shrinker stops after 500 successful shrinks
-    or at ``MAX_SHRINKING_SECONDS`` (300 s), a module constant its own comment calls
-    "monkeypatchable, for the rare users who need to keep on shrinking". ``phases`` can only
-    turn shrinking off, and every shrink step reruns a whole example of the kit (fresh spaces,
-    dozens of requests), so a ci run's failure would take minutes. The constant is set for the
-    run and restored afterwards (docs/spec.md, "Profiles")."""
-    saved = engine.MAX_SHRINKING_SECONDS
-    engine.MAX_SHRINKING_SECONDS = int(seconds)
-    try:
-        yield
-    finally:
-        engine.MAX_SHRINKING_SECONDS = saved
-
-
 def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: str = "ci",
         seed: int | None = None, selected: list[Property] | None = None,
         expected: dict[str, str] | None = None, replay_dir: Path = Path("waypost-replays"),
@@ -166,8 +146,8 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
         proxy: FaultProxy | None = None, trace: bool = False,
         fixtures: Fixtures | None = None,
         fuzz: Callable[[], FuzzReport] | None = None, bounds: Bounds | None = None) -> Report:
-    """Run the command model; every property ends as pass, fail, xfail, xpass, skipped, not
-    covered or not run. ``proxy`` (the transport of ``client``) injects network faults where
+    """Run the command model; every property ends as pass, fail, xfail, xpass, incomplete,
+    skipped or not run. ``proxy`` (the transport of ``client``) injects network faults where
     the target has no fault points; ``trace`` keeps each example's commands in the report;
     ``shrink_seconds`` bounds shrinking a failure (0: report it as first found, the same on any
     machine, as the tests of broken servers do). With ``fixtures`` (and an empty
@@ -266,7 +246,7 @@ def _results(report: Report, kit: KitRun, proxy: FaultProxy | None, wanted: set[
     if "ERROR" in failures:
         _, unexpected, path = failures["ERROR"]
         report.outcomes.append(Outcome(
-            Property("ERROR", "Kit or server error", "An exception outside any property check"),
+            Property("ERROR", "Kit or server error"),
             "fail", 0, repr(unexpected), {}, str(path)))
 
 
@@ -365,9 +345,7 @@ def _explore(kit: KitRun, profile: Profile, seed: int, replay_dir: Path, report:
     return failures
 
 
-HOSTILE = Property("HOSTILE", PHASE_NAMES["HOSTILE"],
-                   "Hostile input gets the error envelope, and the server keeps answering "
-                   "(conformance/hostile_phase.py)")
+HOSTILE = Property("HOSTILE", PHASE_NAMES["HOSTILE"])
 
 
 def _hostile(client: httpx.Client, admin_token: str, report: Report, wanted: set[str] | None,
@@ -401,8 +379,6 @@ def _outcome(prop: Property, kit: KitRun, wanted: set[str] | None,
     recorded = kit.ledger.recorded.get(prop.pid)
     if wanted is not None and prop.pid not in wanted:
         outcome.result = "skipped"
-    elif not prop.covered:
-        outcome.result, outcome.message = "not covered", prop.reason
     elif found is not None:
         violation, _, path = found
         outcome.result, outcome.replay = "fail", str(path)

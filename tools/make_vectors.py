@@ -1,5 +1,6 @@
 """Regenerate ``conformance/vectors/*.json`` from the reference (run from the repository root:
-``python tools/make_vectors.py``). ``tests/properties/protocol/test_vectors.py`` fails when the files are stale."""
+``python tools/make_vectors.py``). ``tests/properties/protocol/test_vectors.py`` fails when the
+files are stale."""
 
 from __future__ import annotations
 

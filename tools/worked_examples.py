@@ -30,7 +30,7 @@ from starlette.testclient import TestClient
 try:
     from tools import worked_examples_render as text
 except ModuleNotFoundError:  # run as a script: tools/ is on the path, the repository is not
-    import worked_examples_render as text  # type: ignore[no-redef,import-not-found]
+    import worked_examples_render as text
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "examples.md"

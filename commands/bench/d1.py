@@ -135,6 +135,7 @@ def _measure(settings: Settings, repeats: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with TestClient(build_app(settings)) as client:
         deployment = Deployment(client)
+        # the test client's app is typed as any ASGI app; this one is Starlette's
         driver = client.app.state.context.driver  # type: ignore[attr-defined]
         sent: list[Sequence[Statement]] = []
         if isinstance(driver, D1Driver):

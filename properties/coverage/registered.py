@@ -24,10 +24,10 @@ checks_made``; for a failure ``ledger.failed_checks.setdefault(name, row)``):
 
 ``where`` tells a check that a plain ``waypost conformance`` run does not make (``"crash
 matrix"``, ``"test suite"``): its ids then read ``not run`` with where they are checked, never
-``pass``. ``tests/properties/coverage/test_requirements.py`` keeps the registry honest: every id it names exists in
-docs/protocol.md, and every id there has a check or a line in :data:`NOT_CHECKED` (an id that
-gains a check must lose its line). The requirement table itself (text, checks run, result) is
-``waypost.conformance.requirement_table``.
+``pass``. ``tests/properties/coverage/test_requirements.py`` keeps the registry honest: every
+id it names exists in docs/protocol.md, and every id there has a check or a line in
+:data:`NOT_CHECKED` (an id that gains a check must lose its line). The requirement table itself
+(text, checks run, result) is ``waypost.conformance.requirement_table``.
 """
 
 from __future__ import annotations

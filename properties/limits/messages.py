@@ -144,12 +144,11 @@ def ack_items(world: World, value: int) -> None:
                       read=False)
     feed.read_feed(world, acker.handle, None, 1)
     cursor = len(world.model.cursors) - 1
-    refs = [[world.space_name(acker), item.index]
-            for item in world.model.items[acker.space] if item.type == "message"]
+    messages = [item for item in world.model.items[acker.space] if item.type == "message"]
+    refs = [[world.space_name(acker), item.index] for item in messages]
     with step(world, "over"):
         body = {"request_id": world.rid(),
-                "items": [{"item_id": world.item_ref(ref).item_id,  # type: ignore[union-attr]
-                           "stage": "processed"} for ref in refs],
+                "items": [{"item_id": item.item_id, "stage": "processed"} for item in messages],
                 "checkpoint": {"cursor": world.model.cursors[cursor].text}}
         answer = world.as_(acker, "POST", "/v1/acks", body)
         expect_limit(world, answer, "ack_items", value, "an ACK")

@@ -104,9 +104,8 @@ def _publish(d: RuleDriver, data: st.DataObject, token: str, collection: str, po
         st.just(n), st.sampled_from([n, n, n, n + 7]) if not wrong else st.integers(0, 8),
         st.sampled_from(pool), st.none() | st.fixed_dictionaries({"k": st.integers(0, 2)})
         | st.sampled_from(METADATA)))
-    unique = {"unique_by": (lambda e: e[0], lambda e: e[1])} if not wrong else {}
-    items = data.draw(st.lists(entry, min_size=min_items, max_size=4,
-                               **unique))  # type: ignore[arg-type]
+    items = data.draw(st.lists(entry, min_size=min_items, max_size=4) if wrong else st.lists(
+        entry, min_size=min_items, max_size=4, unique_by=(lambda e: e[0], lambda e: e[1])))
     if mode is None:
         mode = data.draw(st.sampled_from(["delta", "snapshot"]))
     deletes = _deletes(d, data, token, collection, mode, items, wrong)

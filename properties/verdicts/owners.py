@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 DATA = Path(__file__).resolve().parent / "requirements.json"
 
@@ -16,11 +17,21 @@ Ids = str | tuple[str, ...]
 
 
 @cache
+def _data() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    return data
+
+
+@cache
 def table() -> dict[str, str]:
     """Requirement id → its property (``P01``…``P18``), or ``""`` for an id no property holds
     (checked by the hostile, contract or fuzz phases, or not at all)."""
-    data = json.loads(DATA.read_text(encoding="utf-8"))
-    return {entry["id"]: entry.get("property", "") for entry in data["requirements"]}
+    return {entry["id"]: entry.get("property", "") for entry in _data()["requirements"]}
+
+
+def property_names() -> dict[str, str]:
+    """The properties of docs/properties.md in order: ``P01`` → ``Space isolation``."""
+    return {entry["pid"]: entry["name"] for entry in _data()["properties"]}
 
 
 def as_tuple(ids: Ids) -> tuple[str, ...]:

@@ -196,7 +196,8 @@ async def _submission(ctx: Context, principal: Principal, request: Request) -> O
 def _admin_body(fn: Any, *names: str) -> Any:
     async def operation(ctx: Context, request: Request) -> Outcome:
         args = [request.path_params[name] for name in names]
-        return await fn(ctx, *args, await read_json(request))  # type: ignore[no-any-return]
+        outcome: Outcome = await fn(ctx, *args, await read_json(request))
+        return outcome
     return admin(operation)
 
 

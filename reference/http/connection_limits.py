@@ -126,6 +126,7 @@ class LimitedH11(H11Protocol):
 
     # ----- the connection ---------------------------------------------------------------
 
+    # uvicorn's protocol declares the base transport; a TCP server always hands a full one
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._real = transport
         corked = cast(asyncio.Transport, CorkedTransport(transport, self.loop, self._closing))

@@ -297,7 +297,7 @@ def test_one_key_sent_twice_at_once_commits_once(d1: Api) -> None:
     async def both() -> list[Any]:
         import httpx
 
-        transport = httpx.ASGITransport(app=d1.client.app)  # type: ignore[arg-type]
+        transport = httpx.ASGITransport(app=d1.client.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://d1") as client:
             headers = {"Authorization": f"Bearer {d1.tokens['s1/alice']}"}
             return list(await asyncio.gather(*(

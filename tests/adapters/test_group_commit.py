@@ -199,7 +199,7 @@ def test_a_crash_between_group_commit_and_the_answers_leaves_every_key_resolvabl
         for key in keys:
             lookup = api.as_("s1/alice", "GET", f"/v1/submissions/message.send/{key}")
             assert (lookup.status_code, lookup.json()["state"]) == (200, "committed")
-            replayed = api.send("s1/alice", **_send(key))  # type: ignore[arg-type]
+            replayed = api.send("s1/alice", **_send(key))
             assert replayed.status_code == 201, replayed.text
             assert replayed.headers["Waypost-Replayed"] == "true"
         messages = [item["message"]["subject"] for item in api.all_items("s1/bob")

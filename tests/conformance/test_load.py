@@ -95,7 +95,7 @@ def switching_inside(filename: str) -> Iterator[None]:
     try:
         yield
     finally:
-        threading.settrace(None)  # type: ignore[arg-type]
+        threading.settrace(None)
 
 
 @pytest.mark.slow

@@ -127,7 +127,7 @@ def test_a_server_that_stops_answering_fails_each_check_left(tmp_path: Path,
     """The server dies during the first check: that check and every later one (whose fresh
     space cannot be provisioned) is a failed row; the phase itself ends normally."""
     server = _serve(tmp_path, kit_admin)
-    server.app = _wrap(server.app, dies_after(12))  # type: ignore[arg-type]
+    server.app = _wrap(server.app, dies_after(12))
     with server:
         rows = hostile.run_checks(kit_client(server), kit_admin, "dies")
     assert [row.check.name for row in rows] == list(hostile.NAMES)
@@ -152,9 +152,9 @@ def test_each_finding_put_back_fails_the_check_that_names_it(
     defect, check = VARIANTS[name]
     server = _serve(tmp_path, kit_admin)
     if defect in (scheme_is_case_sensitive, hooks_detectable, malformed_revision_not_found):
-        server.app = _wrap(server.app, defect)  # type: ignore[arg-type]
+        server.app = _wrap(server.app, defect)
     else:
-        defect(monkeypatch)  # type: ignore[arg-type]
+        defect(monkeypatch)
     with server:
         rows = hostile.run_checks(kit_client(server), kit_admin, "broken")
     failed = {row.check.name: row.message for row in rows if row.result == "fail"}

@@ -127,6 +127,6 @@ def test_the_reports_list_each_limit_with_its_value_and_both_results(tmp_path: P
     assert suite.get("failures") == "1"
     assert suite.get("tests") == "3"
     assert cases["limit recipients = 64"].find("failure") is not None
-    assert json.loads(cases["limit recipients = 64"].find("failure").text or "")["replay"]  # type: ignore[union-attr]
+    assert json.loads(cases["limit recipients = 64"].find("failure").text or "")["replay"]
     assert cases["limit manifest_input_bytes = None"].find("skipped") is not None
     assert not list(cases["limit ack_items = 20"])

@@ -100,7 +100,7 @@ def test_an_anomaly_is_an_immutable_value() -> None:
     anomaly = Anomaly("lost", ("a",), "why")
     assert {anomaly, Anomaly("lost", ("a",), "why")} == {anomaly}
     with pytest.raises(dataclasses.FrozenInstanceError):
-        anomaly.kind = "duplicated"  # type: ignore[misc]
+        anomaly.kind = "duplicated"
 
 
 def test_an_anomaly_reads_as_json() -> None:

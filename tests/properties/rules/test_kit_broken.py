@@ -67,7 +67,7 @@ def receipts_may_regress(mp: pytest.MonkeyPatch, client: TestClient) -> None:
     from waypost.reference.storage import acks as plan
 
     ctx: Context = served_context(client.app)
-    ctx.driver.call_writer(  # type: ignore[attr-defined]
+    ctx.driver.call_writer(
         lambda connection: connection.execute("DROP TRIGGER receipts_forward_only"))
     mp.setattr(plan, "ADVANCED", "(requested_stage <> prior_stage)")
     # the plan's SQL is built once: a fresh cache for the patched text, the original's after

@@ -107,7 +107,7 @@ def test_a_profile_is_an_immutable_value(store: LocalStore) -> None:
     profile = store.init_profile(SERVER, "default")
     assert {profile, store.require_profile()} == {profile}
     with pytest.raises(dataclasses.FrozenInstanceError):
-        profile.view_epoch = 2  # type: ignore[misc]
+        profile.view_epoch = 2
 
 
 def test_a_checkpoint_belongs_to_its_view_epoch(store: LocalStore) -> None:

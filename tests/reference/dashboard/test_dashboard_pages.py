@@ -401,7 +401,7 @@ def test_lag_is_counted_up_to_a_cap_and_shown_as_more(both: tuple[Api, Dash],
     alice = re.search(r"<td[^>]*>alice-inbox</td>.*?class=\"behind\">([^<]+)<", consumers, re.S)
     assert (bob and bob.group(1), alice and alice.group(1)) == ("2+", "0")
     assert "counted up to 2." in consumers
-    progress = dash.client.portal.call(  # type: ignore[attr-defined]
+    progress = dash.client.portal.call(
         inspector.progress, served_context(api.client.app), "s1")
     behind = {row.consumer_id: row.behind for row in progress.checkpoints}
     assert behind["bob-inbox"] == 3  # counting stopped one past the cap

@@ -66,4 +66,4 @@ def test_a_decoded_cursor_is_an_immutable_value() -> None:
     for sample in (FEED, MEMORY):
         assert {sample, dataclasses.replace(sample)} == {sample}
         with pytest.raises(dataclasses.FrozenInstanceError):
-            sample.position = 0  # type: ignore[misc]
+            sample.position = 0

@@ -90,4 +90,4 @@ def test_grants_are_an_immutable_value() -> None:
     grants = parse_grants(_request())
     assert {grants, parse_grants(_request())} == {grants}
     with pytest.raises(dataclasses.FrozenInstanceError):
-        grants.recipients_any = False  # type: ignore[misc]
+        grants.recipients_any = False

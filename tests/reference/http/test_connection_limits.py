@@ -234,7 +234,7 @@ def test_an_answer_nobody_takes_is_abandoned(quick: ServerProcess) -> None:
     server = quick
     content = b"w" * (16 << 20)
     with httpx.Client(base_url=server.url, timeout=60) as client:
-        api = Api(client)  # type: ignore[arg-type]  # an httpx client to a real server
+        api = Api(client)  # an httpx client to a real server
         api.space("s1", ("alice",))
         from tests.support.api import sealed_blob
         blob_id = sealed_blob(api, "s1/alice", content)

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 

@@ -198,7 +198,7 @@ def test_memory_publish_read_and_a_conflict(space: dict[str, str], tmp_path: Pat
                 listed = await bob.list_resources()
                 assert uri in [str(r.uri) for r in listed.resources]
                 (pinned_json,) = (await bob.read_resource(uri)).contents
-                assert json.loads(pinned_json.text) == {  # type: ignore[union-attr]
+                assert json.loads(pinned_json.text) == {
                     "collection_id": "notes", "revision": head + 1, "entries": [entry]}
                 for revision in ("999", "9" * 30, "²"):  # unknown, past SQLite's, not ASCII
                     with pytest.raises(MCPError, match="no pinned revision"):
@@ -352,7 +352,7 @@ def test_an_inbox_page_of_twenty_is_small(space: dict[str, str], tmp_path: Path)
         with (tmp_path / "err.log").open("w") as errlog:
             async with over_stdio(url, tmp_path / "bob.db", space["bob"], errlog) as bob:
                 result = await bob.call_tool("inbox", {})
-                page_text = result.content[0].text  # type: ignore[union-attr]
+                page_text = result.content[0].text
                 page = json.loads(page_text)
                 assert len(page["items"]) == 20
                 assert result.structured_content == page  # the same value, for the client

@@ -115,7 +115,7 @@ def test_a_lying_feed_is_a_tool_error_and_stores_nothing(
             result = await client.call_tool("inbox", {"state": "all"})
             if not result.is_error:
                 continue
-            error = json.loads(result.content[0].text)["error"]  # type: ignore[union-attr]
+            error = json.loads(result.content[0].text)["error"]
             assert error["code"] == "UNAVAILABLE", error
             assert "the server broke the contract" in error["message"]
             assert INBOX_LIES[lying.mode] in error["message"], error

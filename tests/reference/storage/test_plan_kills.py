@@ -77,7 +77,7 @@ def test_a_verdict_is_an_immutable_value(driver: SqliteDriver) -> None:
     verdict = _run(driver, _note("a", 1))
     assert {verdict, Verdict("ok", "1")} == {verdict}
     with pytest.raises(dataclasses.FrozenInstanceError):
-        verdict.verdict = "EXISTS"  # type: ignore[misc]
+        verdict.verdict = "EXISTS"
 
 
 def test_a_plan_runs_its_writes_then_its_outcome_then_its_cleanup() -> None:
@@ -87,7 +87,7 @@ def test_a_plan_runs_its_writes_then_its_outcome_then_its_cleanup() -> None:
     assert commit.cleanup == (Statement("DELETE FROM commit_guards WHERE plan_id = ?1",
                                         (commit.plan_id,)),)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        commit.name = "other"  # type: ignore[misc]
+        commit.name = "other"
 
 
 def test_named_parameters_are_numbered_and_bound_once_each() -> None:

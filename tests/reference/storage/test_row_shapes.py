@@ -46,7 +46,7 @@ class _Reserving:
 
 def _reserve_outcome() -> Statement:
     driver = _Reserving()
-    asyncio.run(submissions.reserve(driver, PRINCIPAL, 0, "message.send", "r",  # type: ignore[arg-type]
+    asyncio.run(submissions.reserve(driver, PRINCIPAL, 0, "message.send", "r",
                                     b"\0" * 32, "sub", "msg"))
     return driver.plan.outcome
 
