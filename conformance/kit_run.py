@@ -24,6 +24,7 @@ from waypost.conformance.fuzz_command import (
 from waypost.conformance.kit_command import Progress, duration
 from waypost.conformance.profiles import PROFILES
 from waypost.conformance.requirement_table import text_table as requirement_table
+from waypost.conformance.run_results import Report
 from waypost.conformance.targets import Target, check_target, open_target
 from waypost.properties.coverage.catalogue import Property, select
 from waypost.properties.model.fixture_sets import Fixtures
@@ -201,7 +202,7 @@ def progress(args: argparse.Namespace, selected: list[Property], fixtures: Fixtu
 
 def _run(args: argparse.Namespace, target: Target, client: httpx.Client, proxy: FaultProxy,
          bounds: Bounds, fixtures: Fixtures | None, expected: dict[str, str],
-         selected: list[Property], started: float) -> runner.Report | str:
+         selected: list[Property], started: float) -> Report | str:
     """The run against the opened target (or the verdict of a target out of bounds)."""
     verdict = out_of_bounds_at_once(client)
     if verdict is not None:
@@ -224,7 +225,7 @@ def _run(args: argparse.Namespace, target: Target, client: httpx.Client, proxy: 
                       shrink_seconds=args.shrink_seconds)
 
 
-def _reports(args: argparse.Namespace, result: runner.Report, scope: reports.Scope,
+def _reports(args: argparse.Namespace, result: Report, scope: reports.Scope,
              seconds: float, rerun: str) -> int:
     """Print the run's tables, write the reports asked for, print the verdict last; the exit
     status."""

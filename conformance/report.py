@@ -21,7 +21,7 @@ from waypost.conformance.fuzz_command import junit_case
 from waypost.conformance.kit_command import duration
 from waypost.conformance.profiles import PROFILES
 from waypost.conformance.report_file import PHASE_NAMES, REPORT_VERSION
-from waypost.conformance.runner import Report
+from waypost.conformance.run_results import Report
 from waypost.properties.rules import BY_NAME, RULES, step_budget
 from waypost.properties.wire.untrusted import visible, visible_lines
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from waypost.properties.coverage.command_names import COMMANDS
-from waypost.properties.limits.phase import registry
+from waypost.properties.limits.registry import registry
 from waypost.properties.verdicts.owners import requirements_of
 
 PACKAGE = "waypost.properties"

@@ -18,7 +18,7 @@ from waypost.properties.commands import (
     timing,
 )
 from waypost.properties.commands.world import Command
-from waypost.properties.limits import phase as limit_phase
+from waypost.properties.limits import registry as limit_registry
 
 #: The commands in the order of their areas; a replay names each by its function's name.
 ALL: tuple[Command, ...] = (
@@ -39,6 +39,6 @@ ALL: tuple[Command, ...] = (
     faults.fault_send, faults.fault_publish, faults.parallel_retries, faults.concurrent_sends,
     timing.long_polls, timing.restart, timing.late_retry,
     # published limits at their boundary
-    limit_phase.check_limit,
+    limit_registry.check_limit,
 )
 COMMANDS: dict[str, Command] = {command.__name__: command for command in ALL}

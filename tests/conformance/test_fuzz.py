@@ -134,7 +134,7 @@ def test_a_broken_server_is_found_and_its_replay_still_fails(
 
 def test_the_kit_report_shows_the_fuzz_phase_as_its_own_row(tmp_path: Path) -> None:
     from waypost.conformance import report as reports
-    from waypost.conformance.runner import Report
+    from waypost.conformance.run_results import Report
 
     phase = fuzz.FuzzReport("sqlite", "dev", 1, "fzrun", requests=321,
                             by_check={"not_a_server_error": 300})

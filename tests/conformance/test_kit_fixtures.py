@@ -19,7 +19,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.support.inprocess import PortalTransport, kit_client
-from waypost.conformance import runner
+from waypost.conformance import run_results, runner
 from waypost.conformance.fixtures_file import provision
 from waypost.conformance.targets import ServerProcess
 from waypost.properties.commands import control, messages
@@ -76,8 +76,8 @@ def test_fixtures_round_trip_and_a_replay_names_its_set_without_tokens(
         with pytest.raises(NeedsAdmin):
             world.perform(control.revoke, {"token": "t0"})
         assert world.space_ids == {"A": "fxt-1-A", "B": "fxt-1-B"}
-        report = runner.Report("url", "quick", 1, "runfx")
-        replay = runner.write_replay(tmp_path, report, None, RuntimeError("x"), world)
+        report = run_results.Report("url", "quick", 1, "runfx")
+        replay = run_results.write_replay(tmp_path, report, None, RuntimeError("x"), world)
         text = replay.read_text()
         assert json.loads(text)["commands"][0] == {"command": "setup",
                                                    "args": {"fixture": "fxt-1"}}

@@ -23,7 +23,7 @@ from waypost import cli
 from waypost.conformance import kit_run
 from waypost.conformance import report as reports
 from waypost.conformance.fuzz import FuzzReport
-from waypost.conformance.runner import HOSTILE, Outcome, Report
+from waypost.conformance.run_results import HOSTILE, PropertyResult, Report
 from waypost.conformance.targets import Target
 from waypost.properties.coverage.catalogue import CATALOGUE, select
 from waypost.properties.wire.bounds import Bounds
@@ -35,8 +35,8 @@ ONLY = reports.Scope(("P03", "P06"), "not selected (--only)")
 def run_of(results: dict[str, str], fuzz: bool = True) -> Report:
     """A run's report whose rows are ``results`` (by id; the others pass)."""
     report = Report("sqlite", "ci", 7, "run1")
-    report.outcomes = [Outcome(p, results.get(p.pid, "pass"), checks=5) for p in CATALOGUE]
-    report.outcomes.append(Outcome(HOSTILE, results.get("HOSTILE", "pass")))
+    report.outcomes = [PropertyResult(p, results.get(p.pid, "pass"), checks=5) for p in CATALOGUE]
+    report.outcomes.append(PropertyResult(HOSTILE, results.get("HOSTILE", "pass")))
     if fuzz:
         report.fuzz = FuzzReport("sqlite", "dev", 7, "fz1", requests=10)
     return report

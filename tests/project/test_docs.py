@@ -48,7 +48,7 @@ def test_every_command_is_performed_by_a_rule() -> None:
 
 def test_each_limit_check_names_the_rules_of_its_properties() -> None:
     from waypost.properties.coverage.check_sites import named_checks
-    from waypost.properties.limits.phase import registry
+    from waypost.properties.limits.registry import registry
     from waypost.properties.verdicts.owners import requirements_of
 
     for limit in registry().values():

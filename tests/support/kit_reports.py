@@ -15,13 +15,12 @@ import pytest
 
 from tests.support.inprocess import kit_client
 from tests.support.kit import KIT_ADMIN, Patch, kit_served
-from waypost.conformance import fuzz, runner
+from waypost.conformance import fuzz, run_results, runner
 from waypost.conformance import hostile_phase as hostile
 from waypost.conformance import requirement_table as coverage
 from waypost.conformance.report import as_json
 from waypost.conformance.targets import Identity
 from waypost.properties.coverage.catalogue import CATALOGUE, Property
-from waypost.properties.limits.phase import LimitOutcome
 from waypost.properties.verdicts.violations import Ledger
 
 #: The published JSON Schema of a report (docs/report.md).
@@ -61,7 +60,7 @@ def made_report(target: str = "reference", **made: Any) -> dict[str, Any]:
 def made_run(target: str = "reference", *, failing: Mapping[str, str] | None = None,
              not_run: Collection[str] = (), hostile_failing: str | None = None,
              limit_failing: str | None = None, fuzz_finding: bool = False,
-             seed: int = 7, profile: str = "ci") -> runner.Report:
+             seed: int = 7, profile: str = "ci") -> run_results.Report:
     """A run made up here: every property passes with one check of each of its requirement
     ids, but those in ``failing`` (property → message, with a replay file) and ``not_run``; the
     hostile phase has two checks and the limit phase two limits (``hostile_failing``,
@@ -74,11 +73,11 @@ def made_run(target: str = "reference", *, failing: Mapping[str, str] | None = N
         for requirement in coverage.load():
             if requirement.prop and requirement.prop not in not_run:
                 ledger.check(requirement.rid, requirement.prop not in failing, "")
-    report = runner.Report(target, profile, seed, run_id, examples=3, steps=30, seconds=12.5,
+    report = run_results.Report(target, profile, seed, run_id, examples=3, steps=30, seconds=12.5,
                            started="2026-01-05T10:00:00Z",
                            identity=Identity("waypost/1", f"{target}-server/1.0"))
     for prop in CATALOGUE:
-        outcome = runner.Outcome(prop, "pass", ledger.checks[prop.pid],
+        outcome = run_results.PropertyResult(prop, "pass", ledger.checks[prop.pid],
                                  failed=ledger.failed[prop.pid])
         if prop.pid in failing:
             outcome.result, outcome.message = "fail", failing[prop.pid]
@@ -91,8 +90,8 @@ def made_run(target: str = "reference", *, failing: Mapping[str, str] | None = N
                                          else "pass", 3, f"{check.name} broke")
                       for check in hostile.CHECKS[:2]]
     result, note = hostile.summary(report.hostile)
-    report.outcomes.append(runner.Outcome(runner.HOSTILE, result, 6, note))
-    report.limits = [LimitOutcome(name, 20, ("P10",), "accepted", "refused",
+    report.outcomes.append(run_results.PropertyResult(run_results.HOSTILE, result, 6, note))
+    report.limits = [run_results.LimitOutcome(name, 20, ("P10",), "accepted", "refused",
                                   "fail" if name == limit_failing else "pass", "N and N + 1",
                                   f"waypost-replays/{run_id}-limit-{name}-P10.json"
                                   if name == limit_failing else None)
@@ -107,7 +106,7 @@ def made_run(target: str = "reference", *, failing: Mapping[str, str] | None = N
     return report
 
 
-def report_ledger(ledger: Ledger, report: runner.Report) -> Ledger:
+def report_ledger(ledger: Ledger, report: run_results.Report) -> Ledger:
     """``ledger`` with the hostile phase's checks counted, as a run counts them."""
     for row in report.hostile:
         ledger.by_check[f"hostile {row.check.name}"] += row.inputs

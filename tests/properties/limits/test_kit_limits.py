@@ -16,8 +16,8 @@ from starlette.testclient import TestClient
 
 from tests.support.inprocess import kit_client
 from waypost.conformance import report as reports
-from waypost.conformance.runner import Report
-from waypost.properties.limits.phase import LimitOutcome, limit_phase
+from waypost.conformance.phases import limit_phase
+from waypost.conformance.run_results import LimitOutcome, Report
 from waypost.properties.verdicts.violations import Ledger
 from waypost.properties.wire.http import Session
 from waypost.reference.domain.published_limits import D1_LIMITS, Limits

@@ -1,0 +1,287 @@
+"""The phases of a kit run, one shape for all: the limit phase, the exploration (the stateful
+command model under Hypothesis), P17 (the consumer matrix), the hostile-input phase and the
+fuzz phase, in the order :data:`PHASES` runs them (:func:`waypost.conformance.runner.run`).
+
+A phase has a name (as the run's progress shows it), says what it needs of a target beyond
+the data plane, whether ``--only`` keeps it, and whether this run runs it; :meth:`Phase.run`
+puts its rows into the run's report and returns its failures by property. The run merges them
+in phase order (the first failure found of a property is the one reported)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import httpx
+from hypothesis import HealthCheck, Verbosity, settings
+from hypothesis import Phase as HypothesisPhase
+from hypothesis import seed as hypothesis_seed
+from hypothesis.stateful import run_state_machine_as_test
+
+from waypost.conformance import consumer_matrix, hostile_phase
+from waypost.conformance.hypothesis_hooks import seed_only_draws, shrinking_budget
+from waypost.conformance.profiles import Profile
+from waypost.conformance.run_results import (
+    HOSTILE,
+    Failures,
+    LimitOutcome,
+    PropertyResult,
+    Report,
+    leaf_failures,
+    write_replay,
+)
+from waypost.properties.commands.control import published_limits, setup
+from waypost.properties.commands.provisioned import setup_args
+from waypost.properties.commands.world import World
+from waypost.properties.limits.registry import NOT_INPUT, check_limit, registry, unreachable
+from waypost.properties.model.fixture_sets import Fixtures, FixturesExhausted
+from waypost.properties.rules import step_budget
+from waypost.properties.rules.machine import KitRun, machine_for
+from waypost.properties.verdicts.violations import Ledger, PropertyViolation
+from waypost.properties.wire.bounds import Bounds
+from waypost.properties.wire.http import NeedsAdmin, Session
+
+if TYPE_CHECKING:
+    from waypost.conformance.fuzz import FuzzReport
+    from waypost.conformance.kit_command import Progress
+
+
+@dataclass
+class RunContext:
+    """What every phase of one run reads: the target, the run's choices, its report."""
+
+    report: Report
+    kit: KitRun
+    client: httpx.Client
+    admin_token: str
+    profile: Profile
+    seed: int
+    wanted: set[str] | None  # the properties --only selects (None: all)
+    expected: dict[str, str]  # expected failures: property → reason
+    replay_dir: Path
+    shrink_seconds: float
+    progress: Progress | None = None
+    fixtures: Fixtures | None = None  # a run without the admin API
+    bounds: Bounds | None = None  # those of the client's transport, for P17's own clients
+    fuzz: Callable[[], FuzzReport] | None = None
+    failures: Failures = field(default_factory=dict)
+    hostile_row: PropertyResult | None = None  # the hostile-input phase's row
+
+
+class Phase(Protocol):
+    """One phase of a run."""
+
+    name: str
+    #: what it needs of the target beyond the data plane ("" for nothing)
+    needs: str
+    #: whether ``--only`` keeps it (it checks the selected properties only)
+    kept_by_only: bool
+
+    def runs(self, ctx: RunContext) -> bool:
+        """Whether this run runs it (a phase that does not run leaves no row of its own)."""
+
+    def run(self, ctx: RunContext) -> Failures:
+        """Run it: its rows into ``ctx.report``; its failures by property."""
+
+
+class Limits:
+    """Every limit the target publishes, at its boundary (:func:`limit_phase`)."""
+
+    name, needs, kept_by_only = "limits", "", True
+
+    def runs(self, ctx: RunContext) -> bool:
+        return True
+
+    def run(self, ctx: RunContext) -> Failures:
+        failures: Failures = {}
+        report = ctx.report
+
+        def failed(error: BaseException, world: World) -> str:
+            violation = error if isinstance(error, PropertyViolation) else None
+            step = str(world.commands[-1]["args"].get("limit", "setup"))  # or its setup
+            path = write_replay(ctx.replay_dir, report, violation, error, world,
+                                f"limit-{step}-")
+            failures.setdefault(violation.pid if violation else "ERROR", (violation, error, path))
+            return str(path)
+
+        report.limits = limit_phase(ctx.kit.session, f"{report.run_id}-lim", ctx.kit.ledger,
+                                    ctx.wanted, failed, light=report.profile == "quick")
+        return failures
+
+
+Failed = Callable[[BaseException, World], str]  # writes a replay file, returns its path
+
+
+def limit_phase(session: Session, prefix: str, ledger: Ledger, selected: set[str] | None,
+                on_failure: Failed, light: bool = False) -> list[LimitOutcome]:
+    """Check every limit the target publishes, each in a fresh example of its own; a limit
+    the kit knows and the target does not publish is reported, never guessed. ``light`` (the
+    quick profile) leaves the heavy checks to the longer profiles and says so."""
+    published = published_limits(session.describe().json)
+    known = registry()
+    names = [*known, *NOT_INPUT, *sorted(set(published) - set(known) - set(NOT_INPUT))]
+    rows = []
+    for n, name in enumerate(names):
+        limit = known.get(name)
+        row = LimitOutcome(name, published.get(name), limit.properties if limit else (), "", "",
+                           "not checked", NOT_INPUT.get(name, "the kit has no check for it"))
+        if name not in published:
+            row.result, row.note = "not published", "describe publishes no value for it"
+        elif limit is not None and selected is not None and not selected & set(
+                limit.properties):
+            row.result, row.note = "skipped", ""
+        elif (why := unreachable(name, published[name], published)) is not None:
+            row.note = why
+        elif limit is not None and limit.heavy and light:
+            row.note = (f"{limit.what}: the ci and thorough profiles check it (it moves about "
+                        f"{published[name] * 8 // (1 << 20)} MiB)")
+        elif limit is not None:
+            row.note = limit.what
+            world = World(session, f"{prefix}-l{n}-", ledger)
+            _check(world, row, on_failure)
+        rows.append(row)
+    return rows
+
+
+def _check(world: World, row: LimitOutcome, on_failure: Failed) -> None:
+    """Run one limit's check; the row says what each step showed."""
+    assert row.value is not None
+    try:
+        world.perform(setup, setup_args(world))
+        world.perform(check_limit, {"limit": row.name, "value": row.value})
+    except (NeedsAdmin, FixturesExhausted) as missing:  # a run through fixtures
+        row.result, row.note = "not run", str(missing)
+        return
+    except Exception as error:  # a violation, or an error of the kit or the server
+        row.replay = on_failure(error, world)
+        row.note = str(error)[:300]
+        row.result = "fail"
+    marks = {True: "accepted", False: "FAIL", None: "not reached"}
+    row.at_limit = marks[world.boundary.get("at")]
+    row.over_limit = {**marks, True: "refused"}[world.boundary.get("over")]
+    if row.result != "fail":
+        row.result = "pass" if all(world.boundary.get(s) for s in ("at", "over")) else "xfail"
+
+
+#: The health checks that do not apply to a kit run; the others stay on. Every example is two
+#: fresh spaces and dozens of HTTP requests (too_slow measures nothing of the kit's own), and
+#: a long run of steps may fill Hypothesis's buffer (data_too_large, large_base_example: the
+#: smallest example is already a setup of two spaces).
+NOT_APPLICABLE = [HealthCheck.too_slow, HealthCheck.data_too_large,
+                  HealthCheck.large_base_example]
+
+
+class Exploration:
+    """The stateful command model under Hypothesis, seeded; each failure it ends with, by
+    property. A run without shrinking (a budget of 0) reports a failure as first found:
+    shrinking stops on a clock, so only such a run names the same failure on a busy machine
+    as on an idle one."""
+
+    name, needs, kept_by_only = "exploration", "", True
+
+    def runs(self, ctx: RunContext) -> bool:
+        return True
+
+    def run(self, ctx: RunContext) -> Failures:
+        failures: Failures = {}
+        kit, profile = ctx.kit, ctx.profile
+        if not kit.rules or profile.examples < 1:  # no rule selected (P17), no fixture set left
+            return failures
+        shrink = ctx.shrink_seconds > 0
+        machine = hypothesis_seed(ctx.seed)(machine_for(kit))
+        try:
+            with shrinking_budget(ctx.shrink_seconds), seed_only_draws():
+                run_state_machine_as_test(machine, settings=settings(
+                    max_examples=profile.examples,
+                    stateful_step_count=step_budget(profile.steps, kit.rules), deadline=None,
+                    database=None, suppress_health_check=NOT_APPLICABLE,
+                    phases=[HypothesisPhase.generate,
+                            *([HypothesisPhase.shrink, HypothesisPhase.explain] if shrink
+                              else [])],
+                    # The run's own report and replay files tell a failure; Hypothesis's
+                    # printed notes (its blob, its "five minutes" shrinking warning) would
+                    # only mislead.
+                    verbosity=Verbosity.quiet))
+        except Exception as raised:  # every failure is reported, none swallowed
+            for failure in leaf_failures(raised):
+                if isinstance(failure, FixturesExhausted):
+                    continue  # the run's fresh spaces are used up: exploration ends there
+                violation = failure if isinstance(failure, PropertyViolation) else None
+                path = write_replay(ctx.replay_dir, ctx.report, violation, failure, kit.last)
+                failures[violation.pid if violation else "ERROR"] = (violation, failure, path)
+        return failures
+
+
+class ConsumerMatrix:
+    """P17: the reference consumer, crashed at each fault point of each flow (a quick run
+    samples the points)."""
+
+    name, needs, kept_by_only = "P17", "the admin API", True
+
+    def runs(self, ctx: RunContext) -> bool:
+        return ctx.fixtures is None
+
+    def run(self, ctx: RunContext) -> Failures:
+        points = consumer_matrix.POINTS
+        if ctx.profile.consumer_points is not None:
+            points = tuple(random.Random(ctx.seed).sample(points, ctx.profile.consumer_points))
+            ctx.report.consumer_sample = points
+        matrix = consumer_matrix.for_run(
+            ctx.client, ctx.admin_token, ctx.kit.ledger, ctx.wanted, ctx.replay_dir,
+            ctx.report.run_id, points=points,
+            on_cell=ctx.progress.cell if ctx.progress is not None else None, bounds=ctx.bounds)
+        failures: Failures = {pid: cells for pid, cells in matrix.items()}
+        return failures
+
+
+class HostileInput:
+    """The hostile-input phase as one row: skipped with ``--only``, not run through fixtures
+    (each check provisions a fresh space of its own). A failed check's exchanges go to the
+    replay directory, and the row names the first such file."""
+
+    name, needs, kept_by_only = "hostile", "the admin API", False
+
+    def runs(self, ctx: RunContext) -> bool:
+        return True  # its row says why it did not run, where it did not
+
+    def run(self, ctx: RunContext) -> Failures:
+        report = ctx.report
+        if ctx.wanted is not None:
+            ctx.hostile_row = PropertyResult(HOSTILE, "skipped")
+        elif ctx.fixtures is not None:
+            ctx.hostile_row = PropertyResult(
+                HOSTILE, "not run", message="needs the admin API (a fresh space per check)")
+        else:
+            report.hostile = hostile_phase.run_checks(ctx.client, ctx.admin_token,
+                                                      f"{report.run_id}-h",
+                                                      replay_dir=ctx.replay_dir)
+            result, note = hostile_phase.summary(report.hostile)
+            row = PropertyResult(
+                HOSTILE, result, sum(row.inputs for row in report.hostile), note,
+                expected_reason=ctx.expected.get("HOSTILE", ""),
+                replay=next((row.replay for row in report.hostile if row.replay), None))
+            if "HOSTILE" in ctx.expected:
+                row.result = "xfail" if result == "fail" else "xpass"
+            ctx.hostile_row = row
+        return {}
+
+
+class Fuzz:
+    """Contract fuzzing (``conformance/fuzz.py``), when the command line asks for it."""
+
+    name, needs, kept_by_only = "fuzz", "the admin API", False
+
+    def runs(self, ctx: RunContext) -> bool:
+        return ctx.fuzz is not None
+
+    def run(self, ctx: RunContext) -> Failures:
+        assert ctx.fuzz is not None
+        ctx.report.fuzz = ctx.fuzz()
+        return {}
+
+
+#: The phases of a run, in order.
+PHASES: tuple[Phase, ...] = (Limits(), Exploration(), ConsumerMatrix(), HostileInput(), Fuzz())
