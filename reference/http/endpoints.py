@@ -100,8 +100,8 @@ async def _streamed_json(request: Request) -> Any:
     return json_body(b"".join(chunks))
 
 
-async def guarded(work: Callable[[], Awaitable[Outcome]],
-                  armed: faults.Faults | None = None) -> Response:
+async def enveloped(work: Callable[[], Awaitable[Outcome]],
+                    armed: faults.Faults | None = None) -> Response:
     """Run an operation; every failure becomes the §7 envelope, never a stack trace. For the
     data plane (``armed`` given), a fault at ``response.before`` or a ``lose_response`` that
     fired drops the reply."""
@@ -162,7 +162,7 @@ def data(operation: Callable[[Context, Principal, Request], Awaitable[Outcome]],
             principal = await authenticate(ctx, authorization)
             query_params(request, *queries)
             return await operation(ctx, principal, request)
-        return await guarded(work, ctx.faults)
+        return await enveloped(work, ctx.faults)
 
     return endpoint
 
@@ -221,7 +221,7 @@ def admin(operation: Callable[[Context, Request], Awaitable[Outcome]]) -> Handle
             check_admin(ctx, request.headers.get("authorization"))
             query_params(request)
             return await operation(ctx, request)
-        return await guarded(work)  # the control plane and test hooks have no fault points
+        return await enveloped(work)  # the control plane and test hooks have no fault points
 
     return endpoint
 

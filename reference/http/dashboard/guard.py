@@ -99,7 +99,8 @@ def field(form: Mapping[str, list[str]], name: str) -> str:
     return (form.get(name) or [""])[0].strip()
 
 
-async def _guarded(work: Callable[[], Awaitable[Response]], session: Session | None) -> Response:
+async def _with_error_page(work: Callable[[], Awaitable[Response]],
+                           session: Session | None) -> Response:
     try:
         return await work()
     except WaypostError as error:
@@ -131,12 +132,12 @@ def page(handler: Page) -> Callable[[Request], Awaitable[Response]]:
     """A page for a live session; without one, a redirect to the sign-in form."""
 
     async def endpoint(request: Request) -> Response:
-        session = await _guarded_session(request)
+        session = await _checked_session(request)
         if isinstance(session, Response):
             return session
         if session is None:
             return redirect("/sign-in")
-        return await _guarded(lambda: handler(request, session), session)
+        return await _with_error_page(lambda: handler(request, session), session)
     return endpoint
 
 
@@ -147,7 +148,7 @@ def action(handler: Action, without_session: Callable[[], Response] | None = Non
     ``refused(…)``, the form's page with what was sent, where given; else the error page."""
 
     async def endpoint(request: Request) -> Response:
-        session = await _guarded_session(request)
+        session = await _checked_session(request)
         if isinstance(session, Response):
             return session
         if session is None:
@@ -168,11 +169,11 @@ def action(handler: Action, without_session: Callable[[], Response] | None = Non
                 if refused is None or error.status >= 500:
                     raise
                 return await refused(request, live, form, error)
-        return await _guarded(work, live)
+        return await _with_error_page(work, live)
     return endpoint
 
 
-async def _guarded_session(request: Request) -> Session | Response | None:
+async def _checked_session(request: Request) -> Session | Response | None:
     try:
         return await _session(request)
     except StorageUnavailable:
