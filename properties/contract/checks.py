@@ -5,7 +5,7 @@ members (``provision``); token expiry, test hooks and the order of errors
 (``auth``); times, long paths, error details and generated ids
 (``values``); how ``details.field`` names a place (``fields``); failures no
 key records, reference grants, writes without their scope, collection filters
-(``grants``); a stalled upload (``load``); heads that do not parse
+(``grants``); a stalled upload (``stalled_upload``); heads that do not parse
 (``wire``).
 
 Each check is a :class:`~waypost.properties.hostile.probes.HostileCheck` with its requirement ids;
@@ -19,7 +19,7 @@ from waypost.properties.contract import control as contract_control
 from waypost.properties.contract import fields as contract_fields
 from waypost.properties.contract import grants as contract_grants
 from waypost.properties.contract import ids as contract_ids
-from waypost.properties.contract import load as contract_load
+from waypost.properties.contract import stalled_upload as contract_load
 from waypost.properties.contract import provision as contract_provision
 from waypost.properties.contract import routes as contract_routes
 from waypost.properties.contract import values as contract_values
