@@ -19,9 +19,9 @@ from waypost.properties.contract import control as contract_control
 from waypost.properties.contract import fields as contract_fields
 from waypost.properties.contract import grants as contract_grants
 from waypost.properties.contract import ids as contract_ids
-from waypost.properties.contract import stalled_upload as contract_load
 from waypost.properties.contract import provision as contract_provision
 from waypost.properties.contract import routes as contract_routes
+from waypost.properties.contract import stalled_upload as contract_load
 from waypost.properties.contract import values as contract_values
 from waypost.properties.contract import wire as contract_wire
 from waypost.properties.coverage.registered import register

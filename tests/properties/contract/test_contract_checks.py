@@ -24,8 +24,8 @@ from tests.support.kit import KitApp
 from tests.support.threaded_server import serving_app
 from waypost.conformance import hostile_phase as hostile
 from waypost.properties.contract import checks as contract_checks
-from waypost.properties.contract import stalled_upload as contract_load
 from waypost.properties.contract import routes as contract_routes
+from waypost.properties.contract import stalled_upload as contract_load
 from waypost.properties.coverage.registered import CHECKS as REGISTERED
 from waypost.properties.hostile.probes import provision
 from waypost.properties.protocol.openapi import document
