@@ -266,13 +266,24 @@ async def _dashboard_root(request: Request) -> Response:
     return RedirectResponse("/dashboard/", 303)
 
 
+def _landing(dashboard: bool) -> Callable[[Request], Awaitable[Response]]:
+    """``GET /``: where a person who opened the server's address goes next (not a route of the
+    protocol, as ``/openapi.json`` and ``/dashboard/`` are not: docs/spec.md)."""
+    links = {"service": "Waypost reference server", "describe": "/v1/describe",
+             "openapi": "/openapi.json", "dashboard": "/dashboard/" if dashboard else None}
+
+    async def landing(request: Request) -> Response:
+        return JSONResponse(links)
+    return landing
+
+
 def create_app(ctx_factory: Any, dashboard: bool = False, fault_points: bool = True) -> Starlette:
     """The ASGI app. ``ctx_factory`` is an async context manager yielding the :class:`Context`,
     entered at startup and left at shutdown. ``dashboard`` serves the operator dashboard under
     ``/dashboard/``. ``fault_points`` says faults can be armed (the test hooks): only then does
     a request need :class:`CloseOnAbandon` around it. How connections are read and cut off is
     the server's (:mod:`waypost.reference.http.connection_limits`)."""
-    routes: list[BaseRoute] = list(ROUTES)
+    routes: list[BaseRoute] = [*ROUTES, Route("/", _landing(dashboard), methods=["GET"])]
     if dashboard:
         routes += [Route("/dashboard", _dashboard_root, methods=["GET"]),
                    dashboard_routes.mount()]
