@@ -125,7 +125,7 @@ class Space:
         self.collections = [f"m{j}" for j in range(max(1, clients // 4))]
         self._n = 0
         self.admin("/admin/v1/spaces", {
-            "space_id": self.id, "display_name": "load", "source_uri": f"waypost-kit://{self.id}",
+            "space_id": self.id, "display_name": f"waypost kit load {self.id}", "source_uri": f"waypost-kit://{self.id}",
             "default_actor": {"actor_id": "c0", "kind": "agent", "display_name": "c0"}})
         for name in self.names[1:]:
             self.admin(f"/admin/v1/spaces/{self.id}/actors",

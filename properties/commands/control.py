@@ -41,7 +41,9 @@ def setup(world: World, fixture: str | None = None) -> None:
     for name, actors in SPACE_ACTORS.items():
         space = world.space_ids[name]
         world.admin_ok("POST", "/admin/v1/spaces", {
-            "request_id": f"{space}.create", "space_id": space, "display_name": name,
+            "request_id": f"{space}.create", "space_id": space,
+            # a kit space says what it is in the operator's space list: run, example, role
+            "display_name": f"waypost kit {space}",
             "source_uri": f"waypost-kit://{space}",
             "default_actor": {"actor_id": actors[0], "kind": "agent",
                               "display_name": actors[0]}})

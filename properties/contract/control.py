@@ -69,7 +69,8 @@ def control_replay(probe: Probe) -> int:
     same request_id with another body or path is ``409 IDEMPOTENCY_CONFLICT``."""
     space, other = probe.space, f"{probe.space}-r"
     base = f"/admin/v1/spaces/{space}"
-    created = {"request_id": probe.rid("sp"), "space_id": other, "display_name": "replayed",
+    created = {"request_id": probe.rid("sp"), "space_id": other,
+               "display_name": f"waypost kit replayed {other}",
                "source_uri": f"waypost-kit://{other}",
                "default_actor": {"actor_id": "ann", "kind": "agent", "display_name": "ann"}}
     _same(*_twice(probe, "/admin/v1/spaces", created, 201, "creating a space"),

@@ -26,7 +26,7 @@ def taken_ids(probe: Probe) -> int:
     """A space, an actor, a consumer and a collection created again under their ids, and a
     space with another's source_uri: each is refused naming the field (WP-CTRL-3)."""
     other = f"{probe.space}-i"
-    space = {"request_id": probe.rid(), "space_id": other, "display_name": "ids",
+    space = {"request_id": probe.rid(), "space_id": other, "display_name": f"waypost kit ids {other}",
              "source_uri": f"waypost-kit://{other}",
              "default_actor": {"actor_id": "ann", "kind": "agent", "display_name": "ann"}}
     admin(probe, "POST", "/admin/v1/spaces", space, 201)

@@ -122,7 +122,8 @@ def _pass(table: _Table) -> dict[str, Any]:
     call("GET", "/v1/describe")
     other = f"{probe.space}-t"
     call("POST", "/admin/v1/spaces", who="admin", body={
-        "request_id": probe.rid("rt"), "space_id": other, "display_name": "routes",
+        "request_id": probe.rid("rt"), "space_id": other,
+        "display_name": f"waypost kit routes {other}",
         "source_uri": f"waypost-kit://{other}",
         "default_actor": {"actor_id": "ann", "kind": "agent", "display_name": "ann"}})
     base = "/admin/v1/spaces/{space_id}"

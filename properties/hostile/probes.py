@@ -219,7 +219,8 @@ def provision(client: httpx.Client, admin_token: str, prefix: str) -> Probe:
 def _provision(probe: Probe) -> None:
     space = probe.space
     probe.admin_ok("POST", "/admin/v1/spaces", {
-        "request_id": probe.rid(), "space_id": space, "display_name": "hostile input",
+        "request_id": probe.rid(), "space_id": space,
+        "display_name": f"waypost kit hostile input {space}",
         "source_uri": f"waypost-kit://{space}",
         "default_actor": {"actor_id": "alice", "kind": "agent", "display_name": "alice"}})
     probe.admin_ok("POST", f"/admin/v1/spaces/{space}/actors", {
