@@ -18,6 +18,7 @@ from starlette.applications import Starlette
 from waypost.adapters.blobs.files import FileBlobStore
 from waypost.adapters.blobs.r2 import R2BlobStore
 from waypost.adapters.d1.driver import D1Driver
+from waypost.adapters.durable import make_dirs
 from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.domain.clock import SystemClock
 from waypost.reference.domain.errors import StorageUnavailable
@@ -122,7 +123,8 @@ async def serving(settings: Settings) -> AsyncIterator[Context]:
 @asynccontextmanager
 async def open_context(settings: Settings) -> AsyncIterator[Context]:
     """Open (or create) the data directory and yield the context requests share."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # its own entry must survive a power cut during the first run, or everything goes with it
+    await asyncio.to_thread(make_dirs, settings.data_dir)
     driver: Driver
     blobs: BlobStore
     limits = Limits()

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from waypost.adapters.durable import make_dirs, sync_dir
 from waypost.reference.storage.blob_store import FactsMismatch, ObjectConflict, ObjectFacts, Written
 
 _REF = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -61,7 +62,7 @@ class FileBlobStore:
         self.durable = durable  # False skips fsyncs: for throwaway test targets only
         self.chunk_bytes = chunk_bytes
         self.streamed = StreamStats()
-        root.mkdir(parents=True, exist_ok=True)
+        make_dirs(root, durable=durable)  # objects/ may be new in a data directory with files
 
     def path(self, object_ref: str) -> Path:
         if not _REF.fullmatch(object_ref):
@@ -90,9 +91,8 @@ class FileBlobStore:
 
     def _write(self, upload: _Upload, data: bytes) -> None:
         if upload.out is None:
-            if not upload.temp.parent.exists():
-                upload.temp.parent.mkdir(parents=True, exist_ok=True)
-                self._fsync_dir(self.root)  # the new shard directory must survive a crash
+            # a new shard directory must survive a power cut (its entry in the root is synced)
+            make_dirs(upload.temp.parent, durable=self.durable)
             upload.out = open(upload.temp, "xb")  # noqa: SIM115 (closed by discard)
         upload.hasher.update(data)
         upload.out.write(data)
@@ -167,7 +167,7 @@ class FileBlobStore:
 
     def _fsync_dir(self, directory: Path) -> None:
         if self.durable:
-            _fsync_dir(directory)
+            sync_dir(directory)
 
 
 def _facts_of(path: Path) -> ObjectFacts | None:
@@ -182,9 +182,3 @@ def _facts_of(path: Path) -> ObjectFacts | None:
     return ObjectFacts(size, hasher.digest())
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import logging
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +18,7 @@ from waypost.reference.domain.errors import (
     ReferenceInvalid,
     UploadExpired,
     credential_refused,
+    internal_error,
     not_found,
 )
 from waypost.reference.domain.principal import Principal
@@ -26,6 +29,8 @@ from waypost.reference.storage import uploads as sql
 from waypost.reference.storage.blob_store import FactsMismatch, ObjectFacts
 from waypost.reference.storage.plan import verdict_from
 from waypost.reference.storage.rules import KEY_TAKEN
+
+log = logging.getLogger("waypost.blobs")
 
 PREPARE, COMMIT = "blob.prepare", "blob.commit"
 
@@ -212,12 +217,15 @@ async def read_content(ctx: Context, principal: Principal, blob_id: str,
             span = ranges.resolve(wanted, blob.size)
         except ranges.Unsatisfiable:
             return Content(_nothing(), blob.size, blob.content_type, etag, unsatisfiable=True)
-    if span is None:
-        chunks = _checked(blob.blob_id, blob.size, ctx.blobs.stream(blob.object_ref))
-    else:
+    if span is None:  # the whole blob: its bytes are held to its SHA-256 as they pass
+        chunks = _checked(blob.blob_id, blob.size, ctx.blobs.stream(blob.object_ref),
+                          blob.sha256)
+        whole = blob.size <= VERIFIED_FIRST
+    else:  # a range: its length only (its digest would need the whole object read)
         chunks = _checked(blob.blob_id, span.length,
                           ctx.blobs.stream(blob.object_ref, span.start, span.length))
-    return Content(await _primed(chunks), blob.size, blob.content_type, etag, span)
+        whole = False
+    return Content(await _primed(chunks, whole), blob.size, blob.content_type, etag, span)
 
 
 async def readable_blob(ctx: Context, principal: Principal, blob_id: str) -> sql.BlobRow:
@@ -226,21 +234,38 @@ async def readable_blob(ctx: Context, principal: Principal, blob_id: str) -> sql
 
 
 def stream_of(ctx: Context, blob: sql.BlobRow) -> AsyncIterator[bytes]:
-    """The bytes of a readable blob, checked against its size as they pass."""
-    return _checked(blob.blob_id, blob.size, ctx.blobs.stream(blob.object_ref))
+    """The bytes of a readable blob, checked against its size and SHA-256 as they pass."""
+    return _checked(blob.blob_id, blob.size, ctx.blobs.stream(blob.object_ref), blob.sha256)
 
 
-async def _checked(blob_id: str, expected: int,
-                   chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """The chunks, which must add up to ``expected`` bytes (the blob's size or its range's)."""
-    seen = 0
+#: A blob this small is read and checked whole before its answer starts: a damaged one is
+#: answered 500 in the envelope instead of 200 (a larger one is cut short at its end).
+VERIFIED_FIRST = 256 * 1024
+
+
+class DamagedBlob(RuntimeError):
+    """A stored blob's bytes no longer match the size or SHA-256 it was sealed with."""
+
+
+async def _checked(blob_id: str, expected: int, chunks: AsyncIterator[bytes],
+                   sha256: bytes | None = None) -> AsyncIterator[bytes]:
+    """The chunks, which must add up to ``expected`` bytes (the blob's size or its range's)
+    and, given ``sha256``, hash to it: else the stream ends in :class:`DamagedBlob` before its
+    last bytes, so that no client can take it as complete, and the operator gets one line."""
+    seen, hasher = 0, hashlib.sha256() if sha256 is not None else None
     async for chunk in chunks:
         seen += len(chunk)
         if seen > expected:
             break
+        if hasher is not None:
+            hasher.update(chunk)
+            if seen == expected and hasher.digest() != sha256:
+                break  # the last chunk is held back: the answer stays short of its length
         yield chunk
-    if seen != expected:
-        raise RuntimeError(f"stored blob {blob_id} fails its verified facts")
+    if seen != expected or (hasher is not None and hasher.digest() != sha256):
+        log.error("stored blob %s is damaged: its bytes do not match the size and SHA-256 it "
+                  "was sealed with (waypost verify lists every damaged object)", blob_id)
+        raise DamagedBlob(f"stored blob {blob_id} fails its verified facts")
 
 
 async def _nothing() -> AsyncIterator[bytes]:
@@ -248,10 +273,19 @@ async def _nothing() -> AsyncIterator[bytes]:
     yield b""  # an async generator that yields nothing
 
 
-async def _primed(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    first = await anext(chunks, None)
+async def _primed(chunks: AsyncIterator[bytes], whole: bool = False) -> AsyncIterator[bytes]:
+    """The stream with its first chunk read before the answer starts (a store that fails,
+    fails first); ``whole``: every chunk, so that a damaged small blob is refused (500)
+    before the first byte is sent."""
+    try:
+        held = [chunk async for chunk in chunks] if whole else []
+        first = None if whole else await anext(chunks, None)
+    except DamagedBlob:
+        raise internal_error() from None
 
     async def rest() -> AsyncIterator[bytes]:
+        for chunk in held:
+            yield chunk
         if first is not None:
             yield first
         async for chunk in chunks:
