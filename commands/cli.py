@@ -8,13 +8,21 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from waypost import __version__
 from waypost.bench.command import add_load_benches
 from waypost.conformance.profiles import PROFILES
 from waypost.hinting_parser import HintingParser
-from waypost.serve_start import port_taken, storage_failures, storage_problem, storage_reachable, where
+from waypost.serve_start import (
+    port_taken,
+    storage_arguments,
+    storage_failures,
+    storage_problem,
+    storage_reachable,
+    storage_settings,
+    where,
+)
+from waypost.verify_command import add_verify
 
 #: Shorter admin tokens get a warning when the dashboard is served (docs/dashboard.md).
 MIN_ADMIN_TOKEN = 32
@@ -39,7 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.crash_mode == "exit" and not args.test_hooks:
         print("waypost serve: --crash-mode exit needs --test-hooks", file=sys.stderr)
         return 2
-    storage = _storage(args, "serve")
+    storage = storage_settings(args, "serve")
     if storage is None:
         return 2
     settings = Settings(Path(args.data_dir), admin_token, test_hooks=args.test_hooks,
@@ -95,7 +103,7 @@ def _gc(args: argparse.Namespace) -> int:
     from waypost.reference.server import Settings, open_context
     from waypost.reference.service.blobs import sweep
 
-    storage = _storage(args, "gc")
+    storage = storage_settings(args, "gc")
     if storage is None:
         return 2
     from waypost.reference.server import DATABASE
@@ -204,26 +212,6 @@ def _positive(text: str) -> int:
     return value
 
 
-def _storage_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--storage", choices=["sqlite", "d1"], default="sqlite",
-                         help="sqlite: the embedded SQLite file and local objects (default); "
-                              "d1: D1 and R2 through the gateway Worker (its secret in "
-                              "WAYPOST_GATEWAY_SECRET)")
-    command.add_argument("--gateway", default=None, metavar="URL",
-                         help="the gateway Worker's base URL (with --storage d1), e.g. one "
-                              "started by 'waypost gateway' or deployed to Cloudflare")
-
-
-def _storage(args: argparse.Namespace, command: str) -> dict[str, Any] | None:
-    """The storage settings the flags name, or None (after saying why) if incomplete."""
-    secret = os.environ.get("WAYPOST_GATEWAY_SECRET") or None
-    if args.storage == "d1" and not (args.gateway and secret):
-        print(f"waypost {command}: --storage d1 needs --gateway URL and WAYPOST_GATEWAY_SECRET",
-              file=sys.stderr)
-        return None
-    return {"storage": args.storage, "gateway_url": args.gateway, "gateway_secret": secret}
-
-
 #: Commands whose modules are heavy to import (the kit, the consumer, the MCP SDK): each is
 #: registered by its module only when it is the command being run; otherwise it is listed by
 #: name and help alone, so that ``waypost --help`` and every other command start at once.
@@ -257,7 +245,7 @@ def parser(command: str | None = None, words: Sequence[str] = ()) -> argparse.Ar
                     "in WAYPOST_GATEWAY_SECRET); only the cursor key stays in --data-dir.")
     serve.add_argument("--data-dir", default="./waypost-data",
                        help="where the database and objects live (default: ./waypost-data)")
-    _storage_arguments(serve)
+    storage_arguments(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8787, help="port to bind (default: 8787)")
     serve.add_argument("--test-hooks", action="store_true",
@@ -309,8 +297,9 @@ def parser(command: str | None = None, words: Sequence[str] = ()) -> argparse.Ar
                     "claimed upload can no longer be sealed; a sealed one is never touched.")
     gc.add_argument("--data-dir", default="./waypost-data",
                     help="the server's data directory (default: ./waypost-data)")
-    _storage_arguments(gc)
+    storage_arguments(gc)
     gc.set_defaults(run=_gc)
+    add_verify(commands)
 
     admin = commands.add_parser("admin", help="control-plane helpers",
                                 description="Control-plane helpers over HTTP.")

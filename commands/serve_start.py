@@ -4,7 +4,9 @@ dashboard will be."""
 
 from __future__ import annotations
 
+import argparse
 import errno
+import os
 import socket
 import sys
 from typing import Any
@@ -65,3 +67,24 @@ def where(host: str, port: int, dashboard: bool) -> str:
     base = f"http://{shown}:{port}"
     line = f"API {base}/v1/describe, OpenAPI {base}/openapi.json"
     return line + (f", dashboard {base}/dashboard/" if dashboard else "")
+
+
+def storage_arguments(command: argparse.ArgumentParser) -> None:
+    """``--storage`` and ``--gateway``, as serve, gc and verify take them."""
+    command.add_argument("--storage", choices=["sqlite", "d1"], default="sqlite",
+                         help="sqlite: the embedded SQLite file and local objects (default); "
+                              "d1: D1 and R2 through the gateway Worker (its secret in "
+                              "WAYPOST_GATEWAY_SECRET)")
+    command.add_argument("--gateway", default=None, metavar="URL",
+                         help="the gateway Worker's base URL (with --storage d1), e.g. one "
+                              "started by 'waypost gateway' or deployed to Cloudflare")
+
+
+def storage_settings(args: argparse.Namespace, command: str) -> dict[str, Any] | None:
+    """The storage settings the flags name, or None (after saying why) if incomplete."""
+    secret = os.environ.get("WAYPOST_GATEWAY_SECRET") or None
+    if args.storage == "d1" and not (args.gateway and secret):
+        print(f"waypost {command}: --storage d1 needs --gateway URL and WAYPOST_GATEWAY_SECRET",
+              file=sys.stderr)
+        return None
+    return {"storage": args.storage, "gateway_url": args.gateway, "gateway_secret": secret}

@@ -66,6 +66,8 @@ class R2BlobStore:
                                           headers=headers) as response:
                 if response.status_code >= 500 or response.status_code == 429:
                     raise StorageUnavailable(f"gateway answered {response.status_code}")
+                if response.status_code == 404:  # as a file store's missing file
+                    raise FileNotFoundError(object_ref)
                 response.raise_for_status()
                 skip = start if response.status_code == 200 else 0
                 chunks = _window(response.aiter_bytes(CHUNK), skip, length)
