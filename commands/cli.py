@@ -44,8 +44,9 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"waypost: WAYPOST_ADMIN_TOKEN is shorter than {MIN_ADMIN_TOKEN} characters; the "
               "dashboard's sign-in is rate-limited but the control plane's bearer check is not, "
               "so use a high-entropy token (docs/dashboard.md)", file=sys.stderr)
-    if args.crash_mode == "exit" and not args.test_hooks:
-        print("waypost serve: --crash-mode exit needs --test-hooks", file=sys.stderr)
+    if (args.crash_mode == "exit" or args.simulate_power_cuts) and not args.test_hooks:
+        print("waypost serve: --crash-mode exit and --simulate-power-cuts need --test-hooks",
+              file=sys.stderr)
         return 2
     storage = storage_settings(args, "serve")
     if storage is None:
@@ -53,6 +54,7 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings(Path(args.data_dir), admin_token, test_hooks=args.test_hooks,
                         synchronous=args.synchronous.upper(),
                         exit_on_crash=args.crash_mode == "exit",
+                        simulate_power_cuts=args.simulate_power_cuts,
                         dashboard=args.dashboard,
                         sweep_seconds=args.sweep_seconds,
                         sessions=SessionPolicy(args.dashboard_idle * 1000,
@@ -253,6 +255,10 @@ def parser(command: str | None = None, words: Sequence[str] = ()) -> argparse.Ar
     serve.add_argument("--crash-mode", choices=["abandon", "exit"], default="abandon",
                        help="what a 'crash' fault does: abandon the request (default) or end "
                             "the process on the spot (os._exit), for real-crash runs")
+    serve.add_argument("--simulate-power-cuts", action="store_true",
+                       help="with --test-hooks: nothing SQLite writes reaches the disk until it "
+                            "is synced, so killing the process loses what a power cut would "
+                            "(fault injection for test deployments; docs/spec.md)")
     serve.add_argument("--log-level", default="info",
                        choices=["critical", "error", "warning", "info", "debug"],
                        help="uvicorn log level (default: info)")

@@ -19,6 +19,7 @@ from waypost.adapters.blobs.files import FileBlobStore
 from waypost.adapters.blobs.r2 import R2BlobStore
 from waypost.adapters.d1.driver import D1Driver
 from waypost.adapters.durable import make_dirs
+from waypost.adapters.sqlite import power_cut
 from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.domain.clock import SystemClock
 from waypost.reference.domain.errors import StorageUnavailable
@@ -53,6 +54,9 @@ class Settings:
     gateway_url: str | None = None
     gateway_secret: str | None = field(default=None, repr=False)
     exit_on_crash: bool = False  # a ``crash`` fault ends the process (``--crash-mode exit``)
+    #: the database through the power-cut simulator: nothing unsynced survives a kill
+    #: (``--simulate-power-cuts``, test deployments only: adapters/sqlite/power_cut.py)
+    simulate_power_cuts: bool = False
     dashboard: bool = False  # serve the operator dashboard under /dashboard/
     #: dashboard sessions end this long after their last use, and this long after sign-in
     sessions: SessionPolicy = field(default_factory=SessionPolicy)
@@ -137,7 +141,8 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
         limits = D1_LIMITS
     else:
         driver = SqliteDriver(settings.data_dir / DATABASE, synchronous=settings.synchronous,
-                              on_durable=lambda: faults.hit("commit.durable"))
+                              on_durable=lambda: faults.hit("commit.durable"),
+                              vfs=power_cut.install() if settings.simulate_power_cuts else None)
         blobs = FileBlobStore(settings.data_dir / "objects", durable=settings.synchronous == "FULL")
     keys = derive_keys(cursor_key(settings.data_dir))
     try:

@@ -31,11 +31,12 @@ GUARDS_IN_MEMORY = ("CREATE TEMP TABLE IF NOT EXISTS commit_guards "
 READERS = 4
 
 
-def open_connection(path: Path, *, synchronous: str | None = None) -> apsw.Connection:
+def open_connection(path: Path, *, synchronous: str | None = None,
+                    vfs: str | None = None) -> apsw.Connection:
     """A connection as the driver's threads open it: the writer's with ``synchronous`` (WAL,
     foreign keys, statement journals and verdict rows in memory), a reader's without
     (``query_only``)."""
-    connection = apsw.Connection(str(path))
+    connection = apsw.Connection(str(path), vfs=vfs) if vfs else apsw.Connection(str(path))
     connection.set_busy_timeout(5000)
     # apsw's SQLite is built with SQLITE_ENABLE_STAT4: a statement whose plan looked at a
     # bound parameter is compiled again after every new binding, so cached statements were
@@ -67,9 +68,12 @@ class SqliteDriver:
     name = "sqlite"
 
     def __init__(self, path: Path, *, synchronous: str = "FULL",
-                 on_durable: Callable[[], None] | None = None, readers: int = READERS) -> None:
+                 on_durable: Callable[[], None] | None = None, readers: int = READERS,
+                 vfs: str | None = None) -> None:
         self.path = path
-        self.writer = GroupWriter(lambda: open_connection(path, synchronous=synchronous), on_durable)
+        self.vfs = vfs  # a test deployment's power-cut simulator (adapters/sqlite/power_cut.py)
+        self.writer = GroupWriter(
+            lambda: open_connection(path, synchronous=synchronous, vfs=vfs), on_durable)
         self._readers = ReadPool(readers, "waypost-sqlite-read")
         self._local = threading.local()
         self._opened: list[apsw.Connection] = []
@@ -110,7 +114,7 @@ class SqliteDriver:
     def _connection(self) -> apsw.Connection:
         connection: apsw.Connection | None = getattr(self._local, "connection", None)
         if connection is None:
-            connection = self._local.connection = open_connection(self.path)
+            connection = self._local.connection = open_connection(self.path, vfs=self.vfs)
             with self._opened_lock:
                 self._opened.append(connection)
         return connection
