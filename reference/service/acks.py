@@ -16,7 +16,7 @@ from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.feed import binding_fault
 from waypost.reference.service.woken import wake_items
 from waypost.reference.storage import acks as sql
-from waypost.reference.storage.rules import KEY_TAKEN
+from waypost.reference.storage.rules import KEY_TAKEN, refusal
 from waypost.reference.storage.submissions import ack_lines_from, decided_from
 
 OPERATION = sql.OPERATION
@@ -47,7 +47,7 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any,
     if acked.verdict == sql.VIEW_CHANGED and remembered:
         raise StalePrincipal
     if acked.verdict not in ("ok", KEY_TAKEN):
-        raise sql.ack_refusal(acked.verdict, acked.details)
+        raise refusal(sql.ACK_RULES, acked.verdict, acked.details)
     record = acked.record
     assert record is not None
     if acked.verdict == "ok":

@@ -14,7 +14,6 @@ from waypost.reference.domain.canonical import digest
 from waypost.reference.domain.errors import (
     ContentMismatch,
     Forbidden,
-    NotReady,
     ReferenceInvalid,
     UploadExpired,
     credential_refused,
@@ -28,7 +27,7 @@ from waypost.reference.storage import authority, references
 from waypost.reference.storage import uploads as sql
 from waypost.reference.storage.blob_store import FactsMismatch, ObjectFacts
 from waypost.reference.storage.plan import verdict_from
-from waypost.reference.storage.rules import KEY_TAKEN
+from waypost.reference.storage.rules import KEY_TAKEN, refusal
 
 log = logging.getLogger("waypost.blobs")
 
@@ -65,11 +64,11 @@ async def prepare(ctx: Context, principal: Principal, raw: Any) -> Outcome:
                     now + ctx.limits.upload_expiry_seconds * 1000)
     fingerprint = digest(normalised)
     ctx.faults.hit("commit.before")
-    decided, upload = sql.prepared_from(await ctx.driver.run(
-        sql.prepare(principal, now, request_id, fingerprint, slot)))
+    plan = sql.prepare(principal, now, request_id, fingerprint, slot)
+    decided, upload = sql.prepared_from(await ctx.driver.run(plan))
     ctx.faults.hit("commit.after")
     if decided.verdict not in ("ok", KEY_TAKEN):
-        raise submissions.refuse(decided.verdict, "upload")
+        raise refusal(plan.rules, decided.verdict)
     assert decided.record is not None
     if decided.verdict == KEY_TAKEN:
         submissions.check_fingerprint(decided.record, fingerprint)
@@ -127,10 +126,10 @@ async def put_content(ctx: Context, principal: Principal, upload_id: str,
         raise ContentMismatch("the bytes differ from the declared size and sha256",
                               field="content") from None
     ctx.faults.hit("upload.after_store")
-    stored = verdict_from(await ctx.driver.run(sql.mark_stored(principal.space_id,
-                                                               upload.upload_id, now)))
+    plan = sql.mark_stored(principal.space_id, upload.upload_id, now)
+    stored = verdict_from(await ctx.driver.run(plan))
     if stored.verdict != "ok":
-        raise UploadExpired("the upload expired", field="upload_id")
+        raise refusal(plan.rules, stored.verdict)
     return Outcome(200, {"upload_id": upload.upload_id, "blob_id": upload.blob_id,
                          "state": "sealed" if stored.state == "sealed" else "stored",
                          "size": upload.expected_size, "sha256": upload.expected_sha256.hex()})
@@ -151,12 +150,8 @@ async def commit(ctx: Context, principal: Principal, upload_id: str, raw: Any) -
     decided, blob = sql.sealed_from(await ctx.driver.run(plan))
     ctx.faults.hit("commit.after")
     verdict = decided.verdict
-    if verdict == sql.UPLOAD_NOT_FOUND:
-        raise not_found("upload")
-    if verdict == sql.NOT_READY:
-        raise NotReady("the upload has no verified content yet", field="upload_id")
     if verdict not in ("ok", sql.EXPIRED, KEY_TAKEN):
-        raise submissions.refuse(verdict, "upload")
+        raise refusal(plan.rules, verdict)
     record = decided.record
     assert record is not None
     if verdict == KEY_TAKEN:

@@ -14,30 +14,20 @@ from typing import Any
 
 from waypost.reference.domain import parsing, values
 from waypost.reference.domain.canonical import digest
-from waypost.reference.domain.errors import IdempotencyConflict, InvalidRequest, NotFound, WaypostError
+from waypost.reference.domain.errors import IdempotencyConflict
 from waypost.reference.domain.grants import parse_grants
 from waypost.reference.domain.principal import FILTER_DIMENSIONS
 from waypost.reference.service.auth import new_token, token_digest
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.storage import control as sql
 from waypost.reference.storage.plan import CommitPlan
+from waypost.reference.storage.rules import refusal
 
 ACTOR_KINDS = ("agent", "human", "service")
 VIEWS = ("inbox", "space_log")
 ITEM_TYPES = ("message", "memory_revision", "receipt")
 MAX_NAME_BYTES = 256
 MAX_URI_BYTES = 2048
-
-
-def _failure(verdict: str) -> WaypostError:
-    code, _, field = verdict.partition(":")
-    if code == "NOT_FOUND":
-        return NotFound(f"{field} not found", field=field)
-    if code == "EXISTS":
-        return InvalidRequest(f"{field} already exists", field=field, reason="already_exists")
-    if code == "MISMATCH":
-        return InvalidRequest("the consumer belongs to another actor", field=field)
-    raise AssertionError(f"unexpected control-plane verdict {verdict}")
 
 
 async def _settle(ctx: Context, admin_plan: CommitPlan, fingerprint: bytes,
@@ -57,7 +47,7 @@ async def _settle(ctx: Context, admin_plan: CommitPlan, fingerprint: bytes,
             replay.update({key: None for key in extra})  # secrets are not stored
         return Outcome(outcome.status, replay, replayed=True)
     if outcome.verdict != "ok":
-        raise _failure(outcome.verdict)
+        raise refusal(admin_plan.rules, outcome.verdict)
     assert outcome.status is not None
     assert outcome.result is not None
     return Outcome(outcome.status, {**outcome.result, **(extra or {})})

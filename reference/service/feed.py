@@ -19,7 +19,8 @@ from waypost.reference.domain.remembered import StalePrincipal
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.wakeups import Waiter
 from waypost.reference.storage import feed as sql
-from waypost.reference.storage.acks import CURSOR_OF_ANOTHER, CURSOR_OF_ANOTHER_VIEW, ack_refusal
+from waypost.reference.storage.acks import ACK_RULES, CURSOR_OF_ANOTHER, CURSOR_OF_ANOTHER_VIEW
+from waypost.reference.storage.rules import refusal
 
 
 def mint(ctx: Context, principal: Principal, position: int) -> str:
@@ -65,7 +66,7 @@ def check_binding(principal: Principal, decoded: cursor.FeedCursor) -> None:
     """A cursor is usable only by the consumer, view, filter and grants it was minted for."""
     fault = binding_fault(principal, decoded)
     if fault:
-        raise ack_refusal(fault, {})
+        raise refusal(ACK_RULES, fault)
 
 
 def refuse_stale(verdict: str) -> WaypostError:

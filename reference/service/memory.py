@@ -34,10 +34,11 @@ from waypost.reference.service import answers, blobs, manifest_build, submission
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.feed import parse_limit
 from waypost.reference.service.wakeups import Route
-from waypost.reference.storage import authority
+from waypost.reference.storage import authority, publish_rules
 from waypost.reference.storage import memory as sql
 from waypost.reference.storage import submissions as submission_sql
 from waypost.reference.storage.plan import Row, Statement, verdict_from
+from waypost.reference.storage.rules import refusal
 
 OPERATION = "memory.publish"
 
@@ -69,7 +70,7 @@ def _granted(principal: Principal, rows: Sequence[Row]) -> sql.CollectionRow:
 async def _changes(ctx: Context, principal: Principal, request: PublishMemory) -> Changes:
     """The inline changes, or those of the manifest blob, which the producer must be able to
     reference before it is read (P16). Its entries' blobs are the plans' to check
-    (``storage/memory.py``, ``ENTRY_BLOBS``)."""
+    (``storage/publish_rules.py``, ``ENTRY_BLOBS``)."""
     if request.inline is not None:
         return request.inline
     assert request.manifest_blob_id is not None
@@ -190,8 +191,7 @@ async def publish(ctx: Context, principal: Principal, collection_id: str, raw: A
             fingerprint, values.new_id("sub"), outlook.collection.collection_id,
             feed_item_id=values.new_id("fi"), object_ref=values.new_id("obj"),
             blob_id=values.new_id("blb"),
-            checks=sql.entry_blob_checks([item.blob_id for item in changes.items])),
-            [sql.ENTRY_BLOBS])
+            checks=publish_rules.entry_blob_checks([item.blob_id for item in changes.items])))
         ctx.faults.hit("reserve.after")
     else:
         record = submission_sql.found_from(key_rows[0])[0]
@@ -246,10 +246,8 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
             continue
         break
     verdict = decided.verdict
-    if verdict == sql.ENTRY_BLOBS.verdict:
-        raise sql.ENTRY_BLOBS.error({})
-    if verdict not in ("ok", sql.CONFLICT, sql.UNCHANGED, submission_sql.SETTLED):
-        raise submissions.refuse(verdict, "collection")
+    if verdict not in ("ok", publish_rules.CONFLICT, publish_rules.UNCHANGED, submission_sql.SETTLED):
+        raise refusal(plan.rules, verdict)
     if verdict == "ok":
         ctx.signal.committed(principal.space_id, [Route(
             "memory_revision", principal.actor_id, None, request.collection_id)])
@@ -269,7 +267,7 @@ async def _fail(ctx: Context, principal: Principal, request: PublishMemory,
                                          error.status, error.code, json.dumps(error.details))
     verdict = verdict_from(await ctx.driver.run(plan)).verdict
     if verdict not in ("ok", submission_sql.SETTLED):
-        raise submissions.refuse(verdict)
+        raise refusal(plan.rules, verdict)
     found = await submissions.find(ctx, principal, OPERATION, request.request_id)
     assert found is not None
     if verdict == submission_sql.SETTLED:
@@ -288,11 +286,11 @@ async def _prepare(ctx: Context, principal: Principal, record: submission_sql.Su
     inputs = [sql.StagedInput(item.item_id, item.path, item.blob_id, metadata_json(item))
               for item in changes.items] + [sql.StagedInput(item_id)
                                             for item_id in changes.delete_ids]
-    verdict = verdict_from(await ctx.driver.run(sql.stage(
-        principal, ctx.clock.now_ms(), record.submission_id, inputs, facts.sha256,
-        facts.size))).verdict
-    if verdict not in ("ok", "NOT_RESERVED"):
-        raise submissions.refuse(verdict)
+    plan = sql.stage(principal, ctx.clock.now_ms(), record.submission_id, inputs, facts.sha256,
+                     facts.size)
+    verdict = verdict_from(await ctx.driver.run(plan)).verdict
+    if verdict not in ("ok", publish_rules.NOT_RESERVED):
+        raise refusal(plan.rules, verdict)
     ctx.faults.hit("prepare.after")
     return new_fingerprint
 

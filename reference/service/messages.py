@@ -20,7 +20,7 @@ from waypost.reference.service.wakeups import Route
 from waypost.reference.service.woken import wake_items
 from waypost.reference.storage import messages as sql
 from waypost.reference.storage.rows import texts
-from waypost.reference.storage.rules import KEY_TAKEN
+from waypost.reference.storage.rules import KEY_TAKEN, refusal
 from waypost.reference.storage.submissions import decided_from
 
 OPERATION = "message.send"
@@ -36,11 +36,11 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     fingerprint = digest(request.normalised)
     write = new_send(request, fingerprint)
     ctx.faults.hit("commit.before")
-    sent = decided_from(await ctx.driver.run(
-        sql.send_message(principal, ctx.clock.now_ms(), write)))
+    plan = sql.send_message(principal, ctx.clock.now_ms(), write)
+    sent = decided_from(await ctx.driver.run(plan))
     ctx.faults.hit("commit.after")
     if sent.verdict not in ("ok", KEY_TAKEN):
-        raise sql.send_refusal(sent.verdict, sent.details)
+        raise refusal(plan.rules, sent.verdict, sent.details)
     assert sent.record is not None
     if sent.verdict == "ok":
         if request.recipient_ids is None:

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from waypost.reference.domain import values
-from waypost.reference.domain.errors import (
-    IdempotencyConflict,
-    WaypostError,
-    credential_refused,
-    from_code,
-    not_found,
-)
+from waypost.reference.domain.errors import IdempotencyConflict, from_code, not_found
 from waypost.reference.domain.principal import Principal
 from waypost.reference.service import answers
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.storage import submissions as sql
-from waypost.reference.storage.rules import Rule
+from waypost.reference.storage.rules import refusal
 
 
 async def find(ctx: Context, principal: Principal, operation: str,
@@ -28,16 +20,12 @@ async def find(ctx: Context, principal: Principal, operation: str,
     return sql.found_from(rows[0])
 
 
-def reserved(reservation: sql.Reservation,
-             rules: Sequence[Rule] = ()) -> tuple[sql.SubmissionRecord, int | None]:
+def reserved(reservation: sql.Reservation) -> tuple[sql.SubmissionRecord, int | None]:
     """The submission a reservation found or made (a concurrent attempt may have committed it
-    meanwhile), with its feed sequence; a refused reservation raises its error (that of the
-    operation's own rule it broke, if one of ``rules``)."""
+    meanwhile), with its feed sequence; a refused reservation raises the error of the rule it
+    broke."""
     if reservation.verdict != "ok":
-        for rule in rules:
-            if rule.verdict == reservation.verdict:
-                raise rule.error(reservation.details)
-        raise refuse(reservation.verdict)
+        raise refusal(reservation.rules, reservation.verdict, reservation.details)
     assert reservation.record is not None
     return reservation.record, reservation.sequence
 
@@ -60,21 +48,6 @@ async def replay(ctx: Context, operation: str, record: sql.SubmissionRecord,
         raise error
     outcome.replayed = True
     return outcome
-
-
-def refuse(verdict: str, what: str = "resource") -> WaypostError:
-    """Turn a plan's failure verdict (``CODE`` or ``CODE:field``) into its error."""
-    code, _, field = verdict.partition(":")
-    if code == "UNAUTHENTICATED":
-        return credential_refused()
-    error: WaypostError
-    if code == "NOT_FOUND":
-        error = not_found(field or what)
-    else:
-        error = from_code(code, f"{code.lower().replace('_', ' ')}: {field or what}")
-    if field:
-        error.details["field"] = field
-    return error
 
 
 async def lookup(ctx: Context, principal: Principal, operation: str, request_id: str) -> Outcome:

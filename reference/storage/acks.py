@@ -7,31 +7,23 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any
 
-from waypost.reference.domain.errors import WaypostError
 from waypost.reference.domain.principal import Principal
-from waypost.reference.storage.authority import authority_params
+from waypost.reference.storage.authority import authority_params, authority_rules
 from waypost.reference.storage.counter import sequence_exhausted
 from waypost.reference.storage.feed import FILTERED, VISIBLE, visibility_params
 from waypost.reference.storage.plan import (
     GUARD_OK,
     CommitPlan,
     SqlValue,
+    guard_sql,
     guarded_sql,
     new_plan_id,
     outcome_sql,
     plan,
     stmt,
 )
-from waypost.reference.storage.rules import (
-    KEY_HELD,
-    Rule,
-    authority_rules,
-    details_of,
-    first,
-    guard_of,
-)
+from waypost.reference.storage.rules import KEY_HELD, Rule, details_of, first
 from waypost.reference.storage.stages import ADVANCED
 from waypost.reference.storage.submissions import ACK_LINES, BY_KEY, OUTCOME_COLUMNS, key_params
 
@@ -53,7 +45,7 @@ class AckLine:
 class AckWrite:
     """Everything one ACK writes: its key with its fingerprint, a fresh submission id, its
     lines, the checkpoint it carries, and what the cursor's binding to the principal is
-    (``""`` when it fits or there is none, else the verdict of :func:`ack_rules` it breaks)."""
+    (``""`` when it fits or there is none, else the verdict of :data:`ACK_RULES` it breaks)."""
 
     request_id: str
     fingerprint: bytes
@@ -74,7 +66,7 @@ CURSOR_OF_ANOTHER_VIEW = Rule("CURSOR_OF_ANOTHER_VIEW", ":binding = 'CURSOR_OF_A
 VIEW_CHANGED = "VIEW_CHANGED"
 
 
-def ack_rules() -> tuple[Rule, ...]:
+def _ack_rules() -> tuple[Rule, ...]:
     """The rules of :func:`acknowledge`, in the order the protocol checks them (§4.5, §8.6)."""
     items = "json_each(:lines) j"
     item = "json_extract(j.value, '$[1]')"
@@ -83,7 +75,6 @@ def ack_rules() -> tuple[Rule, ...]:
     receipt = (f"EXISTS (SELECT 1 FROM feed_items f WHERE f.space_id = :space_id"
                f" AND f.item_id = {item} AND f.item_type = 'receipt')")
     told = f"json_object('field', 'items[' || j.key || '].item_id', 'item_id', {item})"
-    exhausted, limit = sequence_exhausted("json_array_length(:lines)")
     return (
         *authority_rules(SCOPE),
         KEY_HELD,
@@ -97,20 +88,11 @@ def ack_rules() -> tuple[Rule, ...]:
         Rule("ITEM_IS_RECEIPT", f"EXISTS (SELECT 1 FROM {items} WHERE {receipt})",
              first(items, receipt, told), "INVALID_REQUEST", "",
              "receipt items cannot be acknowledged"),
-        Rule(limit, exhausted, None, "RESOURCE_LIMIT", "",
-             "the feed's sequence counter is at its maximum"),
+        sequence_exhausted("json_array_length(:lines)"),
     )
 
 
-@functools.cache
-def _rules_by_verdict() -> dict[str, Rule]:
-    return {rule.verdict: rule for rule in ack_rules()}
-
-
-def ack_refusal(verdict: str, details: dict[str, Any]) -> WaypostError:
-    """The error of an ACK the plan refused with ``verdict`` (not ``KEY_TAKEN``), with the
-    details its outcome read found."""
-    return _rules_by_verdict()[verdict].error(details)
+ACK_RULES = _ack_rules()
 
 
 def acknowledge(principal: Principal, now: int, ack: AckWrite) -> CommitPlan:
@@ -133,13 +115,14 @@ def acknowledge(principal: Principal, now: int, ack: AckWrite) -> CommitPlan:
                              for n, line in enumerate(ack.lines)]),
     }
     writes, outcome = _ack_sql()
-    return plan("acknowledge", plan_id, [stmt(sql, p) for sql in writes], stmt(outcome, p))
+    return plan("acknowledge", plan_id, [stmt(sql, p) for sql in writes], stmt(outcome, p),
+                ACK_RULES)
 
 
 @functools.cache
 def _ack_sql() -> tuple[tuple[str, ...], str]:
     """The SQL texts of the ACK plan, built once."""
-    rules = ack_rules()
+    rules = ACK_RULES
     advanced = f"a.submission_id = :submission_id AND {ADVANCED}"
     key = f"""INSERT INTO submissions (submission_id, space_id, producer_id, operation,
             request_id, fingerprint, state, reserved_at, resource_id)
@@ -203,6 +186,6 @@ def _ack_sql() -> tuple[tuple[str, ...], str]:
                     AND grant_fingerprint = :grant_fingerprint) END
             WHERE submission_id = :submission_id AND {GUARD_OK}""",
     ))
-    return (guard_of(rules), *writes), outcome_sql(
+    return (guard_sql(rules), *writes), outcome_sql(
         f"{OUTCOME_COLUMNS.format(details=details_of(rules))}, {ACK_LINES} AS lines",
         f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id")

@@ -17,12 +17,18 @@ from waypost.reference.storage.plan import (
     verdict_read,
 )
 from waypost.reference.storage.rows import decode, only, select_list
+from waypost.reference.storage.rules import Rule
 
 #: The session row's condition of being usable at ``:now``.
 LIVE = ("s.revoked_at IS NULL AND :now < s.expires_at AND :now < s.last_seen_at + s.idle_ms")
 _MISSING = "NOT EXISTS (SELECT 1 FROM admin_sessions s WHERE s.session_digest = :digest)"
 _NOT_LIVE = (f"NOT EXISTS (SELECT 1 FROM admin_sessions s WHERE s.session_digest = :digest"
              f" AND {LIVE})")
+
+#: The rules of the session plans; none is a client's error: the dashboard answers each verdict.
+CREATE_RULES = (Rule("EXISTS", f"NOT ({_MISSING})", None, "", "", "a new session's digest is taken"),)
+TOUCH_RULES = (Rule("NOT_LIVE", _NOT_LIVE, None, "", "", "the session is not live: sign in again"),)
+REVOKE_RULES = (Rule("NOT_FOUND", _MISSING, None, "", "", "no such session: nothing to revoke"),)
 
 
 @dataclass(frozen=True)
@@ -55,12 +61,12 @@ def create(digest: bytes, now: int, idle_ms: int, expires_at: int) -> CommitPlan
     params: dict[str, int | bytes] = {"digest": digest, "now": now, "idle_ms": idle_ms,
                                       "expires_at": expires_at}
     return plan("create_admin_session", plan_id, [
-        guard(plan_id, [(f"NOT ({_MISSING})", "EXISTS")], params),
+        guard(plan_id, CREATE_RULES, params),
         guarded(plan_id, f"""
             INSERT INTO admin_sessions
                 (session_digest, created_at, last_seen_at, idle_ms, expires_at)
             SELECT :digest, :now, :now, :idle_ms, :expires_at WHERE {GUARD_OK}""", params),
-    ], _outcome(plan_id, params))
+    ], _outcome(plan_id, params), CREATE_RULES)
 
 
 def touch(digest: bytes, now: int) -> CommitPlan:
@@ -68,11 +74,11 @@ def touch(digest: bytes, now: int) -> CommitPlan:
     plan_id = new_plan_id()
     params: dict[str, int | bytes] = {"digest": digest, "now": now}
     return plan("touch_admin_session", plan_id, [
-        guard(plan_id, [(_NOT_LIVE, "NOT_LIVE")], params),
+        guard(plan_id, TOUCH_RULES, params),
         guarded(plan_id, f"""
             UPDATE admin_sessions SET last_seen_at = max(last_seen_at, :now)
             WHERE session_digest = :digest AND {GUARD_OK}""", params),
-    ], _outcome(plan_id, params))
+    ], _outcome(plan_id, params), TOUCH_RULES)
 
 
 def revoke(digest: bytes, now: int) -> CommitPlan:
@@ -80,11 +86,11 @@ def revoke(digest: bytes, now: int) -> CommitPlan:
     plan_id = new_plan_id()
     params: dict[str, int | bytes] = {"digest": digest, "now": now}
     return plan("revoke_admin_session", plan_id, [
-        guard(plan_id, [(_MISSING, "NOT_FOUND")], params),
+        guard(plan_id, REVOKE_RULES, params),
         guarded(plan_id, f"""
             UPDATE admin_sessions SET revoked_at = :now
             WHERE session_digest = :digest AND revoked_at IS NULL AND {GUARD_OK}""", params),
-    ], _outcome(plan_id, params))
+    ], _outcome(plan_id, params), REVOKE_RULES)
 
 
 def outcome_from(rows: list[tuple[object, ...]]) -> SessionOutcome:

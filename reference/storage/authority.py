@@ -1,12 +1,14 @@
-"""Guard conditions that re-check a principal's authority inside a commit plan, and the read of a
+"""Guard rules that re-check a principal's authority inside a commit plan, and the read of a
 token's liveness beside an operation's own reads (P02)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from waypost.reference.domain.errors import credential_refused
 from waypost.reference.domain.principal import Principal
 from waypost.reference.storage.plan import Row, SqlValue, Statement, stmt
+from waypost.reference.storage.rules import Rule
 
 #: True when the token, its actor and its consumer are no longer live at ``:now``.
 NOT_LIVE = """NOT EXISTS (
@@ -28,9 +30,21 @@ def authority_params(principal: Principal, now: int, scope: str) -> dict[str, Sq
             "actor_version": principal.actor_authority_version, "scope": scope}
 
 
-def authority_cases() -> list[tuple[str, str]]:
-    """The first guard cases of every data-plane write."""
-    return [(NOT_LIVE, "UNAUTHENTICATED"), (LACKS_SCOPE, "FORBIDDEN")]
+#: The token no longer authenticates: the one answer for any credential refused (P02).
+TOKEN_DEAD = Rule("UNAUTHENTICATED", NOT_LIVE, None, "UNAUTHENTICATED", "",
+                  credential_refused().message)
+
+
+def lacks_scope(message: str, field: str = "") -> Rule:
+    """The token lacks ``:scope``, answered ``403 FORBIDDEN`` with ``message``."""
+    return Rule("FORBIDDEN", LACKS_SCOPE, None, "FORBIDDEN", field, message)
+
+
+def authority_rules(scope: str) -> list[Rule]:
+    """The token first (live, then holding ``scope``): an operation may start from a principal
+    checked before (``domain/remembered.py``), and its token then answers 401 here, replay or
+    not, as a check before the plan would have."""
+    return [TOKEN_DEAD, lacks_scope(f"the token lacks the {scope} scope", "scope")]
 
 
 def live_statement(principal: Principal, now: int) -> Statement:

@@ -17,8 +17,7 @@ from waypost.reference.domain.memory_change import Open, Totals
 from waypost.reference.domain.memory_state import Entry
 from waypost.reference.domain.principal import Principal
 from waypost.reference.domain.values import MAX_REVISION
-from waypost.reference.storage.authority import NOT_LIVE, authority_cases, authority_params
-from waypost.reference.storage.counter import sequence_exhausted
+from waypost.reference.storage.authority import authority_params
 from waypost.reference.storage.plan import (
     GUARD_OK,
     SEQUENCE,
@@ -28,49 +27,27 @@ from waypost.reference.storage.plan import (
     Statement,
     guard,
     guarded,
-    json_list,
     new_plan_id,
     plan,
     stmt,
 )
-from waypost.reference.storage.references import referenceable
-from waypost.reference.storage.rows import decode, select_list
-from waypost.reference.storage.rules import Rule, first
-from waypost.reference.storage.submissions import (
-    NOT_PREPARED_CASE,
-    SETTLED_CASE,
-    Checks,
-    record_read,
-    settle_on_verdict,
-    state_read,
+from waypost.reference.storage.publish_rules import (
+    COLLECTION,
+    COMMIT_RULES,
+    CONFLICT,
+    HEAD,
+    STAGE_RULES,
+    STAGED,
+    UNCHANGED,
 )
+from waypost.reference.storage.rows import decode, select_list
+from waypost.reference.storage.submissions import record_read, settle_on_verdict, state_read
 
 #: Staged inputs per INSERT statement, one JSON parameter each: at most this many inputs and
 #: this many bytes of JSON (D1 takes values up to 2,000,000 bytes), so any publish is a few
 #: statements.
 STAGE_CHUNK = 500
 STAGE_CHUNK_BYTES = 1_900_000
-
-#: Verdicts the commit records as the key's stable result (not refusals).
-CONFLICT, UNCHANGED = "REVISION_CONFLICT", "UNCHANGED"
-
-_UNREFERENCEABLE = f"NOT {referenceable('j.value', ':producer_id')}"
-#: Every entry names a blob the producer may reference (P16). The key's reservation checks it
-#: (an invalid publish reserves nothing) and tells the first blob at fault, in ``blob_id``
-#: order; the commit's guard checks the staged entries again under the same verdict.
-ENTRY_BLOBS = Rule(
-    "REFERENCE_INVALID:items",
-    f"EXISTS (SELECT 1 FROM json_each(:entry_blobs) j WHERE {_UNREFERENCEABLE})",
-    first("json_each(:entry_blobs) j", _UNREFERENCEABLE, "json_object('blob_id', j.value)"),
-    "REFERENCE_INVALID", "items",
-    "entries must name sealed blobs of this space that the producer owns or may reference")
-
-
-def entry_blob_checks(blob_ids: Sequence[str]) -> Checks:
-    """The reservation's :data:`ENTRY_BLOBS` check of a publish naming ``blob_ids``."""
-    return (ENTRY_BLOBS,), {"entry_blobs": json_list(sorted(set(blob_ids)))}
-
-
 
 @dataclass(frozen=True)
 class StagedInput:
@@ -301,11 +278,7 @@ def stage(principal: Principal, now: int, submission_id: str, inputs: Sequence[S
     plan_id = new_plan_id()
     p: dict[str, SqlValue] = {**authority_params(principal, now, ""),
                               "submission_id": submission_id, "sha256": sha256, "size": size}
-    writes = [guard(plan_id, [
-        (NOT_LIVE, "UNAUTHENTICATED"),
-        ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
-         " AND state = 'reserved')", "NOT_RESERVED"),
-    ], p)]
+    writes = [guard(plan_id, STAGE_RULES, p)]
     for chunk in stage_chunks(inputs):
         writes.append(guarded(plan_id, f"""
             INSERT INTO memory_publish_inputs (submission_id, item_id, action, path, blob_id,
@@ -318,7 +291,7 @@ def stage(principal: Principal, now: int, submission_id: str, inputs: Sequence[S
         UPDATE submissions SET state = 'prepared', object_sha256 = :sha256, object_size = :size,
             prepared_at = :now
         WHERE submission_id = :submission_id AND state = 'reserved' AND {GUARD_OK}""", p))
-    return plan("stage_publish", plan_id, writes, state_read(plan_id, p))
+    return plan("stage_publish", plan_id, writes, state_read(plan_id, p), STAGE_RULES)
 
 
 def stage_chunks(inputs: Sequence[StagedInput]) -> list[str]:
@@ -396,25 +369,7 @@ def commit_revision(principal: Principal, now: int, commit: RevisionCommit) -> C
         "new_fp": commit.state_fingerprint,
         "empty_fp": commit.empty_fingerprint, "upload_id": commit.upload_id,
         "max_revision": MAX_REVISION, "plan": plan_id}
-    here = "space_id = :space_id AND collection_id = :cid"
-    head = f"(SELECT current_revision FROM collections WHERE {here})"
-    staged = "memory_publish_inputs i WHERE i.submission_id = :submission_id"
-    writes: list[Statement] = [guard(plan_id, [
-        SETTLED_CASE,
-        *authority_cases(),
-        ("NOT EXISTS (SELECT 1 FROM token_collection_grants WHERE token_id = :token_id"
-         " AND collection_id = :cid AND action = 'write')", "FORBIDDEN:collection_id"),
-        (f"NOT EXISTS (SELECT 1 FROM collections WHERE {here} AND source_actor_id = :producer_id)",
-         "FORBIDDEN:collection_id"),
-        (f"{head} <> :expected", CONFLICT),
-        (":new_fp IS NOT NULL AND :new_fp = COALESCE((SELECT state_fingerprint FROM"
-         f" memory_revisions WHERE {here} AND revision = :expected), :empty_fp)", UNCHANGED),
-        NOT_PREPARED_CASE,
-        (":new_revision > :max_revision", "RESOURCE_LIMIT:expected_revision"),
-        (f"EXISTS (SELECT 1 FROM {staged} AND i.action = 'upsert' AND NOT"
-         f" {referenceable('i.blob_id', ':producer_id')})", ENTRY_BLOBS.verdict),
-        sequence_exhausted("1"),
-    ], p)]
+    writes: list[Statement] = [guard(plan_id, COMMIT_RULES, p)]
     submission = "FROM submissions s WHERE s.submission_id = :submission_id"
     writes += [guarded(plan_id, sql, p) for sql in (
         # The manifest object becomes a sealed blob of the publisher (upload → stored → sealed).
@@ -442,9 +397,9 @@ def commit_revision(principal: Principal, now: int, commit: RevisionCommit) -> C
             SELECT :space_id, :cid, :new_revision, :expected, s.submission_id, s.blob_id,
                 :new_fp, s.feed_item_id, :now
             {submission} AND {GUARD_OK}""",
-        *_entry_writes(commit.mode, staged),
+        *_entry_writes(commit.mode, STAGED),
         f"""UPDATE collections SET current_revision = :new_revision
-            WHERE {here} AND {GUARD_OK}""",
+            WHERE {COLLECTION} AND {GUARD_OK}""",
         f"""UPDATE submissions SET state = 'committed', result_status = 201,
                 revision = :new_revision, committed_at = :now
             WHERE submission_id = :submission_id AND {GUARD_OK}""",
@@ -452,7 +407,7 @@ def commit_revision(principal: Principal, now: int, commit: RevisionCommit) -> C
 
     writes += [
         settle_on_verdict(plan_id, CONFLICT, "state = 'failed', result_status = 409, error_code = "
-                          f"'{CONFLICT}', error_detail = json_object('current_revision', {head})", p),
+                          f"'{CONFLICT}', error_detail = json_object('current_revision', {HEAD})", p),
         settle_on_verdict(plan_id, UNCHANGED, "state = 'committed', result_status = 200, "
                           "revision = :expected", p),
         # Staged inputs are dropped once the submission is final.
@@ -460,5 +415,5 @@ def commit_revision(principal: Principal, now: int, commit: RevisionCommit) -> C
                 AND EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id
                     AND state IN ('committed', 'failed'))""", p),
     ]
-    return plan("commit_revision", plan_id, writes, record_read(plan_id, p))
+    return plan("commit_revision", plan_id, writes, record_read(plan_id, p), COMMIT_RULES)
 

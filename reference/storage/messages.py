@@ -10,9 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from waypost.reference.domain.errors import WaypostError
 from waypost.reference.domain.principal import Principal
-from waypost.reference.storage.authority import authority_params
+from waypost.reference.storage.authority import authority_params, authority_rules
 from waypost.reference.storage.counter import sequence_exhausted
 from waypost.reference.storage.plan import (
     GUARD_OK,
@@ -21,6 +20,7 @@ from waypost.reference.storage.plan import (
     Row,
     SqlValue,
     Statement,
+    guard_sql,
     guarded_sql,
     json_list,
     new_plan_id,
@@ -30,7 +30,7 @@ from waypost.reference.storage.plan import (
 )
 from waypost.reference.storage.references import referenceable
 from waypost.reference.storage.rows import decode, select_list
-from waypost.reference.storage.rules import KEY_HELD, Rule, authority_rules, details_of, guard_of
+from waypost.reference.storage.rules import KEY_HELD, Rule, details_of
 from waypost.reference.storage.submissions import BY_KEY, OUTCOME_COLUMNS, key_params
 
 
@@ -77,17 +77,19 @@ def send_message(principal: Principal, now: int, message: MessageSend) -> Commit
         "attachments": json_list(message.attachment_ids),
         "metadata": None if message.metadata is None else json.dumps(message.metadata),
     }
-    writes, outcome = _send_sql(message.new_thread,
-                                message.recipient_ids is not None, message.in_reply_to is not None,
-                                bool(message.attachment_ids))
-    return plan("send_message", plan_id, [stmt(sql, p) for sql in writes], stmt(outcome, p))
+    rules, writes, outcome = _send_sql(message.new_thread, message.recipient_ids is not None,
+                                       message.in_reply_to is not None,
+                                       bool(message.attachment_ids))
+    return plan("send_message", plan_id, [stmt(sql, p) for sql in writes], stmt(outcome, p),
+                rules)
 
 
 @functools.lru_cache(maxsize=64)
 def _send_sql(new_thread: bool, listed: bool, reply: bool,
-              attachments: bool) -> tuple[tuple[str, ...], str]:
-    """The SQL texts of a send plan of this shape, built once: its guard and writes (those that
-    would write nothing, no new thread or no attachment, are left out), and its outcome read."""
+              attachments: bool) -> tuple[tuple[Rule, ...], tuple[str, ...], str]:
+    """A send plan of this shape, built once: its rules, the SQL texts of its guard and writes
+    (those that would write nothing, no new thread or no attachment, are left out), and its
+    outcome read's."""
     recipients = LISTED if listed else RECIPIENTS
     key = f"""INSERT INTO submissions (submission_id, space_id, producer_id, operation,
             request_id, fingerprint, state, reserved_at, resource_id, thread_id, feed_item_id,
@@ -130,7 +132,7 @@ def _send_sql(new_thread: bool, listed: bool, reply: bool,
                 FROM ({recipients}) WHERE {GUARD_OK}""",
         ))
     rules = send_rules(recipients, new_thread, reply, attachments)
-    return (guard_of(rules), *guarded), outcome_sql(
+    return rules, (guard_sql(rules), *guarded), outcome_sql(
         OUTCOME_COLUMNS.format(details=details_of(rules)),
         f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id")
 
@@ -200,21 +202,8 @@ def send_rules(recipients: str, new_thread: bool, reply: bool,
             f" WHERE {unreferenceable} ORDER BY j.key LIMIT 1))", "REFERENCE_INVALID",
             "attachment_ids", "attachments must be sealed blobs of this space that the "
             "producer owns or may reference"))
-    exhausted, limit = sequence_exhausted("1")
-    rules.append(Rule(limit, exhausted, None, "RESOURCE_LIMIT", "",
-                      "the feed's sequence counter is at its maximum"))
+    rules.append(sequence_exhausted("1"))
     return tuple(rules)
-
-
-@functools.cache
-def _rules_by_verdict() -> dict[str, Rule]:
-    return {rule.verdict: rule for rule in send_rules(LISTED, False, True, True)}
-
-
-def send_refusal(verdict: str, details: dict[str, Any]) -> WaypostError:
-    """The error of a send the plan refused with ``verdict`` (not :data:`KEY_TAKEN`), with the
-    details its outcome read found."""
-    return _rules_by_verdict()[verdict].error(details)
 
 
 @dataclass(frozen=True)

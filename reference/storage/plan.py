@@ -7,7 +7,9 @@ statement removes the verdict row. The SQLite driver runs a plan inside ``BEGIN 
 D1 driver sends the same statements as one ``batch``. Nothing is inferred from "rows changed".
 
 Statements are written with ``:name`` parameters for readability and compiled to numbered ``?N``
-parameters (the only kinds D1 binds), each distinct name bound once.
+parameters (the only kinds D1 binds), each distinct name bound once. The builders here make
+statements; a plan that composes its texts once per shape (a send, an ACK) takes the text
+builders' (``*_sql``) output instead and binds it with :func:`stmt`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, NamedTuple
 
 from waypost.reference.domain.entropy import random_bytes
 from waypost.reference.storage.rows import decode, only, select_list
+from waypost.reference.storage.rules import Rule
 
 SqlValue = int | str | bytes | float | None
 Row = tuple[Any, ...]  # decoded where it is read: SQL values are dynamically typed
@@ -82,13 +85,15 @@ def _compile(sql: str) -> tuple[str, Callable[[Mapping[str, SqlValue]], tuple[Sq
 
 @dataclass(frozen=True)
 class CommitPlan:
-    """An atomic business operation: guard, guarded writes, outcome read, guard cleanup."""
+    """An atomic business operation: guard, guarded writes, outcome read, guard cleanup; and
+    the rules its guard checks, which turn a verdict into its error (:func:`...rules.refusal`)."""
 
     name: str
     plan_id: str
     writes: tuple[Statement, ...]
     outcome: Statement
     cleanup: tuple[Statement, ...] = field(default=())
+    rules: tuple[Rule, ...] = field(default=())
 
     @property
     def statements(self) -> tuple[Statement, ...]:
@@ -110,10 +115,12 @@ def new_plan_id() -> str:
     return random_bytes(12).hex()
 
 
-def plan(name: str, plan_id: str, writes: Sequence[Statement], outcome: Statement) -> CommitPlan:
-    """Assemble a plan; the cleanup that drops its verdict row is added here, once."""
+def plan(name: str, plan_id: str, writes: Sequence[Statement], outcome: Statement,
+         rules: Sequence[Rule] = ()) -> CommitPlan:
+    """Assemble a plan whose guard (its first write) checks ``rules``; the cleanup that drops
+    its verdict row is added here, once."""
     cleanup = stmt("DELETE FROM commit_guards WHERE plan_id = :plan", {"plan": plan_id})
-    return CommitPlan(name, plan_id, tuple(writes), outcome, (cleanup,))
+    return CommitPlan(name, plan_id, tuple(writes), outcome, (cleanup,), tuple(rules))
 
 
 def with_plan(params: Mapping[str, SqlValue], plan_id: str) -> Mapping[str, SqlValue]:
@@ -124,19 +131,16 @@ def with_plan(params: Mapping[str, SqlValue], plan_id: str) -> Mapping[str, SqlV
     return {**params, "plan": plan_id}
 
 
-def guard_sql(cases: Sequence[tuple[str, str]]) -> str:
-    """The SQL of :func:`guard` (for plans that build their texts once per shape)."""
-    whens = "\n".join(f"    WHEN {condition} THEN '{code}'" for condition, code in cases)
-    verdict = f"CASE\n{whens}\n    ELSE 'ok' END" if cases else "'ok'"
+def guard_sql(rules: Sequence[Rule]) -> str:
+    """The guard's SQL: it records the verdict of the first rule broken, else ``'ok'``."""
+    whens = "\n".join(f"    WHEN {rule.condition} THEN '{rule.verdict}'" for rule in rules)
+    verdict = f"CASE\n{whens}\n    ELSE 'ok' END" if rules else "'ok'"
     return f"INSERT INTO commit_guards (plan_id, verdict)\nSELECT :plan, {verdict}"
 
 
-def guard(plan_id: str, cases: Sequence[tuple[str, str]], params: Mapping[str, SqlValue]) -> Statement:
-    """The verdict statement: the first failing case's code, else ``'ok'``.
-
-    ``cases`` are ``(condition_that_means_failure, code)`` pairs evaluated in order.
-    """
-    return stmt(guard_sql(cases), with_plan(params, plan_id))
+def guard(plan_id: str, rules: Sequence[Rule], params: Mapping[str, SqlValue]) -> Statement:
+    """The guard statement of :func:`guard_sql`, bound to ``params``."""
+    return stmt(guard_sql(rules), with_plan(params, plan_id))
 
 
 def guarded_sql(sql: str) -> str:
@@ -153,23 +157,17 @@ def guarded(plan_id: str, sql: str, params: Mapping[str, SqlValue] | None = None
 
 
 def outcome_sql(columns: str, joins: str) -> str:
-    """The SQL of :func:`outcome_read`."""
+    """The outcome read's SQL: ``columns`` (a select list over ``commit_guards g`` and what
+    ``joins`` finds) of this plan's verdict row."""
     return f"SELECT {columns}\nFROM commit_guards g\n{joins}\nWHERE g.plan_id = :plan"
-
-
-def outcome_read(plan_id: str, columns: str, joins: str,
-                 params: Mapping[str, SqlValue]) -> Statement:
-    """The outcome read: ``columns`` (a select list over ``commit_guards g`` and what ``joins``
-    finds) of this plan's verdict row."""
-    return stmt(outcome_sql(columns, joins), with_plan(params, plan_id))
 
 
 def verdict_read(plan_id: str, shape: type[Any], joins: str, params: Mapping[str, SqlValue],
                  **expressions: str) -> Statement:
     """The outcome read of ``shape`` (a dataclass whose first field is ``verdict``), its other
     columns given by ``expressions`` over what ``joins`` finds."""
-    return outcome_read(plan_id, select_list(shape, verdict="g.verdict", **expressions), joins,
-                        params)
+    return stmt(outcome_sql(select_list(shape, verdict="g.verdict", **expressions), joins),
+                with_plan(params, plan_id))
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
-"""Named rules of a one-plan operation: the plan's guard checks them in order, its outcome
-read tells what broke the first one that failed, and the rule gives the client's error.
+"""Named rules of a plan's guard: the guard checks them in order and records the verdict of the
+first one broken, the outcome read tells what broke it, and :func:`refusal` turns that verdict
+into the client's error, the one way from a verdict to an error in the server.
 
 A send (``storage/messages.py``) and an ACK (``storage/acks.py``) are each one plan that claims
 its key and does its work at once, so no Python copy of a rule runs before or after it: the
-database decides, and the verdict names the rule (seed 003's house style).
+database decides, and the verdict names the rule (seed 003's house style). Each plan's rules are
+data beside it; ``tests/reference/storage/golden/`` shows every plan's guard as it runs.
 """
 
 from __future__ import annotations
@@ -11,9 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from waypost.reference.domain.errors import WaypostError, credential_refused, from_code
-from waypost.reference.storage.authority import authority_cases
-from waypost.reference.storage.plan import guard_sql
+from waypost.reference.domain.errors import WaypostError, from_code
 
 #: The key is another attempt's, or already final: nothing is written, the outcome reads it.
 KEY_TAKEN = "KEY_TAKEN"
@@ -23,7 +23,9 @@ class Rule(NamedTuple):
     """One rule a plan's guard checks: the verdict that names it, the SQL condition that breaks
     it, what the outcome read tells of the breach (an SQL expression of a JSON object, e.g. the
     first recipient at fault, or None), and the error a client gets (protocol.md §7: its code,
-    ``details.field`` and message; details the outcome read tells win over ``field``)."""
+    ``details.field``, message and ``details.reason``; details the outcome read tells win over
+    ``field``). A rule whose code is ``""`` refuses nothing: its verdict is answered by the
+    plan's caller (a replay, a recorded conflict), as ``message`` says."""
 
     verdict: str
     condition: str
@@ -31,34 +33,25 @@ class Rule(NamedTuple):
     code: str
     field: str
     message: str
-
-    def error(self, details: dict[str, Any]) -> WaypostError:
-        """The error of this breach, with what the outcome read found."""
-        if self.code == "UNAUTHENTICATED":
-            return credential_refused()
-        return from_code(self.code, self.message,
-                         {"field": self.field, **details} if self.field else details)
+    reason: str = ""
 
 
-def authority_rules(scope: str) -> list[Rule]:
-    """The token first (live, then holding ``scope``): an operation may start from a principal checked
-    before (``domain/remembered.py``), and its token then answers 401 here, replay or not, as a
-    check before the plan would have."""
-    (live, unauthenticated), (scoped, forbidden) = authority_cases()
-    return [Rule(unauthenticated, live, None, "UNAUTHENTICATED", "", ""),
-            Rule(forbidden, scoped, None, "FORBIDDEN", "scope",
-                 f"the token lacks the {scope} scope")]
+def refusal(rules: Sequence[Rule], verdict: str, details: dict[str, Any] | None = None) -> WaypostError:
+    """The error of the rule of ``rules`` that ``verdict`` names, with what the outcome read
+    told of the breach."""
+    rule = next((rule for rule in rules if rule.verdict == verdict), None)
+    if rule is None or not rule.code:
+        raise AssertionError(f"the verdict {verdict} names no refusal of these rules")
+    fixed: dict[str, Any] = {"field": rule.field} if rule.field else {}
+    if rule.reason:
+        fixed["reason"] = rule.reason
+    return from_code(rule.code, rule.message, {**fixed, **(details or {})})
 
 
 #: The key (:func:`...submissions.key_params`) exists: it is the holder's, final or in flight.
 KEY_HELD = Rule(KEY_TAKEN, "EXISTS (SELECT 1 FROM submissions WHERE space_id = :space_id"
                 " AND producer_id = :producer_id AND operation = :operation"
                 " AND request_id = :request_id)", None, "", "", "the key's holder answers")
-
-
-def guard_of(rules: Sequence[Rule]) -> str:
-    """The guard statement's SQL: the verdict of the first rule broken, else ``'ok'``."""
-    return guard_sql([(rule.condition, rule.verdict) for rule in rules])
 
 
 def details_of(rules: Sequence[Rule]) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from waypost.reference.domain.principal import Principal
-from waypost.reference.storage.authority import NOT_LIVE, authority_params
+from waypost.reference.storage.authority import TOKEN_DEAD, authority_params
 from waypost.reference.storage.driver import Driver
 from waypost.reference.storage.plan import (
     GUARD_OK,
@@ -21,10 +21,11 @@ from waypost.reference.storage.plan import (
     guard,
     guarded,
     new_plan_id,
-    outcome_read,
+    outcome_sql,
     plan,
     stmt,
     verdict_read,
+    with_plan,
 )
 from waypost.reference.storage.rows import decode, only, select_list
 from waypost.reference.storage.rules import Rule, details_of
@@ -33,12 +34,9 @@ from waypost.reference.storage.stages import ADVANCED
 SETTLED = "SETTLED"
 
 #: The submission is already final (committed or failed): the outcome carries its result.
-SETTLED_CASE = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
-                " AND state IN ('reserved', 'prepared'))", SETTLED)
-
-#: The submission holds no prepared object yet, so nothing can be committed from it.
-NOT_PREPARED_CASE = ("NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
-                     " AND state = 'prepared')", "NOT_READY")
+ALREADY_SETTLED = Rule(
+    SETTLED, "NOT EXISTS (SELECT 1 FROM submissions WHERE submission_id = :submission_id"
+    " AND state IN ('reserved', 'prepared'))", None, "", "", "the key's stable result answers")
 
 
 @dataclass(frozen=True)
@@ -93,6 +91,8 @@ class Reservation:
     sequence: int | None = None
     #: what the outcome read tells of a broken rule of the operation's own
     details: dict[str, Any] = field(default_factory=dict)
+    #: the rules the reservation's guard checked (:func:`...rules.refusal` of a refused one)
+    rules: tuple[Rule, ...] = ()
 
 
 #: An operation's own rules for its reservation, with the parameters they bind.
@@ -117,17 +117,17 @@ async def reserve(driver: Driver, principal: Principal, now: int, operation: str
     ids; an existing reservation is read back, unchanged. ``checks`` are the operation's own
     rules (after the token's) with the parameters they bind: the first broken one refuses,
     with what the outcome read tells of it."""
-    rules, facts = checks
+    own, facts = checks
+    rules = (TOKEN_DEAD, *own)
     plan_id = new_plan_id()
     params: dict[str, SqlValue] = {
-        **facts, **authority_params(principal, now, operation),
+        "plan": plan_id, **facts, **authority_params(principal, now, operation),
         **key_params(principal, operation, request_id),
         "submission_id": submission_id, "fingerprint": fingerprint, "now": now,
         "resource_id": resource_id, "thread_id": thread_id, "feed_item_id": feed_item_id,
         "object_ref": object_ref, "blob_id": blob_id}
-    cases = [(NOT_LIVE, "UNAUTHENTICATED"), *((rule.condition, rule.verdict) for rule in rules)]
     writes = [
-        guard(plan_id, cases, params),
+        guard(plan_id, rules, params),
         guarded(plan_id, f"""
             INSERT INTO submissions (submission_id, space_id, producer_id, operation, request_id,
                 fingerprint, state, reserved_at, resource_id, thread_id, feed_item_id, object_ref,
@@ -138,12 +138,13 @@ async def reserve(driver: Driver, principal: Principal, now: int, operation: str
             WHERE {GUARD_OK}
             ON CONFLICT (space_id, producer_id, operation, request_id) DO NOTHING""", params),
     ]
-    outcome = outcome_read(plan_id, OUTCOME_COLUMNS.format(details=details_of(rules)),
-                           f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id", params)
-    decided = decided_from(await driver.run(plan("reserve", plan_id, writes, outcome)))
+    outcome = stmt(outcome_sql(OUTCOME_COLUMNS.format(details=details_of(own)),
+                               f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id"),
+                   params)
+    decided = decided_from(await driver.run(plan("reserve", plan_id, writes, outcome, rules)))
     created = decided.record is not None and decided.record.submission_id == submission_id
     return Reservation(decided.verdict, decided.record, created, decided.sequence,
-                       decided.details)
+                       decided.details, rules)
 
 
 def state_read(plan_id: str, params: Mapping[str, SqlValue]) -> Statement:
@@ -156,9 +157,7 @@ def state_read(plan_id: str, params: Mapping[str, SqlValue]) -> Statement:
 def record_read(plan_id: str, params: Mapping[str, SqlValue]) -> Statement:
     """The outcome read of a plan about ``:submission_id`` that answers from it: the verdict
     and the submission after the plan (decoded by :func:`decided_from`, no details)."""
-    return outcome_read(plan_id, OUTCOME_COLUMNS.format(details="NULL AS details"),
-                        "JOIN submissions s ON s.submission_id = :submission_id\n"
-                        "    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id", params)
+    return stmt(_RECORD_READ, with_plan(params, plan_id))
 
 
 def settle_on_verdict(plan_id: str, verdict: str, sets: str,
@@ -171,6 +170,10 @@ def settle_on_verdict(plan_id: str, verdict: str, sets: str,
             WHERE plan_id = :plan AND verdict = '{verdict}')""", {**params, "plan": plan_id})
 
 
+#: A failure can be recorded while the key is pending and the token live.
+RECORD_FAILURE_RULES = (ALREADY_SETTLED, TOKEN_DEAD)
+
+
 def record_failure(principal: Principal, now: int, submission_id: str, status: int, code: str,
                    detail: str) -> CommitPlan:
     """Record a business failure decided after reservation as the key's stable result."""
@@ -179,13 +182,14 @@ def record_failure(principal: Principal, now: int, submission_id: str, status: i
                                    "submission_id": submission_id, "status": status,
                                    "code": code, "detail": detail}
     writes = [
-        guard(plan_id, [SETTLED_CASE, (NOT_LIVE, "UNAUTHENTICATED")], params),
+        guard(plan_id, RECORD_FAILURE_RULES, params),
         guarded(plan_id, f"""
             UPDATE submissions SET state = 'failed', result_status = :status,
                 error_code = :code, error_detail = :detail, committed_at = :now
             WHERE submission_id = :submission_id AND {GUARD_OK}""", params),
     ]
-    return plan("record_failure", plan_id, writes, state_read(plan_id, params))
+    return plan("record_failure", plan_id, writes, state_read(plan_id, params),
+                RECORD_FAILURE_RULES)
 
 
 FOUND_COLUMNS = f"{SUBMISSION_COLUMNS},\n    {SEQUENCE} AS sequence"
@@ -193,6 +197,9 @@ FOUND_COLUMNS = f"{SUBMISSION_COLUMNS},\n    {SEQUENCE} AS sequence"
 
 #: The outcome columns of a one-plan operation: verdict, details, then the key's submission.
 OUTCOME_COLUMNS = f"g.verdict AS verdict, {{details}}, {FOUND_COLUMNS}"
+_RECORD_READ = outcome_sql(OUTCOME_COLUMNS.format(details="NULL AS details"),
+                           "JOIN submissions s ON s.submission_id = :submission_id\n"
+                           "    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id")
 
 
 class Decided(NamedTuple):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from waypost.reference.domain.principal import Principal
-from waypost.reference.storage.authority import authority_params
+from waypost.reference.storage.authority import TOKEN_DEAD, authority_params, lacks_scope
 from waypost.reference.storage.plan import (
     GUARD_OK,
     CommitPlan,
@@ -31,7 +31,7 @@ from waypost.reference.storage.plan import (
 )
 from waypost.reference.storage.references import reference_grant
 from waypost.reference.storage.rows import decode, names, only, select_list
-from waypost.reference.storage.rules import KEY_HELD, authority_rules, details_of, guard_of
+from waypost.reference.storage.rules import KEY_HELD, Rule, details_of
 from waypost.reference.storage.submissions import (
     BY_KEY,
     OUTCOME_COLUMNS,
@@ -78,6 +78,11 @@ class Slot:
     expires_at: int
 
 
+#: The token, then the key. A scope refused here answers in the words of a generic refusal
+#: ("forbidden: upload"): the service checks the scope before the plan, in its own words.
+PREPARE_RULES = (TOKEN_DEAD, lacks_scope("forbidden: upload"), KEY_HELD)
+
+
 def prepare(principal: Principal, now: int, request_id: str, fingerprint: bytes,
             slot: Slot) -> CommitPlan:
     """``blob.prepare`` as one plan: claim the key with its stable result and write the upload
@@ -93,12 +98,11 @@ def prepare(principal: Principal, now: int, request_id: str, fingerprint: bytes,
         "filename": slot.filename, "expires_at": slot.expires_at}
     writes, outcome = _prepare_sql()
     return plan("prepare_upload", str(p["plan"]), [stmt(sql, p) for sql in writes],
-                stmt(outcome, p))
+                stmt(outcome, p), PREPARE_RULES)
 
 
 @functools.cache
 def _prepare_sql() -> tuple[tuple[str, ...], str]:
-    rules = (*authority_rules("blob.write"), KEY_HELD)
     writes = tuple(guarded_sql(sql) for sql in (
         f"""INSERT INTO submissions (submission_id, space_id, producer_id, operation,
                 request_id, fingerprint, state, reserved_at, resource_id, object_ref, blob_id,
@@ -112,8 +116,8 @@ def _prepare_sql() -> tuple[tuple[str, ...], str]:
             SELECT :space_id, :upload_id, :blob_id, :owner_id, :submission_id, :size,
                 :sha256, :content_type, :filename, :object_ref, :expires_at, :now
             WHERE {GUARD_OK}"""))
-    return (guard_of(rules), *writes), outcome_sql(
-        f"{OUTCOME_COLUMNS.format(details=details_of(rules))}, {_aliased(UploadRow, 'u')}",
+    return (guard_sql(PREPARE_RULES), *writes), outcome_sql(
+        f"{OUTCOME_COLUMNS.format(details=details_of(PREPARE_RULES))}, {_aliased(UploadRow, 'u')}",
         f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id"
         "\n    LEFT JOIN uploads u ON u.submission_id = s.submission_id")
 
@@ -141,18 +145,24 @@ def upload_by_submission(submission_id: str) -> Statement:
                 {"sid": submission_id})
 
 
+_HERE = "space_id = :space_id AND upload_id = :upload_id"
+#: The upload expired (stored or not: an expired upload can no longer be sealed) or is being
+#: cleaned.
+MARK_STORED_RULES = (Rule(
+    "UPLOAD_EXPIRED", f"EXISTS (SELECT 1 FROM uploads WHERE {_HERE} AND (state IN ('cleaning',"
+    " 'cleaned') OR (state IN ('awaiting', 'stored') AND expires_at <= :now)))", None,
+    "UPLOAD_EXPIRED", "upload_id", "the upload expired"),)
+
+
 def mark_stored(space_id: str, upload_id: str, now: int) -> CommitPlan:
-    """The verified content is in place: awaiting → stored, unless expired (stored or not: an
-    expired upload can no longer be sealed) or being cleaned."""
+    """The verified content is in place: awaiting → stored, unless :data:`MARK_STORED_RULES`
+    refuse."""
     plan_id = new_plan_id()
     p: dict[str, SqlValue] = {"space_id": space_id, "upload_id": upload_id, "now": now}
-    here = "space_id = :space_id AND upload_id = :upload_id"
-    writes = [guard(plan_id, [
-        (f"EXISTS (SELECT 1 FROM uploads WHERE {here} AND (state IN ('cleaning', 'cleaned')"
-         " OR (state IN ('awaiting', 'stored') AND expires_at <= :now)))", "UPLOAD_EXPIRED")], p),
-        guarded(plan_id, f"""UPDATE uploads SET state = 'stored', stored_at = :now
-                             WHERE {here} AND state = 'awaiting' AND {GUARD_OK}""", p)]
-    return plan("mark_stored", plan_id, writes, _upload_state_read(plan_id, p))
+    writes = [guard(plan_id, MARK_STORED_RULES, p), guarded(plan_id, f"""
+        UPDATE uploads SET state = 'stored', stored_at = :now
+        WHERE {_HERE} AND state = 'awaiting' AND {GUARD_OK}""", p)]
+    return plan("mark_stored", plan_id, writes, _upload_state_read(plan_id, p), MARK_STORED_RULES)
 
 
 def _upload_state_read(plan_id: str, params: dict[str, SqlValue]) -> Statement:
@@ -174,23 +184,27 @@ def seal(principal: Principal, now: int, request_id: str, fingerprint: bytes,
         "owner_id": principal.actor_id, "submission_id": submission_id, "upload_id": upload_id}
     writes, outcome = _seal_sql()
     return plan("seal_upload", str(p["plan"]), [stmt(sql, p) for sql in writes],
-                stmt(outcome, p))
+                stmt(outcome, p), SEAL_RULES)
 
 
 _MINE = ("FROM uploads WHERE space_id = :space_id AND upload_id = :upload_id"
          " AND owner_id = :owner_id")
 #: Verdicts of :func:`seal` besides ``ok`` and ``KEY_TAKEN``.
 UPLOAD_NOT_FOUND, EXPIRED, NOT_READY = "UPLOAD_NOT_FOUND", "UPLOAD_EXPIRED", "NOT_READY"
+SEAL_RULES = (
+    *PREPARE_RULES,
+    Rule(UPLOAD_NOT_FOUND, f"NOT EXISTS (SELECT 1 {_MINE})", None, "NOT_FOUND", "",
+         "upload not found"),
+    Rule(EXPIRED, f"EXISTS (SELECT 1 {_MINE} AND (state IN ('cleaning', 'cleaned') OR"
+         " (state <> 'sealed' AND expires_at <= :now)))", None, "", "",
+         "the key's stable result: the upload expired"),
+    Rule(NOT_READY, f"EXISTS (SELECT 1 {_MINE} AND state = 'awaiting')", None, "NOT_READY",
+         "upload_id", "the upload has no verified content yet"),
+)
 
 
 @functools.cache
 def _seal_sql() -> tuple[tuple[str, ...], str]:
-    cases = [(rule.condition, rule.verdict)
-             for rule in (*authority_rules("blob.write"), KEY_HELD)] + [
-        (f"NOT EXISTS (SELECT 1 {_MINE})", UPLOAD_NOT_FOUND),
-        (f"EXISTS (SELECT 1 {_MINE} AND (state IN ('cleaning', 'cleaned') OR (state <> 'sealed'"
-         " AND expires_at <= :now)))", EXPIRED),
-        (f"EXISTS (SELECT 1 {_MINE} AND state = 'awaiting')", NOT_READY)]
     settled = f"g.verdict IN ('ok', '{EXPIRED}')"
     key = f"""INSERT INTO submissions (submission_id, space_id, producer_id, operation,
             request_id, fingerprint, state, reserved_at, resource_id, blob_id, result_status,
@@ -208,7 +222,7 @@ def _seal_sql() -> tuple[tuple[str, ...], str]:
                 content_type, filename, :now {_MINE} AND state = 'stored' AND {GUARD_OK}""",
         f"""UPDATE uploads SET state = 'sealed' WHERE space_id = :space_id
             AND upload_id = :upload_id AND state = 'stored' AND {GUARD_OK}""")))
-    return (guard_sql(cases), *writes), outcome_sql(
+    return (guard_sql(SEAL_RULES), *writes), outcome_sql(
         f"{OUTCOME_COLUMNS.format(details='NULL AS details')}, {_aliased(BlobRow, 'b')}",
         f"{BY_KEY}\n    LEFT JOIN feed_items f ON f.item_id = s.feed_item_id"
         "\n    LEFT JOIN blobs b ON b.blob_id = s.blob_id")

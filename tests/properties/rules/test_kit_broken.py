@@ -132,8 +132,12 @@ def revoked_token_still_reads(mp: pytest.MonkeyPatch, client: TestClient) -> Non
     from waypost.reference.storage import submissions as submission_sql
 
     lenient = authority.NOT_LIVE.replace("t.revoked_at IS NULL", "1")
-    for module in (authority, feed_sql, submission_sql):
+    for module in (authority, feed_sql):
         mp.setattr(module, "NOT_LIVE", lenient)
+    # a reservation and a recorded failure check the token with their rules
+    dead = authority.TOKEN_DEAD._replace(condition=lenient)
+    mp.setattr(submission_sql, "TOKEN_DEAD", dead)
+    mp.setattr(submission_sql, "RECORD_FAILURE_RULES", (submission_sql.ALREADY_SETTLED, dead))
 
 
 def inbox_shows_other_recipients(mp: pytest.MonkeyPatch, client: TestClient) -> None:
@@ -214,7 +218,7 @@ def noop_creates_a_revision(mp: pytest.MonkeyPatch, client: TestClient) -> None:
 def _rewrite(plan: CommitPlan, marker: str, old: str, new: str) -> CommitPlan:
     writes = tuple(Statement(re.sub(old, new, w.sql), w.params) if marker in w.sql else w
                    for w in plan.writes)
-    return CommitPlan(plan.name, plan.plan_id, writes, plan.outcome, plan.cleanup)
+    return CommitPlan(plan.name, plan.plan_id, writes, plan.outcome, plan.cleanup, plan.rules)
 
 
 def _break_snapshots(mp: pytest.MonkeyPatch, marker: str, old: str, new: str) -> None:

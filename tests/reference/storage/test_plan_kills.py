@@ -29,6 +29,7 @@ from waypost.reference.storage.plan import (
     verdict_read,
     with_plan,
 )
+from waypost.reference.storage.rules import Rule
 
 
 @pytest.fixture
@@ -45,8 +46,9 @@ def _note(note_id: str, n: int, *, refuse_existing: bool = True) -> CommitPlan:
     the note's ``n`` as stored."""
     plan_id = new_plan_id()
     params = {"id": note_id, "n": n}
-    cases = [("EXISTS (SELECT 1 FROM notes WHERE id = :id)", "EXISTS")] if refuse_existing else []
-    writes = [guard(plan_id, cases, params), guarded(
+    rules = [Rule("EXISTS", "EXISTS (SELECT 1 FROM notes WHERE id = :id)", None, "", "",
+                  "the note stays")] if refuse_existing else []
+    writes = [guard(plan_id, rules, params), guarded(
         plan_id, f"INSERT OR REPLACE INTO notes (id, n) SELECT :id, :n WHERE {GUARD_OK}", params)]
     outcome = verdict_read(plan_id, Verdict, "LEFT JOIN notes n ON n.id = :id", params,
                            state="CAST(n.n AS TEXT)")
