@@ -357,12 +357,15 @@ def target_points(ref: Reference) -> list[str]:
 
 def crash_matrix(operations: tuple[str, ...] = OPERATIONS, points: Sequence[str] | None = None,
                  actions: tuple[str, ...] = ("crash",), progress: bool = True,
-                 url: str | None = None, admin_token: str = "", target: str = "sqlite") -> Matrix:
+                 url: str | None = None, admin_token: str = "", target: str = "sqlite",
+                 power_loss: bool = False) -> Matrix:
     """Run every (operation, point, action) cell against one reference (restarted as needed)
     on ``target``; with ``url``, against a running server with test hooks (restarted through
-    the hook). ``points``: by default every point the target lists (:func:`target_points`)."""
+    the hook). ``points``: by default every point the target lists (:func:`target_points`).
+    ``power_loss`` (sqlite): each crash is a power cut (the server's database behind the
+    power-cut simulator, ``synchronous`` full): what was not synced is lost with it."""
     matrix = Matrix()
-    with reference(url, admin_token, target) as ref:
+    with reference(url, admin_token, target, power_loss) as ref:
         offered = ref.listed_points()
         matrix.points = list(points) if points is not None else target_points(ref)
         cells = [(o, p, a) for a in actions for o in operations for p in matrix.points]

@@ -27,12 +27,16 @@ class Reference:
     running server in ``abandon`` mode, restarted through ``/_test/restart``."""
 
     def __init__(self, data_dir: Path, url: str | None = None, admin_token: str = "",
-                 gateway: GatewayProcess | None = None, gateway_secret: str = "") -> None:
+                 gateway: GatewayProcess | None = None, gateway_secret: str = "",
+                 power_loss: bool = False) -> None:
         self.data_dir = data_dir
         self.admin_token = admin_token or secrets.token_urlsafe(16)
-        # On D1 the gateway outlives every crash of the reference: the data is there.
+        # On D1 the gateway outlives every crash of the reference: the data is there. A
+        # process crash loses nothing SQLite wrote (normal is enough); a power cut loses what
+        # was not synced (full, behind the simulator: adapters/sqlite/power_cut.py).
         self.storage: tuple[str, ...] = ("--storage", "d1", "--gateway", gateway.url) \
-            if gateway else ("--synchronous", "normal")
+            if gateway else ("--synchronous", "full", "--simulate-power-cuts") if power_loss \
+            else ("--synchronous", "normal")
         self.env = {"WAYPOST_GATEWAY_SECRET": gateway_secret} if gateway else {}
         self.fixed_url = url
         self.process = None if url else self._start()
@@ -188,15 +192,16 @@ def provision(ref: Reference) -> None:
 
 @contextmanager
 def reference(url: str | None = None, admin_token: str = "",
-              target: str = "sqlite") -> Iterator[Reference]:
+              target: str = "sqlite", power_loss: bool = False) -> Iterator[Reference]:
     """The reference started here on ``target`` (sqlite, or d1 behind a local gateway), or
-    the running server at ``url``."""
+    the running server at ``url``; ``power_loss``: sqlite behind the power-cut simulator."""
     with tempfile.TemporaryDirectory(prefix="waypost-crash-") as scratch:
         gateway, secret = None, secrets.token_urlsafe(16)
         if target == "d1" and url is None:
             gateway = GatewayProcess(Path(scratch) / "d1", secret)
         try:
-            ref = Reference(Path(scratch) / "data", url, admin_token, gateway, secret)
+            ref = Reference(Path(scratch) / "data", url, admin_token, gateway, secret,
+                            power_loss)
             try:
                 provision(ref)
                 yield ref

@@ -133,6 +133,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     matrix.add_argument("--actions", default="crash,unavailable",
                         help="fault actions to try at each point (default: crash,unavailable)")
     matrix.add_argument("--json", type=Path, default=None, help="also write the cells as JSON")
+    matrix.add_argument("--power-loss", action="store_true",
+                        help="sqlite: every crash is a power cut — the server runs with "
+                             "--synchronous full behind the power-cut simulator, so what it "
+                             "wrote but did not sync is lost with the crash (docs/spec.md)")
     matrix.set_defaults(run=later(RUN, "crash_matrix"))
     chosen = _sub_command(words)
     for name, (module, help_text) in LAZY.items():

@@ -83,9 +83,14 @@ def crash_matrix(args: argparse.Namespace) -> int:
         print("waypost conformance crash-matrix: --actions takes crash and/or unavailable",
               file=sys.stderr)
         return 2
+    if args.power_loss and args.target != "sqlite":
+        print("waypost conformance crash-matrix: --power-loss needs --target sqlite (the "
+              "simulator is the embedded adapter's)", file=sys.stderr)
+        return 2
     try:
         if args.target in ("sqlite", "d1"):
-            matrix = run_matrix(operations, actions=actions, target=args.target)
+            matrix = run_matrix(operations, actions=actions, target=args.target,
+                                power_loss=args.power_loss)
         else:
             token = admin_token(args)
             check_hooks(args.target, token)

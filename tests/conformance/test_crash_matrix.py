@@ -75,3 +75,24 @@ def test_the_verdict_counts_failed_cells() -> None:
     matrix = Matrix([Cell("message.send", "commit.after", ok=True),
                      Cell("message.send", "commit.before", ok=False, note="took effect 2 times")])
     assert matrix.verdict() == "crash matrix: 2 cells, 1 failed"
+
+
+def test_every_crash_as_a_power_cut_is_green_with_synchronous_full() -> None:
+    """``--power-loss``: each crash also loses what the server wrote but did not sync (the
+    power-cut simulator); with ``full`` every cell keeps its one stable result, and what a
+    commit made durable is there after the restart."""
+    matrix = crash_matrix(actions=("crash",), progress=False, power_loss=True)
+    failures = [(c.operation, c.point, c.note) for c in matrix.cells if not c.ok]
+    assert not failures
+    outcome = {(c.operation, c.point): c.outcome for c in matrix.cells}
+    for operation in ("message.send", "receipt.ack", "blob.prepare", "blob.commit"):
+        assert outcome[(operation, "commit.durable")] == "committed"
+        assert outcome[(operation, "commit.before")] == "not committed"
+
+
+def test_power_loss_is_the_embedded_adapters() -> None:
+    answer = subprocess.run(
+        [sys.executable, "-m", "waypost.cli", "conformance", "crash-matrix", "--power-loss",
+         "--target", "d1"], capture_output=True, text=True, timeout=60)
+    assert answer.returncode == 2
+    assert "--power-loss needs --target sqlite" in answer.stderr
