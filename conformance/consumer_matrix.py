@@ -45,6 +45,7 @@ from waypost.properties.contract.consumer import (
 from waypost.properties.protocol.constants import (
     CONSUMER_FAULT_ENVIRONMENT,
     CONSUMER_POINTS,
+    CONSUMER_POWER_CUTS_ENVIRONMENT,
     CRASH_EXIT,
 )
 from waypost.properties.verdicts.owners import table as owners
@@ -114,9 +115,10 @@ class Consumer:
     """One consumer process command line on one local file, as an actor of a space."""
 
     def __init__(self, command: Sequence[str], db: Path, space: Space, actor: str,
-                 seconds: float = 300.0) -> None:
+                 seconds: float = 300.0, power_loss: bool = False) -> None:
         self.command, self.db, self.space, self.actor = list(command), db, space, actor
         self.seconds = seconds  # one command's time to end
+        self.power_loss = power_loss  # its file behind the power-cut simulator
         self.runs: list[str] = []
 
     def run(self, *arguments: str, fault: str | None = None) -> int:
@@ -124,8 +126,11 @@ class Consumer:
         crashed at the armed point). Output is kept for the cell's note."""
         env = {**os.environ, "WAYPOST_TOKEN": self.space.tokens[self.actor]}
         env.pop(CONSUMER_FAULT_ENVIRONMENT, None)
+        env.pop(CONSUMER_POWER_CUTS_ENVIRONMENT, None)
         if fault:
             env[CONSUMER_FAULT_ENVIRONMENT] = fault
+        if self.power_loss:
+            env[CONSUMER_POWER_CUTS_ENVIRONMENT] = "1"
         try:
             done = subprocess.run([*self.command, *arguments, "--db", str(self.db)], env=env,
                                   capture_output=True, text=True, errors="replace",
@@ -223,7 +228,7 @@ FLOW_RUNNERS = {"sync": _flow_sync, "done": _flow_done, "outbound": _flow_outbou
 
 
 def run_cell(url: str, admin_token: str, flow: str, point: str, command: Sequence[str],
-             work: Path, bounds: Bounds | None = None) -> Cell:
+             work: Path, bounds: Bounds | None = None, power_loss: bool = False) -> Cell:
     """One cell: a fresh space and local file, the armed run, the restart, the checks. A
     server answer the cell cannot go on from ends the cell as an error and is kept in
     ``cell.server`` (:func:`for_run` fails it in the run's ledger)."""
@@ -231,7 +236,8 @@ def run_cell(url: str, admin_token: str, flow: str, point: str, command: Sequenc
     consumer: Consumer | None = None
     try:
         consumer = Consumer(command, work / f"{flow}-{point}.sqlite3",
-                            Space(url, admin_token, bounds), "bob", consumer_seconds(bounds))
+                            Space(url, admin_token, bounds), "bob", consumer_seconds(bounds),
+                            power_loss)
         FLOW_RUNNERS[flow](cell, ledger, consumer)
     except Untrusted as lie:  # the run's ledger fails it (:func:`for_run`)
         cell.server.append({"ids": list(lie.ids), "message": f"P17 matrix: {lie}"})
@@ -266,17 +272,18 @@ OnCell = Callable[[int, int, "Cell"], None]
 
 def consumer_matrix(url: str, admin_token: str, *, command: Sequence[str] = DEFAULT_COMMAND,
                     flows: Sequence[str] = FLOWS, points: Sequence[str] = POINTS,
-                    on_cell: OnCell | None = None, bounds: Bounds | None = None
-                    ) -> ConsumerMatrix:
+                    on_cell: OnCell | None = None, bounds: Bounds | None = None,
+                    power_loss: bool = False) -> ConsumerMatrix:
     """Every fault point × flow against the server at ``url`` (its admin token provisions a
-    fresh space per cell), every answer read within ``bounds``."""
+    fresh space per cell), every answer read within ``bounds``; ``power_loss``: each crash
+    of the consumer also loses what it wrote but did not sync (the power-cut simulator)."""
     matrix = ConsumerMatrix()
     total = len(flows) * len(points)
     with tempfile.TemporaryDirectory(prefix="waypost-p17-") as work:
         for flow in flows:
             for point in points:
                 matrix.cells.append(run_cell(url, admin_token, flow, point, command, Path(work),
-                                             bounds))
+                                             bounds, power_loss))
                 if on_cell is not None:
                     on_cell(len(matrix.cells), total, matrix.cells[-1])
     return matrix

@@ -30,7 +30,7 @@ def _run(args: argparse.Namespace) -> int:
             if not reachable(target.url):
                 raise ValueError(f"cannot reach the target at {target.url}")
             matrix = consumer_matrix(target.url, target.admin_token, command=command,
-                                     flows=flows, points=points)
+                                     flows=flows, points=points, power_loss=args.power_loss)
     except (ValueError, RuntimeError) as exc:
         print(f"waypost conformance consumer-matrix: {exc}", file=sys.stderr)
         return 2
@@ -62,4 +62,8 @@ def add_command(kit_commands: Any) -> None:
                              "the 'waypost consumer' commands and keeping the same local tables "
                              "(default: python -m waypost.consumer_command)")
     matrix.add_argument("--json", type=Path, default=None, help="also write the cells as JSON")
+    matrix.add_argument("--power-loss", action="store_true",
+                        help="each crash of the consumer is a power cut: its local file is "
+                             "opened through the power-cut simulator (WAYPOST_CONSUMER_POWER_"
+                             "CUTS), so what it wrote but did not sync is lost with the crash")
     matrix.set_defaults(run=_run)

@@ -33,7 +33,7 @@ class Reference:
         self.admin_token = admin_token or secrets.token_urlsafe(16)
         # On D1 the gateway outlives every crash of the reference: the data is there. A
         # process crash loses nothing SQLite wrote (normal is enough); a power cut loses what
-        # was not synced (full, behind the simulator: adapters/sqlite/power_cut.py).
+        # was not synced (full, behind the simulator: commands/power_cut.py).
         self.storage: tuple[str, ...] = ("--storage", "d1", "--gateway", gateway.url) \
             if gateway else ("--synchronous", "full", "--simulate-power-cuts") if power_loss \
             else ("--synchronous", "normal")

@@ -15,11 +15,11 @@ from typing import Any
 
 from starlette.applications import Starlette
 
+from waypost import power_cut
 from waypost.adapters.blobs.files import FileBlobStore
 from waypost.adapters.blobs.r2 import R2BlobStore
 from waypost.adapters.d1.driver import D1Driver
 from waypost.adapters.durable import make_dirs
-from waypost.adapters.sqlite import power_cut
 from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.domain.clock import SystemClock
 from waypost.reference.domain.errors import StorageUnavailable
@@ -55,7 +55,7 @@ class Settings:
     gateway_secret: str | None = field(default=None, repr=False)
     exit_on_crash: bool = False  # a ``crash`` fault ends the process (``--crash-mode exit``)
     #: the database through the power-cut simulator: nothing unsynced survives a kill
-    #: (``--simulate-power-cuts``, test deployments only: adapters/sqlite/power_cut.py)
+    #: (``--simulate-power-cuts``, test deployments only: ``waypost/power_cut.py``)
     simulate_power_cuts: bool = False
     dashboard: bool = False  # serve the operator dashboard under /dashboard/
     #: dashboard sessions end this long after their last use, and this long after sign-in

@@ -71,7 +71,7 @@ class SqliteDriver:
                  on_durable: Callable[[], None] | None = None, readers: int = READERS,
                  vfs: str | None = None) -> None:
         self.path = path
-        self.vfs = vfs  # a test deployment's power-cut simulator (adapters/sqlite/power_cut.py)
+        self.vfs = vfs  # a test deployment's power-cut simulator (commands/power_cut.py)
         self.writer = GroupWriter(
             lambda: open_connection(path, synchronous=synchronous, vfs=vfs), on_durable)
         self._readers = ReadPool(readers, "waypost-sqlite-read")

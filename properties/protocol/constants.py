@@ -49,6 +49,7 @@ FAULT_ACTIONS: tuple[str, ...] = tuple(_DATA["server_faults"]["actions"])
 #: The reference consumer's fault points (docs/consumer.md) and the variable that arms them.
 CONSUMER_POINTS: tuple[str, ...] = _names(_DATA["consumer_faults"]["points"])
 CONSUMER_FAULT_ENVIRONMENT: str = str(_DATA["consumer_faults"]["environment"])
+CONSUMER_POWER_CUTS_ENVIRONMENT: str = str(_DATA["consumer_faults"]["power_cuts_environment"])
 
 #: The exit status of a process a crash point ended (the server's ``--crash-mode exit``, the
 #: consumer's armed point).

@@ -36,6 +36,9 @@ def _contract() -> dict[str, Any]:
 _CONTRACT = _contract()
 POINTS: tuple[str, ...] = tuple(str(p["point"]) for p in _CONTRACT["consumer_faults"]["points"])
 ENVIRONMENT: str = str(_CONTRACT["consumer_faults"]["environment"])
+#: Set (to anything), the local file is opened through the power-cut simulator: a crash at an
+#: armed point then also loses what was written but not synced (``waypost/power_cut.py``).
+POWER_CUTS_ENVIRONMENT: str = str(_CONTRACT["consumer_faults"]["power_cuts_environment"])
 #: The exit status of a consumer ended at an armed point (the server's crash status too).
 CRASH_EXIT: int = int(_CONTRACT["crash_exit"])
 

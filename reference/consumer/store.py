@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +14,7 @@ from typing import Any
 import apsw
 
 from waypost.reference.consumer.client import ConsumerError
+from waypost.reference.consumer.faults import POWER_CUTS_ENVIRONMENT
 from waypost.reference.consumer.migrations import LEDGER, RECORD, all_migrations
 
 Row = dict[str, Any]
@@ -35,6 +37,15 @@ def _as_dict(cursor: apsw.Cursor, row: tuple[Any, ...]) -> Row:
     return dict(zip((column[0] for column in cursor.get_description()), row, strict=True))
 
 
+def _vfs() -> str | None:
+    """The power-cut simulator's VFS when a fault test asks for it, else None (the default)."""
+    if not os.environ.get(POWER_CUTS_ENVIRONMENT):
+        return None
+    from waypost import power_cut
+
+    return power_cut.install()
+
+
 class LocalStore:
     """The local database of one consumer."""
 
@@ -44,7 +55,9 @@ class LocalStore:
                                 "--db FILE --url URL' first")
         self.path = path
         try:
-            self.connection = apsw.Connection(str(path))
+            vfs = _vfs()
+            self.connection = apsw.Connection(str(path), vfs=vfs) if vfs \
+                else apsw.Connection(str(path))
         except apsw.Error as error:
             raise ConsumerError(f"cannot open {path}: {error}") from None
         self.connection.set_busy_timeout(10_000)

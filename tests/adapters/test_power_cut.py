@@ -1,4 +1,4 @@
-"""A power cut under load (adapters/sqlite/power_cut.py): the server runs with its database
+"""A power cut under load (commands/power_cut.py): the server runs with its database
 behind the simulator, is killed (``SIGKILL``) in the middle of a run of sends, and is started
 again on the same data directory, as a machine would be after its power came back. With
 ``--synchronous full`` every acknowledged send is there, once, and the database is whole; the

@@ -68,3 +68,16 @@ def test_the_cli_runs_the_matrix_against_a_broken_consumer(server: str) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     assert "FAIL recovered" in done.stdout
     assert "failed" in done.stdout.splitlines()[-1]
+
+
+def test_the_consumer_under_power_loss_loses_nothing_and_an_unsynced_one_is_caught(
+        server: str) -> None:
+    """``--power-loss``: each crash of the consumer also loses what it wrote but did not
+    sync. The reference consumer (``synchronous`` FULL) keeps every cell green; one that
+    never syncs its commits passes a plain crash matrix and fails this one."""
+    points = ("sync.after_commit", "ack.after_submit", "done.after_commit")
+    assert consumer_matrix(server, ADMIN, points=points, power_loss=True).green
+    unsynced = (sys.executable, str(WRAPPER), "unsynced-commits")
+    assert consumer_matrix(server, ADMIN, points=points, command=unsynced).green
+    caught = consumer_matrix(server, ADMIN, points=points, command=unsynced, power_loss=True)
+    assert not caught.green, caught.table()

@@ -84,10 +84,22 @@ def checkpoint_outside_transaction() -> None:
     records.store_page = store_page
 
 
+def unsynced_commits() -> None:
+    """Opens its local file with ``synchronous=OFF``: a commit is never synced, so it survives
+    a process crash but not a power cut (caught only with ``--power-loss``)."""
+    original = LocalStore.__init__
+
+    def init(self: LocalStore, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.connection.pragma("synchronous", "OFF")
+    LocalStore.__init__ = init
+
+
 DEFECTS: dict[str, Callable[[], None]] = {
     "ack-before-commit": ack_before_commit, "processed-before-done": processed_before_done,
     "fresh-request-id": fresh_request_id,
-    "checkpoint-outside-transaction": checkpoint_outside_transaction}
+    "checkpoint-outside-transaction": checkpoint_outside_transaction,
+    "unsynced-commits": unsynced_commits}
 
 if __name__ == "__main__":
     DEFECTS[sys.argv[1]]()

@@ -1,4 +1,6 @@
-"""A power-cut simulator for the embedded adapter (fault injection for test deployments only):
+"""A power-cut simulator for SQLite files (fault injection for test deployments only), used
+by the embedded adapter and the reference consumer alike (``waypost.power_cut``, in the root
+package, so that the consumer, which imports nothing of the server, can use it too):
 an apsw VFS under which nothing SQLite writes reaches the disk until SQLite syncs it. Writes
 and truncations wait in memory, shared by every connection of the process to the same file,
 and every read sees them; ``xSync`` applies them to the file and syncs it. Killing the process
@@ -9,7 +11,9 @@ test VFS (``test6.c``) and Jepsen's LazyFS.
 ``waypost serve --test-hooks --simulate-power-cuts`` opens its database through it. With
 ``--synchronous full`` nothing acknowledged may be lost; with ``normal`` (the WAL synced only at
 checkpoints) acknowledged commits are lost, which proves that the simulator bites
-(``tests/adapters/test_power_cut.py``)."""
+(``tests/adapters/test_power_cut.py``). A consumer started with
+``WAYPOST_CONSUMER_POWER_CUTS=1`` opens its local file through it
+(``waypost conformance consumer-matrix --power-loss``)."""
 
 from __future__ import annotations
 
