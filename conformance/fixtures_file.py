@@ -20,7 +20,7 @@ from waypost.properties.commands.control import setup
 from waypost.properties.commands.provisioned import dump
 from waypost.properties.commands.world import World
 from waypost.properties.model.fixture_sets import FORMAT
-from waypost.properties.rules import Rule
+from waypost.properties.rules import MachineRule
 from waypost.properties.verdicts.violations import Ledger
 from waypost.properties.wire.bounds import bounded_client
 from waypost.properties.wire.http import Session
@@ -41,7 +41,7 @@ NEEDS: dict[str, str] = {
 ADMIN_RULES = frozenset({"provision", "change_authority"})
 
 
-def fixture_rules(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
+def fixture_rules(rules: tuple[MachineRule, ...]) -> tuple[MachineRule, ...]:
     """The rules a run through fixtures draws from."""
     return tuple(rule for rule in rules if rule.name not in ADMIN_RULES)
 

@@ -23,8 +23,9 @@ Draw = Callable[[RuleDriver, st.DataObject], None]
 
 
 @dataclass(frozen=True)
-class Rule:
-    """One kind of step: how often it is drawn, what it needs first."""
+class MachineRule:
+    """A rule of the state machine, one kind of step: how often it is drawn, what it needs
+    first (a server's plan has rules of another kind: ``reference/storage/rules.py``)."""
 
     name: str
     weight: int
@@ -53,28 +54,28 @@ def properties_of(commands: Iterable[str]) -> frozenset[str]:
 SENT = ("send",)  # rules reading what sends publish
 #: The rules in the order a step draws from them (their weights keep publications, reads and
 #: ACKs frequent: Hypothesis would favour rules by name order otherwise).
-RULES: tuple[Rule, ...] = (
-    Rule("send", 5, messages.send),
-    Rule("ack", 4, acks.ack, needs=("read_feed",)),
-    Rule("read_feed", 3, feed.read_feed, needs=SENT),
-    Rule("check_view", 4, feed.check_view, needs=SENT),
-    Rule("read_message", 2, messages.read_message),
-    Rule("resubmit", 3, resubmissions.resubmit, needs=("ack",)),
-    Rule("upload", 3, blobs.upload),
-    Rule("memory", 6, memory.memory),
-    Rule("fault", 2, faults.fault, needs=SENT),
-    Rule("provision", 1, control.provision, needs=SENT),
-    Rule("change_authority", 1, control.change_authority, needs=SENT),
-    Rule("probe", 2, feed.probe, needs=("read_feed",)),
+RULES: tuple[MachineRule, ...] = (
+    MachineRule("send", 5, messages.send),
+    MachineRule("ack", 4, acks.ack, needs=("read_feed",)),
+    MachineRule("read_feed", 3, feed.read_feed, needs=SENT),
+    MachineRule("check_view", 4, feed.check_view, needs=SENT),
+    MachineRule("read_message", 2, messages.read_message),
+    MachineRule("resubmit", 3, resubmissions.resubmit, needs=("ack",)),
+    MachineRule("upload", 3, blobs.upload),
+    MachineRule("memory", 6, memory.memory),
+    MachineRule("fault", 2, faults.fault, needs=SENT),
+    MachineRule("provision", 1, control.provision, needs=SENT),
+    MachineRule("change_authority", 1, control.change_authority, needs=SENT),
+    MachineRule("probe", 2, feed.probe, needs=("read_feed",)),
     # Rare and cheap: each costs a fraction of a second (properties/commands/timing.py).
-    Rule("long_polls", 1, timing.long_polls),
-    Rule("restart", 1, timing.restart, needs=SENT),
-    Rule("late_retry", 1, timing.late_retry, needs=SENT),
+    MachineRule("long_polls", 1, timing.long_polls),
+    MachineRule("restart", 1, timing.restart, needs=SENT),
+    MachineRule("late_retry", 1, timing.late_retry, needs=SENT),
 )
 BY_NAME = {rule.name: rule for rule in RULES}
 
 
-def rules_for(selected: set[str] | None) -> tuple[Rule, ...]:
+def rules_for(selected: set[str] | None) -> tuple[MachineRule, ...]:
     """The rules exercising any of the ``selected`` properties (all when None), with the rules
     they need, in ``RULES`` order. A rule drawn only because another needs it keeps weight 1:
     it makes the state the selected rules act on, and at its full weight it would take most
@@ -92,12 +93,12 @@ def rules_for(selected: set[str] | None) -> tuple[Rule, ...]:
                  for rule in RULES if rule.name in chosen)
 
 
-def weighted(rules: Iterable[Rule]) -> tuple[str, ...]:
-    """Rule names repeated by weight: what one step samples from."""
+def weighted(rules: Iterable[MachineRule]) -> tuple[str, ...]:
+    """MachineRule names repeated by weight: what one step samples from."""
     return tuple(name for rule in rules for name in (rule.name,) * rule.weight)
 
 
-def step_budget(steps: int, rules: Iterable[Rule]) -> int:
+def step_budget(steps: int, rules: Iterable[MachineRule]) -> int:
     """The steps per example for a run drawing only ``rules``: each rule is drawn about as often
     as in a full run, so ``--only`` checks its properties as thoroughly in less time."""
     share = sum(rule.weight for rule in rules) / sum(rule.weight for rule in RULES)

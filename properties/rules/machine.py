@@ -20,7 +20,7 @@ from waypost.properties.commands import control
 from waypost.properties.commands.provisioned import setup_args
 from waypost.properties.commands.reread import revision_rereads, view_rereads
 from waypost.properties.commands.world import World
-from waypost.properties.rules import BY_NAME, RULES, Rule, properties_of, weighted
+from waypost.properties.rules import BY_NAME, RULES, MachineRule, properties_of, weighted
 from waypost.properties.rules.driver import RuleDriver
 from waypost.properties.verdicts.violations import Ledger
 from waypost.properties.wire.http import Session
@@ -38,7 +38,7 @@ class KitRun:
     session: Session
     prefix: str
     ledger: Ledger
-    rules: tuple[Rule, ...] = RULES
+    rules: tuple[MachineRule, ...] = RULES
     selected: set[str] | None = None  # the properties asked for (None: all)
     examples: int = 0
     steps: int = 0
