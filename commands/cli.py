@@ -455,7 +455,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if extra is None:
             raise
         print(f"waypost {' '.join(_words_of(words))}: needs {KNOWN_AS[extra]}, which the base "
-              f"install leaves out: pip install 'waypost[{extra}]'", file=sys.stderr)
+              f"install leaves out: in the project's checkout, pip install '.[{extra}]'",
+              file=sys.stderr)
         return 2
     return code
 

@@ -208,7 +208,7 @@ def print_config(args: argparse.Namespace) -> int:
     print(json.dumps(client_entry(args, executable), indent=2))
     if not _has_mcp():
         print("waypost mcp config: this entry needs the MCP SDK, which this installation "
-              "lacks: pip install 'waypost[mcp]' first", file=sys.stderr)
+              "lacks: in the project's checkout, pip install '.[mcp]' first", file=sys.stderr)
     return 0
 
 

@@ -24,8 +24,14 @@ class StoredObject:
 
 #: The kinds of stored objects, each a keyset read ordered by its object reference.
 _PAGES = {
-    "blobs": """SELECT object_ref, size, sha256, 'blob ' || space_id || '/' || blob_id AS what
-        FROM blobs WHERE object_ref > :after ORDER BY object_ref LIMIT :limit""",
+    # a revision's manifest is a blob too: it is named by its revision, which a user knows
+    "blobs": """SELECT b.object_ref, b.size, b.sha256, COALESCE(
+            (SELECT 'manifest of revision ' || r.revision || ' of collection '
+                    || r.space_id || '/' || r.collection_id || ' (blob ' || b.blob_id || ')'
+             FROM memory_revisions r
+             WHERE r.space_id = b.space_id AND r.manifest_blob_id = b.blob_id),
+            'blob ' || b.space_id || '/' || b.blob_id) AS what
+        FROM blobs b WHERE b.object_ref > :after ORDER BY b.object_ref LIMIT :limit""",
     "manifests": """SELECT object_ref, object_size AS size, object_sha256 AS sha256,
             'manifest of ' || submission_id AS what
         FROM submissions WHERE object_ref IS NOT NULL AND object_ref > :after

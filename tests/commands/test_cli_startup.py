@@ -147,7 +147,7 @@ def test_a_command_whose_extra_is_missing_names_the_extra_in_one_line(
     assert done.stdout == ""
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"waypost {argv[0]}")
-    assert line.endswith(f"pip install 'waypost[{extra}]'")
+    assert line.endswith(f"in the project's checkout, pip install '.[{extra}]'")
     assert f"needs {KNOWN_AS[extra]}," in line  # as the user knows it, never "mcp_types"
     assert list(tmp_path.iterdir()) == []
 
@@ -159,7 +159,7 @@ def test_an_mcp_config_printed_without_the_sdk_says_what_to_install(tmp_path: Pa
                           timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)
-    assert "pip install 'waypost[mcp]' first" in done.stderr
+    assert "pip install '.[mcp]' first" in done.stderr
 
 
 @pytest.mark.parametrize("module", ["send", "load", "publish", "slow", "d1", "floor", "wire",

@@ -59,3 +59,21 @@ def test_verify_says_where_there_is_no_database(tmp_path: Path) -> None:
     answer = _verify(tmp_path / "nothing")
     assert answer.returncode == 2
     assert "holds no Waypost database" in answer.stderr
+
+
+def test_a_damaged_manifest_is_named_by_its_revision(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    with TestClient(build_app(Settings(data_dir, ADMIN_TOKEN, sweep_seconds=0))) as client:
+        api = Api(client)
+        api.space("s1")
+        api.space("s2", ("dave", "erin"))
+        with_notes(api)
+        entry = sealed_blob(api, "s1/alice", b"e" * 1001)
+        assert publish(api, 0, items=[item("a", entry)]).status_code == 201
+    (manifest,) = [p for p in (data_dir / "objects").rglob("*") if p.is_file()
+                   and not p.name.startswith(".") and p.stat().st_size != 1001]
+    manifest.write_bytes(b" " + manifest.read_bytes()[1:])
+    found = _verify(data_dir)
+    assert found.returncode == 1
+    (line,) = [line for line in found.stdout.splitlines() if line.startswith("damaged: ")]
+    assert line.startswith("damaged: manifest of revision 1 of collection s1/notes (blob ")

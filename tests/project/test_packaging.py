@@ -96,4 +96,4 @@ def test_the_base_install_serves_and_the_kit_and_mcp_are_extras(tmp_path: Path) 
                               text=True, timeout=60, cwd=tmp_path)
         assert (done.returncode, done.stderr.splitlines()[-1:]) == (
             2, [done.stderr.strip()]), done.stderr
-        assert done.stderr.strip().endswith(f"pip install 'waypost[{extra}]'")
+        assert done.stderr.strip().endswith(f"pip install '.[{extra}]'")
