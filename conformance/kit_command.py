@@ -56,7 +56,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                     "table (P01–P18, then the hostile-input phase HOSTILE and, in the ci and "
                     "thorough profiles, the contract fuzz phase FUZZ), the limits and "
                     "hostile-input tables, the requirement table's summary line, and last the "
-                    "verdict (PASS or FAIL, the rows, the seed); exit status 1 on any failure. Failures are written as replay files.")
+                    "verdict (PASS or FAIL, the rows, the seed); exit status 1 on any failure. "
+                    "Failures are written as replay files.")
     add_target(kit)
     kit.add_argument("--profile", choices=sorted(PROFILES), default="ci",
                      help="how much to explore: quick (no fuzz phase), ci (default; its fuzz "
