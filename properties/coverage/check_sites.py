@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -133,23 +133,29 @@ def _node(key: Key) -> tuple[_Module, ast.AST] | None:
     return (module, node) if node is not None else None
 
 
-def requirement_ids(module: str, name: str) -> frozenset[str]:
-    """Every requirement id that the function ``module.name`` (or what it reaches) names."""
+def _walk(start: Key, owner: tuple[str, str] = WORLD,
+          stop: Callable[[Key], bool] = lambda key: False) -> Iterator[tuple[Key, set[str]]]:
+    """Each function or constant ``start`` reaches (itself included), once, with the ids
+    written in it; a key for which ``stop`` holds is yielded but not looked inside."""
     seen: set[Key] = set()
-    found: set[str] = set()
-    pending: list[Key] = [(module, name)]
+    pending: list[Key] = [start]
     while pending:
         key = pending.pop()
         if key in seen:
             continue
         seen.add(key)
-        located = _node(key)
+        located = None if stop(key) else _node(key)
         if located is None:
+            yield key, set()
             continue
-        ids, refs = _edges(*located)
-        found |= ids
+        ids, refs = _edges(*located, owner=owner)
+        yield key, ids
         pending.extend(refs - seen)
-    return frozenset(found)
+
+
+def requirement_ids(module: str, name: str) -> frozenset[str]:
+    """Every requirement id that the function ``module.name`` (or what it reaches) names."""
+    return frozenset(rid for _, ids in _walk((module, name)) for rid in ids)
 
 
 @cache
@@ -164,21 +170,9 @@ def performed(draw: Callable[..., object]) -> frozenset[str]:
     directly or through the functions it calls or names (in its module, the modules it imports,
     and the methods of ``RuleDriver``), not looking inside a command."""
     commands = {(fn.__module__, fn.__name__): name for name, fn in COMMANDS.items()}
-    seen: set[Key] = set()
-    found: set[str] = set()
-    pending: list[Key] = [(draw.__module__, draw.__qualname__)]
-    while pending:
-        key = pending.pop()
-        if key in seen:
-            continue
-        seen.add(key)
-        if key in commands:
-            found.add(commands[key])
-            continue
-        located = _node(key)
-        if located is not None:
-            pending.extend(_edges(*located, owner=DRIVER)[1] - seen)
-    return frozenset(found)
+    return frozenset(commands[key] for key, _ in _walk(
+        (draw.__module__, draw.__qualname__), DRIVER, stop=commands.__contains__)
+        if key in commands)
 
 
 @cache
