@@ -68,8 +68,9 @@ def run_verify(args: argparse.Namespace) -> int:
     except storage_failures() as error:
         print(f"waypost verify: {storage_problem(error)}", file=sys.stderr)
         return 1
-    for line in (*found.damaged, *found.missing):
-        print(f"damaged: {line}" if line in found.damaged else f"missing: {line}")
+    for kind, lines in (("damaged", found.damaged), ("missing", found.missing)):
+        for line in lines:
+            print(f"{kind}: {line}")
     print(f"waypost verify: {found.checked} objects checked, {len(found.damaged)} damaged, "
           f"{len(found.missing)} missing")
     return 1 if found.damaged or found.missing else 0

@@ -26,22 +26,16 @@ async def verify(ctx: Context, progress: Callable[[Verified], None] = lambda _: 
                  ) -> Verified:
     """Read every stored object the database vouches for, a page at a time, streaming each
     (never held whole) through SHA-256."""
-    found = Verified()
-    seen: set[str] = set()
-    for kind in sql.KINDS:
-        after = ""
-        while True:
-            (rows,) = await ctx.driver.read([sql.page_statement(kind, after, PAGE)])
-            page = sql.objects_from(rows)
-            for stored in page:
-                if stored.object_ref not in seen:  # a manifest may be a blob too
-                    seen.add(stored.object_ref)
-                    await _check(ctx, stored, found)
-                    progress(found)
-            if len(page) < PAGE:
-                break
-            after = page[-1].object_ref
-    return found
+    found, after = Verified(), ""
+    while True:
+        (rows,) = await ctx.driver.read([sql.page_statement(after, PAGE)])
+        page = sql.objects_from(rows)
+        for stored in page:
+            await _check(ctx, stored, found)
+            progress(found)
+        if len(page) < PAGE:
+            return found
+        after = page[-1].object_ref
 
 
 async def _check(ctx: Context, stored: sql.StoredObject, found: Verified) -> None:
