@@ -28,6 +28,8 @@ def make_dirs(path: Path, *, durable: bool = True) -> list[Path]:
     while not missing.exists():
         made.append(missing)
         missing = missing.parent
+    if not made:  # the usual case (a shard that exists): no system call beyond one stat
+        return made
     made.reverse()
     path.mkdir(parents=True, exist_ok=True)
     if durable:

@@ -247,17 +247,17 @@ async def _checked(blob_id: str, expected: int, chunks: AsyncIterator[bytes],
     """The chunks, which must add up to ``expected`` bytes (the blob's size or its range's)
     and, given ``sha256``, hash to it: else the stream ends in :class:`DamagedBlob` before its
     last bytes, so that no client can take it as complete, and the operator gets one line."""
-    seen, hasher = 0, hashlib.sha256() if sha256 is not None else None
+    seen, hasher, hashed = 0, hashlib.sha256() if sha256 is not None else None, True
     async for chunk in chunks:
         seen += len(chunk)
         if seen > expected:
             break
         if hasher is not None:
             hasher.update(chunk)
-            if seen == expected and hasher.digest() != sha256:
+            if seen == expected and not (hashed := hasher.digest() == sha256):
                 break  # the last chunk is held back: the answer stays short of its length
         yield chunk
-    if seen != expected or (hasher is not None and hasher.digest() != sha256):
+    if seen != expected or not hashed:
         log.error("stored blob %s is damaged: its bytes do not match the size and SHA-256 it "
                   "was sealed with (waypost verify lists every damaged object)", blob_id)
         raise DamagedBlob(f"stored blob {blob_id} fails its verified facts")
@@ -273,16 +273,17 @@ async def _primed(chunks: AsyncIterator[bytes], whole: bool = False) -> AsyncIte
     fails first); ``whole``: every chunk, so that a damaged small blob is refused (500)
     before the first byte is sent."""
     try:
-        held = [chunk async for chunk in chunks] if whole else []
-        first = None if whole else await anext(chunks, None)
+        if whole:
+            held = [chunk async for chunk in chunks]
+        else:
+            first = await anext(chunks, None)
+            held = [] if first is None else [first]
     except DamagedBlob:
         raise internal_error() from None
 
     async def rest() -> AsyncIterator[bytes]:
         for chunk in held:
             yield chunk
-        if first is not None:
-            yield first
         async for chunk in chunks:
             yield chunk
     return rest()
