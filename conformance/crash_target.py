@@ -34,9 +34,11 @@ class Reference:
         # On D1 the gateway outlives every crash of the reference: the data is there. A
         # process crash loses nothing SQLite wrote (normal is enough); a power cut loses what
         # was not synced (full, behind the simulator: commands/power_cut.py).
-        self.storage: tuple[str, ...] = ("--storage", "d1", "--gateway", gateway.url) \
-            if gateway else ("--synchronous", "full", "--simulate-power-cuts") if power_loss \
-            else ("--synchronous", "normal")
+        self.storage: tuple[str, ...] = ("--synchronous", "normal")
+        if gateway is not None:
+            self.storage = ("--storage", "d1", "--gateway", gateway.url)
+        elif power_loss:
+            self.storage = ("--synchronous", "full", "--simulate-power-cuts")
         self.env = {"WAYPOST_GATEWAY_SECRET": gateway_secret} if gateway else {}
         self.fixed_url = url
         self.process = None if url else self._start()

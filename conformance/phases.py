@@ -249,11 +249,11 @@ class HostileInput:
 
     def run(self, ctx: RunContext) -> Failures:
         report = ctx.report
-        if ctx.wanted is not None:
+        if ctx.wanted is not None and not self.kept_by_only:
             ctx.hostile_row = PropertyResult(HOSTILE, "skipped")
         elif ctx.fixtures is not None:
             ctx.hostile_row = PropertyResult(
-                HOSTILE, "not run", message="needs the admin API (a fresh space per check)")
+                HOSTILE, "not run", message=f"needs {self.needs} (a fresh space per check)")
         else:
             report.hostile = hostile_phase.run_checks(ctx.client, ctx.admin_token,
                                                       f"{report.run_id}-h",

@@ -113,11 +113,11 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
 
 
 def _starts(progress: Progress | None, phase: str, kit: KitRun) -> None:
-    """Tell the run's progress that a phase starts: the exploration, then the later ones (the
-    limit phase, first, is shown as the exploration's start)."""
+    """Tell the run's progress that a phase starts: the exploration (its clock), then the later
+    ones (``Progress.phase`` shows only those it was told are planned: not the limit phase)."""
     if progress is not None and phase == "exploration":
         progress.exploring(kit)
-    elif progress is not None and phase != "limits":
+    elif progress is not None:
         progress.phase(phase)
 
 

@@ -70,14 +70,19 @@ async def _send(subject: Subject, connection: Connection, recipients: Sequence[s
     return time.perf_counter()
 
 
+def _feed_path(wait: int, cursor: str | None) -> str:
+    """A long poll's request target: ``wait`` seconds, after ``cursor`` (None: the checkpoint)."""
+    return f"/v1/feed?wait={wait}" + (
+        "" if cursor is None else "&cursor=" + urllib.parse.quote(cursor, safe=""))
+
+
 async def _poll(connection: Connection, token: str, cursor: str | None = None,
                 wait: int = WAIT) -> tuple[float, dict[str, Any]]:
     """A long poll, parked again each time it returns empty, until a page with items: the
     time of its answer and the page."""
     while True:
-        path = f"/v1/feed?wait={wait}" + (
-            "" if cursor is None else "&cursor=" + urllib.parse.quote(cursor, safe=""))
-        status, body = await asyncio.wait_for(connection.request("GET", path, token), wait + 60)
+        status, body = await asyncio.wait_for(
+            connection.request("GET", _feed_path(wait, cursor), token), wait + 60)
         if status != 200:
             raise BenchError(f"a long poll answered {status}: {body[:300]!r}")
         page: dict[str, Any] = json.loads(body)
@@ -125,7 +130,7 @@ class Crowd:
     async def _park(self, connection: Connection, token: str) -> None:
         while not self.stopping:
             try:
-                status, _ = await connection.request("GET", f"/v1/feed?wait={WAIT}", token)
+                status, _ = await connection.request("GET", _feed_path(WAIT, None), token)
             except (OSError, asyncio.IncompleteReadError):
                 status = 0
             self.answers += 1
@@ -235,11 +240,9 @@ async def _herd_round(subject: Subject, connections: Sequence[Connection],
                       tokens: Sequence[str], cursors: Sequence[str | None]) -> dict[str, Any]:
     async def timed(connection: Connection, token: str,
                     cursor: str | None) -> tuple[float, float, int, bytes]:
-        path = f"/v1/feed?wait={HERD_WAIT}" + (
-            "" if cursor is None else "&cursor=" + urllib.parse.quote(cursor, safe=""))
         written = time.perf_counter()
-        status, body = await asyncio.wait_for(connection.request("GET", path, token),
-                                              HERD_WAIT + 120)
+        status, body = await asyncio.wait_for(
+            connection.request("GET", _feed_path(HERD_WAIT, cursor), token), HERD_WAIT + 120)
         return written, time.perf_counter(), status, body
     before = subject.cpu()
     answers = await asyncio.gather(*(timed(*polled)

@@ -10,7 +10,15 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
-from tests.support.api import ADMIN_TOKEN, Api, item, publish, sealed_blob, with_notes
+from tests.support.api import (
+    ADMIN_TOKEN,
+    Api,
+    item,
+    publish,
+    sealed_blob,
+    stored_objects,
+    with_notes,
+)
 from waypost.reference.server import Settings, build_app
 
 
@@ -20,8 +28,7 @@ def _verify(data_dir: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _stored(data_dir: Path, size: int) -> Path:
-    (found,) = [p for p in (data_dir / "objects").rglob("*")
-                if p.is_file() and not p.name.startswith(".") and p.stat().st_size == size]
+    (found,) = [p for p in stored_objects(data_dir) if p.stat().st_size == size]
     return found
 
 
@@ -70,8 +77,7 @@ def test_a_damaged_manifest_is_named_by_its_revision(tmp_path: Path) -> None:
         with_notes(api)
         entry = sealed_blob(api, "s1/alice", b"e" * 1001)
         assert publish(api, 0, items=[item("a", entry)]).status_code == 201
-    (manifest,) = [p for p in (data_dir / "objects").rglob("*") if p.is_file()
-                   and not p.name.startswith(".") and p.stat().st_size != 1001]
+    (manifest,) = [p for p in stored_objects(data_dir) if p.stat().st_size != 1001]
     manifest.write_bytes(b" " + manifest.read_bytes()[1:])
     found = _verify(data_dir)
     assert found.returncode == 1

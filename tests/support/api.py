@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -144,6 +145,12 @@ def sealed_blob(api: Api, who: str, content: bytes) -> str:
     assert answer.status_code == 200, answer.text
     blob_id: str = answer.json()["blob_id"]
     return blob_id
+
+
+def stored_objects(data_dir: Path) -> list[Path]:
+    """The objects of a data directory's file blob store (its temporary files left out)."""
+    return [path for path in (data_dir / "objects").rglob("*")
+            if path.is_file() and not path.name.startswith(".")]
 
 
 def content_of(api: Api, who: str, blob_id: str) -> Any:

@@ -11,14 +11,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.api import ADMIN_TOKEN, Api, content_of, sealed_blob
+from tests.support.api import ADMIN_TOKEN, Api, content_of, sealed_blob, stored_objects
 from waypost.conformance.targets import ServerProcess
 
 
 def _damage(data_dir: Path, size: int) -> None:
     """Flip the last byte of the one stored object of ``size`` bytes."""
-    (stored,) = [p for p in (data_dir / "objects").rglob("*")
-                 if p.is_file() and not p.name.startswith(".") and p.stat().st_size == size]
+    (stored,) = [p for p in stored_objects(data_dir) if p.stat().st_size == size]
     content = bytearray(stored.read_bytes())
     content[-1] ^= 0xFF
     stored.write_bytes(bytes(content))
