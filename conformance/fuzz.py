@@ -28,10 +28,10 @@ import httpx
 
 from waypost.conformance import fuzz_rules
 from waypost.conformance.fuzz_bodies import BodyRules, ByteExact
-from waypost.conformance.hypothesis_hooks import seed_only_draws
 from waypost.properties.commands import control
 from waypost.properties.commands.world import ProvisioningFailed, World
 from waypost.properties.hostile.probes import ALL_SCOPES, control_ids
+from waypost.properties.rules.hypothesis_hooks import seed_only_draws
 from waypost.properties.verdicts.violations import Ledger, PropertyViolation
 from waypost.properties.wire.http import Answer, Session
 from waypost.properties.wire.untrusted import excerpt, visible

@@ -64,6 +64,18 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                           "phase runs fuzz's small dev budget), thorough (fuzz's thorough "
                           "budget, 10,000+ requests)")
     kit.add_argument("--seed", type=int, default=None, help="seed (default: random, printed)")
+    kit.add_argument("--workers", type=int, default=None, metavar="N",
+                     help="state machines exploring at once, each in its own spaces with its "
+                          "share of the examples and a seed derived from --seed (default: 1 "
+                          "for a target under 5 ms away, else one per 6.25 ms of round trip, "
+                          "at most 8; commands that move the whole server run alone)")
+    kit.add_argument("--worker", type=int, default=None, metavar="I",
+                     help="run only worker I (from 0) of --workers: a worker's failure alone, "
+                          "with the same draws")
+    kit.add_argument("--max-connections", type=int, default=32, metavar="N",
+                     help="the most connections the kit opens to the target at once "
+                          "(default 32; for a deployment that documents a lower limit, "
+                          "WP-LOAD-4); each worker needs 4")
     kit.add_argument("--shrink-seconds", type=float, default=None, metavar="SECONDS",
                      help="how long Hypothesis may shrink a failure to its shortest replay "
                           "(default: the profile's, " + ", ".join(

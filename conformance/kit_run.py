@@ -26,6 +26,7 @@ from waypost.conformance.profiles import PROFILES
 from waypost.conformance.requirement_table import text_table as requirement_table
 from waypost.conformance.run_results import Report
 from waypost.conformance.targets import Target, check_target, open_target
+from waypost.conformance.workers import MAX_CONNECTIONS, default_workers, round_trip
 from waypost.properties.coverage.catalogue import Property, select
 from waypost.properties.model.fixture_sets import Fixtures
 from waypost.properties.model.fixture_sets import load as load_fixtures
@@ -46,8 +47,11 @@ def kit_client(url: str, args: argparse.Namespace) -> tuple[httpx.Client, FaultP
     within the kit's bounds (``--timeout``, the answer cap, walks that move on)."""
     if not args.timeout > 0:
         raise ValueError("--timeout takes a positive number of seconds")
+    connections = getattr(args, "max_connections", MAX_CONNECTIONS)
+    if connections < 1:
+        raise ValueError("--max-connections takes a positive number")
     bounds = Bounds(seconds=args.timeout)
-    proxy = FaultProxy(BoundedTransport(network_transport(url), bounds))
+    proxy = FaultProxy(BoundedTransport(network_transport(url, connections), bounds))
     client = httpx.Client(base_url=url, timeout=bounds.timeout(), transport=proxy,
                           trust_env=False)  # its proxy is the transport's (bounded)
     return client, proxy, bounds
@@ -136,6 +140,11 @@ def conformance(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"waypost conformance: {exc}", file=sys.stderr)
         return 2
+    if not ((args.workers is None or args.workers >= 1) and (
+            args.worker is None or 0 <= args.worker < (args.workers or 0))):
+        print("waypost conformance: --workers takes a positive number, and --worker one of "
+              "0 to --workers - 1 (with --workers given)", file=sys.stderr)
+        return 2
     expected = runner.expected_for(args.expected_failures, args.target)
     args.seed = random.randrange(2**32) if args.seed is None else args.seed
     try:
@@ -168,6 +177,10 @@ def rerun_command(args: argparse.Namespace, selected: list[Property]) -> str:
              "--seed", str(args.seed)]
     if args.only:
         words += ["--only", ",".join(p.pid for p in selected)]
+    if args.workers is not None and args.workers > 1:  # the seeds of its workers depend on it
+        words += ["--workers", str(args.workers)]
+    if args.worker is not None:
+        words += ["--worker", str(args.worker)]
     if args.shrink_seconds is not None:
         words += ["--shrink-seconds", f"{args.shrink_seconds:g}"]
     if args.timeout != SECONDS:
@@ -214,8 +227,12 @@ def _run(args: argparse.Namespace, target: Target, client: httpx.Client, proxy: 
         return verdict
     check_target(client, target.admin_token)
     where = target.url if target.name == "url" else f"{target.name} at {target.url}"
-    print(visible(f"waypost conformance: target {where}, profile {args.profile}, seed "
-                  f"{args.seed}"), file=sys.stderr)
+    rtt = round_trip(client)
+    if args.workers is None:
+        args.workers = default_workers(rtt, args.max_connections)
+    workers = f"{args.workers} worker" + ("s" if args.workers != 1 else "")
+    print(visible(f"waypost conformance: target {where} ({1000 * rtt:.0f} ms away), profile "
+                  f"{args.profile}, seed {args.seed}, {workers}"), file=sys.stderr)
     name = target.name if target.name != "url" else target.url
     fuzz = None  # the fuzz phase provisions spaces of its own: not through fixtures
     if args.profile in FUZZ_PROFILE_BY_KIT_PROFILE and not args.only and fixtures is None:
@@ -227,7 +244,8 @@ def _run(args: argparse.Namespace, target: Target, client: httpx.Client, proxy: 
                       progress=progress(args, selected, fixtures, fuzz is not None, started),
                       proxy=proxy,
                       trace=args.trace is not None, fixtures=fixtures, fuzz=fuzz, bounds=bounds,
-                      shrink_seconds=args.shrink_seconds)
+                      shrink_seconds=args.shrink_seconds, workers=args.workers,
+                      worker=args.worker)
 
 
 def _reports(args: argparse.Namespace, result: Report, scope: reports.Scope,

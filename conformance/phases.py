@@ -19,10 +19,10 @@ import httpx
 from hypothesis import HealthCheck, Verbosity, settings
 from hypothesis import Phase as HypothesisPhase
 from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import Flaky, FlakyStrategyDefinition
 from hypothesis.stateful import run_state_machine_as_test
 
 from waypost.conformance import consumer_matrix, hostile_phase
-from waypost.conformance.hypothesis_hooks import seed_only_draws, shrinking_budget
 from waypost.conformance.profiles import Profile
 from waypost.conformance.run_results import (
     HOSTILE,
@@ -33,12 +33,14 @@ from waypost.conformance.run_results import (
     leaf_failures,
     write_replay,
 )
+from waypost.conformance.workers import Share, run_workers, shares
 from waypost.properties.commands.control import published_limits, setup
 from waypost.properties.commands.provisioned import setup_args
 from waypost.properties.commands.world import World
 from waypost.properties.limits.registry import NOT_INPUT, check_limit, registry, unreachable
 from waypost.properties.model.fixture_sets import Fixtures, FixturesExhausted
 from waypost.properties.rules import step_budget
+from waypost.properties.rules.hypothesis_hooks import seed_only_draws, shrinking_budget
 from waypost.properties.rules.machine import KitRun, machine_for
 from waypost.properties.verdicts.violations import Ledger, PropertyViolation
 from waypost.properties.wire.bounds import Bounds
@@ -68,6 +70,8 @@ class RunContext:
     bounds: Bounds | None = None  # those of the client's transport, for P17's own clients
     fuzz: Callable[[], FuzzReport] | None = None
     failures: Failures = field(default_factory=dict)
+    workers: int = 1  # the exploration's workers (conformance/workers.py)
+    worker: int | None = None  # only this worker of them (a rerun of its failure)
     hostile_row: PropertyResult | None = None  # the hostile-input phase's row
 
 
@@ -186,33 +190,63 @@ class Exploration:
         return True
 
     def run(self, ctx: RunContext) -> Failures:
-        failures: Failures = {}
         kit, profile = ctx.kit, ctx.profile
         if not kit.rules or profile.examples < 1:  # no rule selected (P17), no fixture set left
-            return failures
+            return {}
+        plans = shares(ctx.seed, profile.examples, ctx.workers, ctx.worker)
+        ctx.report.workers = ctx.workers
+        with shrinking_budget(ctx.shrink_seconds), seed_only_draws():
+            if len(plans) == 1 and plans[0].workers == 1:
+                return self._explore(ctx, kit, plans[0])
+            found = run_workers(kit, plans, lambda k, share: self._explore(ctx, k, share),
+                                ctx.progress)
+        failures: Failures = {}
+        for _kit, worker_failures in found:  # the first worker's failure of a property wins
+            for pid, failure in worker_failures.items():
+                failures.setdefault(pid, failure)
+        return failures
+
+    def _explore(self, ctx: RunContext, kit: KitRun, share: Share) -> Failures:
+        """One worker's share of the examples, under Hypothesis with the worker's seed."""
+        failures: Failures = {}
         shrink = ctx.shrink_seconds > 0
-        machine = hypothesis_seed(ctx.seed)(machine_for(kit))
+        machine = hypothesis_seed(share.seed)(machine_for(kit))
         try:
-            with shrinking_budget(ctx.shrink_seconds), seed_only_draws():
-                run_state_machine_as_test(machine, settings=settings(
-                    max_examples=profile.examples,
-                    stateful_step_count=step_budget(profile.steps, kit.rules), deadline=None,
-                    database=None, suppress_health_check=NOT_APPLICABLE,
-                    phases=[HypothesisPhase.generate,
-                            *([HypothesisPhase.shrink, HypothesisPhase.explain] if shrink
-                              else [])],
-                    # The run's own report and replay files tell a failure; Hypothesis's
-                    # printed notes (its blob, its "five minutes" shrinking warning) would
-                    # only mislead.
-                    verbosity=Verbosity.quiet))
+            run_state_machine_as_test(machine, settings=settings(
+                max_examples=share.examples,
+                stateful_step_count=step_budget(ctx.profile.steps, kit.rules), deadline=None,
+                database=None, suppress_health_check=NOT_APPLICABLE,
+                phases=[HypothesisPhase.generate,
+                        *([HypothesisPhase.shrink, HypothesisPhase.explain] if shrink
+                          else [])],
+                # The run's own report and replay files tell a failure; Hypothesis's
+                # printed notes (its blob, its "five minutes" shrinking warning) would
+                # only mislead.
+                verbosity=Verbosity.quiet))
         except Exception as raised:  # every failure is reported, none swallowed
-            for failure in leaf_failures(raised):
+            timing = isinstance(raised, Flaky)
+            for failure, world in _underlying(raised, kit):
                 if isinstance(failure, FixturesExhausted):
                     continue  # the run's fresh spaces are used up: exploration ends there
                 violation = failure if isinstance(failure, PropertyViolation) else None
-                path = write_replay(ctx.replay_dir, ctx.report, violation, failure, kit.last)
+                path = write_replay(ctx.replay_dir, ctx.report, violation, failure, world,
+                                    name=f"{share.prefix}-" if share.prefix else "",
+                                    worker=share, timing=timing)
                 failures[violation.pid if violation else "ERROR"] = (violation, failure, path)
         return failures
+
+
+def _underlying(raised: Exception, kit: KitRun) -> list[tuple[BaseException, World | None]]:
+    """What an exploration ended with, each with the world it happened in. Where Hypothesis
+    says only that the same draws behaved differently (a failure at one step of one run and
+    not of the next: timing), the failure is the first one the examples raised."""
+    found: list[tuple[BaseException, World | None]] = []
+    for failure in leaf_failures(raised):
+        if isinstance(failure, FlakyStrategyDefinition) and kit.raised:
+            found.append(kit.raised[0])
+        else:
+            found.append((failure, kit.last))
+    return found
 
 
 class ConsumerMatrix:

@@ -20,6 +20,7 @@ from waypost.properties.wire.untrusted import excerpt
 
 if TYPE_CHECKING:
     from waypost.conformance.fuzz import FuzzReport
+    from waypost.conformance.workers import Share
 
 #: The row of the hostile-input phase, beside the properties'.
 HOSTILE = Property("HOSTILE", PHASE_NAMES["HOSTILE"])
@@ -81,6 +82,7 @@ class Report:
     requirements: list[coverage.Row] = field(default_factory=list)  # by requirement id
     #: the consumer's fault points P17 sampled (a quick run), or None: all of them
     consumer_sample: tuple[str, ...] | None = None
+    workers: int = 1  # the exploration's workers
     started: str = ""  # when the run started: UTC, ISO 8601 to the second
     identity: Identity = field(default_factory=Identity)  # what its /v1/describe says it is
 
@@ -97,11 +99,19 @@ def leaf_failures(error: BaseException) -> list[BaseException]:
     return [error]
 
 
+#: What a replay says of a failure Hypothesis could not make happen again from the same draws.
+TIMING = ("the same draws passed when Hypothesis ran them again: the failure depends on timing "
+          "(the order of concurrent requests, a long poll's moment). Its commands may need a few "
+          "runs to fail again")
+
+
 def write_replay(directory: Path, report: Report, violation: PropertyViolation | None,
-                 error: BaseException, world: World | None, name: str = "") -> Path:
+                 error: BaseException, world: World | None, name: str = "",
+                 worker: Share | None = None, timing: bool = False) -> Path:
     """The failing example as a JSON replay: its commands (rerun deterministically) and the
     HTTP exchanges it made, with the model's complaint; ``name`` tells a limit check's file
-    from the exploration's."""
+    from the exploration's; ``worker`` is the exploration's worker that found it (of several),
+    ``timing`` says that the failure did not happen again from the same draws."""
     directory.mkdir(parents=True, exist_ok=True)
     pid = violation.pid if violation else "ERROR"
     path = directory / f"{report.run_id}-{name}{pid}.json"
@@ -112,6 +122,9 @@ def write_replay(directory: Path, report: Report, violation: PropertyViolation |
         "message": excerpt(violation.message if violation else repr(error)),
         "evidence": {key: excerpt(value) for key, value in evidence.items()},
         "target": report.target, "profile": report.profile, "seed": report.seed,
+        **({"worker": worker.index, "workers": worker.workers, "worker_seed": worker.seed}
+           if worker is not None and worker.workers > 1 else {}),
+        **({"timing": TIMING} if timing else {}),
         "commands": violation.commands if violation else (world.commands if world else []),
         "exchanges": violation.exchanges if violation else (
             [e.as_json() for e in world.session.trace] if world else []),

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import httpx
 
@@ -71,7 +71,8 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
         progress: Progress | None = None, shrink_seconds: float | None = None,
         proxy: FaultProxy | None = None, trace: bool = False,
         fixtures: Fixtures | None = None,
-        fuzz: Callable[[], FuzzReport] | None = None, bounds: Bounds | None = None) -> Report:
+        fuzz: Callable[[], FuzzReport] | None = None, bounds: Bounds | None = None,
+        workers: int = 1, worker: int | None = None) -> Report:
     """Run the command model; every property ends as pass, fail, xfail, xpass, incomplete,
     skipped or not run. ``proxy`` (the transport of ``client``) injects network faults where
     the target has no fault points; ``trace`` keeps each example's commands in the report;
@@ -81,7 +82,9 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     fresh set, the rules of the control plane, the hooks and P17 do not run, nothing is
     shrunk (conformance/fixtures_file.py). A target that cannot be reached, or refuses the admin
     token, raises ``TargetError`` before anything runs. ``bounds`` are those of ``client``'s
-    transport, for the clients P17 makes (properties/wire/bounds.py)."""
+    transport, for the clients P17 makes (properties/wire/bounds.py). ``workers`` explore at
+    once, each its share of the examples with a seed derived from ``seed``; ``worker`` runs
+    that one of them alone (conformance/workers.py)."""
     check_target(client, admin_token)
     chosen = PROFILES[profile]
     seed = random.randrange(2**32) if seed is None else seed
@@ -100,7 +103,8 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     if fixtures is not None:  # a shrink step, and the last rerun of a failure, take a set each
         budget, chosen = 0, replace(chosen, examples=min(chosen.examples, fixtures.left - 1))
     ctx = RunContext(report, kit, client, admin_token, chosen, seed, wanted, expected,
-                     replay_dir, budget, progress, fixtures, bounds, fuzz)
+                     replay_dir, budget, progress, fixtures, bounds, fuzz,
+                     workers=workers, worker=worker)
     started = time.monotonic()
     for phase in PHASES:
         if phase.runs(ctx):
@@ -226,15 +230,40 @@ def _outcome(prop: Property, kit: KitRun, wanted: set[str] | None,
     return outcome
 
 
+#: How often a replay whose failure depends on timing reruns its commands before it passes.
+TIMING_ATTEMPTS = 5
+
+
 def replay_file(path: Path, client: httpx.Client, admin_token: str,
                 out: TextIO = sys.stdout, proxy: FaultProxy | None = None,
                 fixtures: Fixtures | None = None) -> PropertyViolation | None:
     """Rerun a replay file's commands against a target; return the violation it still shows.
-    A replay of a run through fixtures names its set: it needs ``fixtures``, the same file,
-    with that set fresh. A target that cannot be reached, or refuses the admin token, raises
-    ``TargetError``."""
+    A replay of a failure that depends on timing (its file says so) reruns them, in fresh
+    spaces, up to :data:`TIMING_ATTEMPTS` times until it fails. A replay of a run through
+    fixtures names its set: it needs ``fixtures``, the same file, with that set fresh. A target
+    that cannot be reached, or refuses the admin token, raises ``TargetError``."""
     recorded = json.loads(path.read_text())
     check_target(client, admin_token)
+    attempts = TIMING_ATTEMPTS if recorded.get("timing") and fixtures is None else 1
+    for attempt in range(1, attempts + 1):
+        found = _replay_once(recorded, client, admin_token, proxy, fixtures)
+        if found is not None:
+            violation, shown = found
+            tried = f" (attempt {attempt} of {attempts}: it depends on timing)" \
+                if attempts > 1 else ""
+            out.write(visible(f"still failing{tried}: {shown}") + "\n")
+            return violation
+    tried = f" in {attempts} attempts (the failure depends on timing)" if attempts > 1 else ""
+    out.write(visible(f"passes now{tried}: {len(recorded['commands'])} commands, no violation "
+                      f"(recorded: {recorded['property']}: {recorded['message']})") + "\n")
+    return None
+
+
+def _replay_once(recorded: dict[str, Any], client: httpx.Client, admin_token: str,
+                 proxy: FaultProxy | None, fixtures: Fixtures | None,
+                 ) -> tuple[PropertyViolation, str] | None:
+    """One rerun of the recorded commands in fresh spaces; the violation it shows, if any,
+    and how to say it."""
     ledger = Ledger()
     world = World(Session(client, admin_token, proxy=proxy, fixtures=fixtures, ledger=ledger),
                   f"rp{secrets.token_hex(3)}-", ledger)
@@ -242,11 +271,7 @@ def replay_file(path: Path, client: httpx.Client, admin_token: str,
         for step in recorded["commands"]:
             world.perform(COMMANDS[step["command"]], step["args"])
     except PropertyViolation as violation:
-        out.write(visible(f"still failing: {violation}") + "\n")
-        return violation
+        return violation, str(violation)
     except Exception as error:  # a crash of the kit or a refused provisioning still fails
-        out.write(visible(f"still failing: {error!r}") + "\n")
-        return PropertyViolation("ERROR", repr(error))
-    out.write(visible(f"passes now: {len(recorded['commands'])} commands, no violation "
-                      f"(recorded: {recorded['property']}: {recorded['message']})") + "\n")
+        return PropertyViolation("ERROR", repr(error)), repr(error)
     return None

@@ -1,9 +1,14 @@
-"""``waypost bench kit``: state-machine steps per second against the sqlite target, with the
-machine, a baseline measured in the same run, and where the time goes."""
+"""``waypost bench kit``: the kit's pace against the sqlite target, near and far. Each run is
+one kit run under a timing wrapper around every HTTP exchange: steps and checks per second,
+total time, where the time goes; with ``--rtt MS`` a second run puts the target that far away
+through the bench's latency proxy, with as many workers as the kit picks for that distance.
+The machine, its load, and a baseline measured in the same run (describe round trips on the
+same server) are in the JSON."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections import Counter, defaultdict
@@ -12,15 +17,30 @@ from typing import Any
 
 import httpx
 
+from waypost.bench.latency_proxy import at_distance
 from waypost.bench.machine import baseline, machine
 from waypost.conformance import runner
 from waypost.conformance.profiles import PROFILES
 from waypost.conformance.targets import open_target
+from waypost.conformance.workers import MAX_CONNECTIONS, default_workers, round_trip
 from waypost.properties.wire import http as kit_http
 
 
-def bench_kit(profile: str, seed: int, out: Path | None) -> dict[str, Any]:
-    """Run the kit once under a timing wrapper around every HTTP exchange."""
+def bench_kit(profile: str, seed: int, out: Path | None, rtts: tuple[float, ...] = (0,),
+              workers: int | None = None) -> dict[str, Any]:
+    """One kit run per round trip in ``rtts`` (milliseconds), each against a fresh reference;
+    ``workers`` as given, else as the kit picks for the measured distance."""
+    runs = [_one_run(profile, seed, rtt, workers) for rtt in rtts]
+    result = {"benchmark": "kit", "machine": machine(), "profile": profile, "seed": seed,
+              "runs": runs, "failed": any(run["failed"] for run in runs)}
+    text = json.dumps(result, indent=2)
+    if out is not None:
+        out.write_text(text + "\n")
+    print(text)
+    return result
+
+
+def _one_run(profile: str, seed: int, rtt_ms: float, workers: int | None) -> dict[str, Any]:
     spent: dict[str, float] = defaultdict(float)
     calls: Counter[str] = Counter()
     original = kit_http.Session.call
@@ -31,46 +51,54 @@ def bench_kit(profile: str, seed: int, out: Path | None) -> dict[str, Any]:
             return original(self, method, path, **kwargs)
         finally:
             kind = f"{method} {_route(path)}"
-            spent[kind] += time.perf_counter() - started
+            spent[kind] += time.perf_counter() - started  # workers add up: time in flight
             calls[kind] += 1
 
     # every request of the run is timed: the kit's one HTTP method, wrapped for the run
     kit_http.Session.call = timed  # type: ignore[method-assign]
+    load_before, cpu_before = os.getloadavg(), os.times()
     try:
         with open_target("sqlite", None) as target, \
-                httpx.Client(base_url=target.url, timeout=60) as client:
-            print(f"waypost bench kit: the baseline, then the kit ({profile}, seed {seed}) on "
-                  f"{target.url}", file=sys.stderr)
-            ceiling = baseline(client)
-            report = runner.run("sqlite", client, target.admin_token, profile=profile, seed=seed,
+                at_distance(target.url, rtt_ms) as url, \
+                httpx.Client(base_url=url, timeout=60,
+                             limits=httpx.Limits(max_connections=MAX_CONNECTIONS)) as client:
+            measured = round_trip(client)
+            chosen = workers or default_workers(measured, MAX_CONNECTIONS)
+            print(f"waypost bench kit: the baseline, then the kit ({profile}, seed {seed}, "
+                  f"{rtt_ms:g} ms round trip, {chosen} workers) on {url}", file=sys.stderr)
+            ceiling = baseline(client, requests=300 if rtt_ms < 5 else 20)
+            started = time.monotonic()
+            report = runner.run("sqlite", client, target.admin_token, profile=profile,
+                                seed=seed, workers=chosen,
                                 progress=runner.Progress(sys.stderr,
                                                          PROFILES[profile].examples))
+            total = time.monotonic() - started
     finally:
         kit_http.Session.call = original  # type: ignore[method-assign]
+    cpu_after = os.times()
     http_seconds = sum(spent.values())
-    result = {
-        "benchmark": "kit", "machine": machine(), "profile": profile, "seed": seed,
+    checks = sum(outcome.checks for outcome in report.outcomes)
+    return {
+        "rtt_ms": rtt_ms, "measured_rtt_ms": round(1000 * measured, 2), "workers": chosen,
         "baseline": ceiling,
-        "examples": report.examples, "steps": report.steps,
-        "seconds": round(report.seconds, 3),
-        "steps_per_second": round(report.steps / report.seconds, 1),
+        "examples": report.examples, "steps": report.steps, "checks": checks,
+        "seconds": round(total, 3), "exploration_seconds": round(report.seconds, 3),
+        "steps_per_second": round(report.steps / max(report.seconds, 1e-9), 1),
+        "checks_per_second": round(checks / max(total, 1e-9), 1),
         "failed": report.failed,
+        "load": {"loadavg_before": [round(x, 2) for x in load_before],
+                 "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+                 "kit_cpu_seconds": round((cpu_after.user - cpu_before.user)
+                                          + (cpu_after.system - cpu_before.system), 2)},
         "requests": sum(calls.values()),
         "requests_per_step": round(sum(calls.values()) / max(report.steps, 1), 2),
         "time": {
-            "http_seconds": round(http_seconds, 3),
-            "http_share": round(http_seconds / report.seconds, 3),
-            "model_and_hypothesis_seconds": round(report.seconds - http_seconds, 3),
+            "http_seconds_in_flight": round(http_seconds, 3),
             "by_request": {kind: {"calls": calls[kind], "seconds": round(spent[kind], 3),
                                   "ms_each": round(1000 * spent[kind] / calls[kind], 2)}
-                           for kind in sorted(spent, key=spent.__getitem__, reverse=True)},
+                           for kind in sorted(spent, key=spent.__getitem__, reverse=True)[:15]},
         },
     }
-    text = json.dumps(result, indent=2)
-    if out is not None:
-        out.write_text(text + "\n")
-    print(text)
-    return result
 
 
 def _route(path: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
+from waypost.properties.commands.server_wide import server_wide
 from waypost.properties.model.matching import MISSING, epoch_ms, protocol_view, shaped
 from waypost.properties.model.state import Recorded, Token, Upload
 from waypost.properties.protocol import fingerprints
@@ -57,10 +58,11 @@ def prepare(world: World, token: str, content: str, filename: str | None) -> Non
 
 
 def expired(world: World, upload: Upload) -> bool:
-    """Whether the server clock (as last read through the hook) is past the expiry."""
+    """Whether the server clock (as last read through the hook, by any worker of the run) is
+    past the expiry."""
     at = epoch_ms(upload.expires_at)
     return (world.model.hooks and upload.state != "sealed" and at is not None
-            and at <= world.model.now_ms)
+            and at <= world.shared.now_ms)
 
 
 def upload_refusal(world: World, who: Token, upload: Upload, scope: str) -> set[str] | None:
@@ -165,15 +167,17 @@ def read_blob(world: World, token: str, upload: int | None) -> None:
                 status=content.status, etag=content.etag, size=len(content.data))
 
 
+@server_wide
 def advance_clock(world: World, ms: int) -> None:
     """Move the server clock (test hook) so uploads expire (P15)."""
     if not world.model.hooks:
         return
+    before = world.shared.now_ms
     answer = world.session.admin("POST", "/_test/clock", {"advance_ms": ms})
     now = epoch_ms(answer.json.get("now")) if isinstance(answer.json, dict) else None
     if world.check("WP-HOOK-3", answer.status == 200 and now is not None
-                   and now >= world.model.now_ms + ms,
+                   and now >= before + ms,
                    f"POST /_test/clock must move the clock {ms} ms forward and answer now",
-                   answer=answer.json, status=answer.status, before=world.model.now_ms):
+                   answer=answer.json, status=answer.status, before=before):
         assert now is not None
-        world.model.now_ms = now
+        world.shared.clock_read(now)

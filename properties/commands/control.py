@@ -37,7 +37,7 @@ def setup(world: World, fixture: str | None = None) -> None:
         clock = world.session.admin("GET", "/_test/clock")
         now = epoch_ms(clock.json.get("now")) if isinstance(clock.json, dict) else None
         world.model.hooks = now is not None  # a clock the kit cannot read is no hook
-        world.model.now_ms = now or 0
+        world.shared.clock_read(now or 0)
     for name, actors in SPACE_ACTORS.items():
         space = world.space_ids[name]
         world.admin_ok("POST", "/admin/v1/spaces", {

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from waypost.properties.commands import memory
 from waypost.properties.commands.messages import SEND_ANSWER, record_send, send_body, submit_send
+from waypost.properties.commands.server_wide import server_wide
 from waypost.properties.model.matching import shaped
 from waypost.properties.model.state import Token
 from waypost.properties.protocol.constants import FAULT_ACTIONS, REQUIRED_FAULT_POINTS
@@ -68,6 +69,7 @@ def disarm(world: World, point: str, restart: bool) -> None:
                     status=restarted.status, answer=restarted.json)
 
 
+@server_wide
 def fault_send(world: World, token: str, point: str, action: str, restart: bool,
                send: dict[str, Any]) -> None:
     """``message.send`` with a fault on its way (P03, P18)."""
@@ -130,6 +132,7 @@ def resolve(world: World, writer: Token, operation: str, path: str, body: dict[s
     return result if isinstance(result, dict) else {"unexpected": result}
 
 
+@server_wide
 def fault_publish(world: World, token: str, point: str, action: str, restart: bool,
                   publish: dict[str, Any]) -> None:
     """``memory.publish`` at the head with a fault on its way (P11, P18): exactly one revision

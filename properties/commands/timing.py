@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from waypost.properties.commands.blobs import advance_clock
 from waypost.properties.commands.feed import PAGE, check_page
 from waypost.properties.commands.messages import send_body, submit_send
+from waypost.properties.commands.server_wide import server_wide
 from waypost.properties.commands.submissions import retry
 from waypost.properties.model.matching import protocol_view, shaped, subset
 from waypost.properties.model.state import HeldCursor, Item, Token
@@ -163,6 +164,7 @@ def caught_up(world: World, reader: Token) -> tuple[int, str] | None:
     return None
 
 
+@server_wide
 def restart(world: World) -> None:
     """Restart the server (test hook), then read back what it answered before: every view
     (nothing lost, the checkpoint where it was), the latest messages and sealed blobs, every
@@ -261,6 +263,7 @@ def _view_kept(world: World, reader: Token) -> None:
                 reader=reader.handle)
 
 
+@server_wide
 def late_retry(world: World, submission: int, advance_ms: int) -> None:
     """Move the server clock ``advance_ms`` forward (where the target offers the clock
     hook), then retry an earlier submission: its key must not have expired (P03)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from waypost.properties.commands.server_wide import ServerWide, is_server_wide
 from waypost.properties.model.matching import MISSING, masked
 from waypost.properties.model.state import SPACE_ACTORS, Item, Model, Recorded, Token
 from waypost.properties.verdicts.owners import Ids
@@ -32,8 +33,10 @@ class ProvisioningFailed(RuntimeError):
 class World:
     """One example's spaces, the model of them, and the session that reaches the server."""
 
-    def __init__(self, session: Session, prefix: str, ledger: Ledger) -> None:
+    def __init__(self, session: Session, prefix: str, ledger: Ledger,
+                 shared: ServerWide | None = None) -> None:
         self.session = session
+        self.shared = shared or ServerWide()  # what the run's workers share
         session.trace = []  # one example's exchanges only
         self.ledger = ledger
         self.model = Model()
@@ -51,7 +54,8 @@ class World:
         self.commands.append({"command": name, "args": args})
         check = f"limit {args.get('limit')}" if name == "check_limit" else f"command {name}"
         try:
-            with self.ledger.checking(check):
+            with self.shared.command(alone=is_server_wide(command)), \
+                    self.ledger.checking(check):
                 command(self, **args)
         except PropertyViolation as violation:  # the evidence of this very example
             violation.commands = list(self.commands)

@@ -12,6 +12,7 @@ deployment where that set is fresh again."""
 from __future__ import annotations
 
 import json
+import threading
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,10 +33,11 @@ class FixturesExhausted(RuntimeError):
 
 @dataclass
 class Fixtures:
-    """The sets of a fixtures file, handed out in order, each once."""
+    """The sets of a fixtures file, handed out in order, each once (to any worker of a run)."""
 
     sets: list[dict[str, Any]]
     taken: int = field(default=0)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def left(self) -> int:
@@ -43,11 +45,12 @@ class Fixtures:
 
     def take(self) -> str:
         """The name of the next unused set."""
-        if self.taken >= len(self.sets):
-            raise FixturesExhausted(f"needs another fixture set (all {len(self.sets)} of the "
-                                    "fixtures file are taken)")
-        self.taken += 1
-        return str(self.sets[self.taken - 1]["name"])
+        with self.lock:
+            if self.taken >= len(self.sets):
+                raise FixturesExhausted(f"needs another fixture set (all {len(self.sets)} of "
+                                        "the fixtures file are taken)")
+            self.taken += 1
+            return str(self.sets[self.taken - 1]["name"])
 
     def named(self, name: str) -> dict[str, Any]:
         for fixture in self.sets:

@@ -172,7 +172,6 @@ class Model:
     cursors: list[HeldCursor] = field(default_factory=list)
     uploads: list[Upload] = field(default_factory=list)
     hooks: bool = False  # the target offers /_test/clock
-    now_ms: int = 0  # the server clock as last read through the hook
     attachments: dict[str, list[str]] = field(default_factory=dict)  # blob id -> message ids
     collections: dict[tuple[str, str], Collection] = field(default_factory=dict)
     limits: dict[str, int] = field(default_factory=dict)  # as /v1/describe publishes them

@@ -11,15 +11,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from hypothesis import strategies as st
-
 from waypost.properties.coverage.check_sites import command_ids, performed
 from waypost.properties.rules import acks, blobs, control, faults, feed, memory, messages, timing
 from waypost.properties.rules import submissions as resubmissions
 from waypost.properties.rules.driver import RuleDriver
+from waypost.properties.rules.hypothesis_hooks import StepDraws
 from waypost.properties.verdicts.owners import table
 
-Draw = Callable[[RuleDriver, st.DataObject], None]
+Draw = Callable[[RuleDriver, StepDraws], None]
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,11 @@ from hypothesis import strategies as st
 from waypost.properties.commands import acks
 from waypost.properties.model.state import SPACE_ACTORS, Token
 from waypost.properties.rules.driver import STAGES, RuleDriver, sample
+from waypost.properties.rules.hypothesis_hooks import StepDraws
 from waypost.properties.rules.messages import send
 
 
-def ack(d: RuleDriver, data: st.DataObject) -> None:
+def ack(d: RuleDriver, data: StepDraws) -> None:
     """1–20 distinct items with mixed stages, mostly visible to the token's consumer, some
     invisible, foreign or missing; with or without a checkpoint (P01, P09, P10)."""
     if not d.bound_items("A"):
@@ -33,7 +34,7 @@ def ack(d: RuleDriver, data: st.DataObject) -> None:
           recheck=data.draw(st.sampled_from([True, False, False])))
 
 
-def _items(d: RuleDriver, data: st.DataObject, holder: Token, wrong: bool) -> list[Any]:
+def _items(d: RuleDriver, data: StepDraws, holder: Token, wrong: bool) -> list[Any]:
     """Items to acknowledge: visible ones (again and again those acknowledged before); when
     ``wrong``, good items around one bad one, which must make the whole ACK fail (P05)."""
     visible = [[space, item.index] for space in SPACE_ACTORS
@@ -64,7 +65,7 @@ def _others(d: RuleDriver) -> list[Any]:
     return d.bound_items("A")[:3] + d.bound_items("B")[:2] + [None]
 
 
-def _bad(d: RuleDriver, data: st.DataObject, holder: Token, refs: list[Any]) -> Any:
+def _bad(d: RuleDriver, data: StepDraws, holder: Token, refs: list[Any]) -> Any:
     """The bad item of a wrong ACK: often a receipt item, which no ACK may name (WP-RCPT-4);
     else an invisible, foreign or missing one."""
     receipts = _receipts(d, holder)
@@ -80,7 +81,7 @@ def _receipts(d: RuleDriver, holder: Token) -> list[Any]:
             if item.bound and item.type == "receipt" and d.model.visible(item, holder)]
 
 
-def _checkpoint(d: RuleDriver, data: st.DataObject, holder: Token, wrong: bool) -> Any:
+def _checkpoint(d: RuleDriver, data: StepDraws, holder: Token, wrong: bool) -> Any:
     """No checkpoint, a cursor of the holder's consumer, or (when ``wrong``) any held cursor
     or a tampered one."""
     mine = [n for n, held in enumerate(d.model.cursors)

@@ -7,11 +7,12 @@ from hypothesis import strategies as st
 
 from waypost.properties.commands import blobs
 from waypost.properties.rules.driver import RuleDriver, sample
+from waypost.properties.rules.hypothesis_hooks import StepDraws
 
 WANTED = {"put": "awaiting", "seal": "stored", "read": "sealed"}
 
 
-def upload(d: RuleDriver, data: st.DataObject) -> None:
+def upload(d: RuleDriver, data: StepDraws) -> None:
     """Prepare, PUT (the declared or other bytes), seal, read; rarely let the server clock
     run past the expiry where the target offers the clock hook (P15, P16)."""
     uploads = d.model.uploads
@@ -53,7 +54,7 @@ def upload(d: RuleDriver, data: st.DataObject) -> None:
             d.run(blobs.advance_clock, ms=ms)
 
 
-def _expire_and_seal(d: RuleDriver, data: st.DataObject, token: str, ms: int) -> None:
+def _expire_and_seal(d: RuleDriver, data: StepDraws, token: str, ms: int) -> None:
     """An upload prepared, the server clock moved past its expiry, then the upload sealed by
     its owner: sealing raced the expiry's cleanup and the expiry won (P15: WP-UPL-8)."""
     uploads = d.model.uploads

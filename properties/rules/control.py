@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 from waypost.properties.commands import acks, control
 from waypost.properties.model.state import ALL_SCOPES, COLLECTIONS, SPACE_ACTORS
 from waypost.properties.rules.driver import RuleDriver, sample
+from waypost.properties.rules.hypothesis_hooks import StepDraws
 
 
-def provision(d: RuleDriver, data: st.DataObject) -> None:
+def provision(d: RuleDriver, data: StepDraws) -> None:
     """A consumer with a random view and filter, and a token with random scopes and
     recipients (P08)."""
     view = data.draw(st.sampled_from(["inbox", "space_log"]))
@@ -39,7 +40,7 @@ def provision(d: RuleDriver, data: st.DataObject) -> None:
           collections=[list(grant) for grant in collections], threads=threads)
 
 
-def _filter(d: RuleDriver, data: st.DataObject) -> tuple[dict[str, list[str]], list[int]]:
+def _filter(d: RuleDriver, data: StepDraws) -> tuple[dict[str, list[str]], list[int]]:
     """A consumer filter on producers and item types, and the messages (by number) whose
     threads it also filters on."""
     filter_: dict[str, list[str]] = {}
@@ -57,7 +58,7 @@ def _filter(d: RuleDriver, data: st.DataObject) -> tuple[dict[str, list[str]], l
     return filter_, threads
 
 
-def change_authority(d: RuleDriver, data: st.DataObject) -> None:
+def change_authority(d: RuleDriver, data: StepDraws) -> None:
     """Control-plane changes between requests: a rotated token keeps the grant fingerprint
     and cursors (P04, P07); a revoked token or disabled actor has no further effect (P02);
     a new view revision makes held cursors stale and starts the checkpoint at 0 (P07); the

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from waypost.properties.commands import blobs
 from waypost.properties.commands.world import Command, World
+from waypost.properties.rules.hypothesis_hooks import StepDraws
 
 KINDS = ("info", "question", "result", "todo_suggestion", "memory_notice", "processing_result")
 STAGES = ("received", "processed")
@@ -18,7 +19,7 @@ METADATA = ({"note": "ü\x7f\n\"q\"", "x": 1.5}, {"list": [True, None, -0.0, 1e2
 words = st.text(alphabet="abcdefghij klmnop", min_size=1, max_size=12)
 
 
-def sample(data: st.DataObject, options: list[Any]) -> Any:
+def sample(data: StepDraws, options: list[Any]) -> Any:
     return data.draw(st.sampled_from(options))
 
 
@@ -49,7 +50,7 @@ class RuleDriver:
         return [t.handle for t in self.model.tokens.values()
                 if any("write" in actions for actions in t.collections.values())]
 
-    def owned_blobs(self, data: st.DataObject, token: str) -> list[int]:
+    def owned_blobs(self, data: StepDraws, token: str) -> list[int]:
         """Sealed uploads the token's actor owns; one is made first if there is none."""
         model = self.model
         holder = model.tokens[token]
@@ -66,7 +67,7 @@ class RuleDriver:
                 self.run(blobs.seal, token=token, upload=len(model.uploads) - 1)
         return owned()
 
-    def plain_send(self, data: st.DataObject) -> dict[str, Any]:
+    def plain_send(self, data: StepDraws) -> dict[str, Any]:
         """Arguments of a send any live token with message.send may make."""
         return {"recipients": None, "thread": "new", "reply": None,
                 "kind": data.draw(st.sampled_from(KINDS)), "subject": data.draw(words),

@@ -10,10 +10,11 @@ from waypost.properties.commands.faults import ACTIONS as FAULT_ACTIONS
 from waypost.properties.commands.faults import POINTS as FAULT_POINTS
 from waypost.properties.commands.faults import PROXY
 from waypost.properties.rules.driver import RuleDriver, sample, words
+from waypost.properties.rules.hypothesis_hooks import StepDraws
 from waypost.properties.wire.proxy import ACTIONS as PROXY_ACTIONS
 
 
-def fault(d: RuleDriver, data: st.DataObject) -> None:
+def fault(d: RuleDriver, data: StepDraws) -> None:
     """A write with a fault point armed on its way (crash, lost response, temporary error),
     sometimes a restart, then lookup and retry: exactly one result (P03, P18), where the
     target offers the fault hooks or through the fault proxy; or writes at the same time:
@@ -43,7 +44,7 @@ def fault(d: RuleDriver, data: st.DataObject) -> None:
           restart=restart, send=d.plain_send(data))
 
 
-def _fault_publish(d: RuleDriver, data: st.DataObject, token: str, point: str, action: str,
+def _fault_publish(d: RuleDriver, data: StepDraws, token: str, point: str, action: str,
                    restart: bool) -> bool:
     """A publish to the writer's collection with the fault on its way; False if the writer
     has no blob to publish."""

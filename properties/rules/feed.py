@@ -7,9 +7,10 @@ from hypothesis import strategies as st
 
 from waypost.properties.commands import acks, feed
 from waypost.properties.rules.driver import RuleDriver, sample
+from waypost.properties.rules.hypothesis_hooks import StepDraws
 
 
-def read_feed(d: RuleDriver, data: st.DataObject) -> None:
+def read_feed(d: RuleDriver, data: StepDraws) -> None:
     """A page from the checkpoint or from any held cursor, also another consumer's (P06,
     P07, P08)."""
     limit = data.draw(st.integers(1, 7))
@@ -21,14 +22,14 @@ def read_feed(d: RuleDriver, data: st.DataObject) -> None:
     d.run(feed.read_feed, token=sample(data, d.handles()), cursor=cursor, limit=limit)
 
 
-def check_view(d: RuleDriver, data: st.DataObject) -> None:
+def check_view(d: RuleDriver, data: StepDraws) -> None:
     """Page through one consumer's whole view with random page sizes: every visible item
     exactly once, in order (P06, P08)."""
     sizes = data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
     d.run(feed.check_view, token=sample(data, d.handles()), sizes=sizes)
 
 
-def probe(d: RuleDriver, data: st.DataObject) -> None:
+def probe(d: RuleDriver, data: StepDraws) -> None:
     """A tampered cursor is CURSOR_INVALID (P07); another space's item answers an ACK
     exactly like a missing one (P01)."""
     where = data.draw(st.integers(0, 10_000))

@@ -9,7 +9,8 @@ subclass made for that run (:func:`machine_for`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -19,12 +20,16 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from waypost.properties.commands import control
 from waypost.properties.commands.provisioned import setup_args
 from waypost.properties.commands.reread import revision_rereads, view_rereads
+from waypost.properties.commands.server_wide import ServerWide
 from waypost.properties.commands.world import World
 from waypost.properties.rules import BY_NAME, RULES, MachineRule, properties_of, weighted
 from waypost.properties.rules.driver import RuleDriver
+from waypost.properties.rules.hypothesis_hooks import NothingToDraw, StepDraws
 from waypost.properties.verdicts.violations import Ledger
 from waypost.properties.wire.http import Session
 
+#: The most raising examples a run remembers (shrinking a failure raises again and again).
+KEPT = 20
 #: What the end of an example re-reads, and the properties those reads check.
 VIEWS = properties_of(["check_view"])
 REVISIONS = properties_of(["read_revision"])
@@ -43,9 +48,13 @@ class KitRun:
     examples: int = 0
     steps: int = 0
     last: World | None = None  # the world of the most recent example (a failure's evidence)
+    #: the first exception each example raised, with its world: what a failure that did not
+    #: happen again from the same draws was (Hypothesis reports only that it was flaky)
+    raised: list[tuple[BaseException, World]] = field(default_factory=list)
     trace: list[list[str]] | None = None  # per example, its commands (when asked for)
     on_example: Callable[[KitRun], None] | None = None  # after each example (progress)
     draws: tuple[str, ...] = field(default=(), init=False)  # rule names, repeated by weight
+    shared: ServerWide = field(default_factory=ServerWide)  # what the run's workers share
 
     def __post_init__(self) -> None:
         self.draws = weighted(self.rules)
@@ -62,7 +71,7 @@ class WaypostMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         kit = self.kit
-        self.world = World(kit.session, f"{kit.prefix}-{kit.examples}-", kit.ledger)
+        self.world = World(kit.session, f"{kit.prefix}-{kit.examples}-", kit.ledger, kit.shared)
         kit.examples += 1
         kit.last = self.world
         self.driver = RuleDriver(self.world)
@@ -73,13 +82,30 @@ class WaypostMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def step(self, data: st.DataObject) -> None:
-        """One rule, drawn by weight among the run's rules."""
-        BY_NAME[data.draw(st.sampled_from(self.kit.draws))].draw(self.driver, data)
+        """One rule, drawn by weight among the run's rules, and the seed of what the rule draws
+        (a fixed width: nothing the target answers changes what a step draws from Hypothesis,
+        ``properties/rules/hypothesis_hooks.py``)."""
+        name = data.draw(st.sampled_from(self.kit.draws))
+        draws = StepDraws(data.draw(st.integers(0, 2**64 - 1)))
+        # where the model offers the rule nothing to pick from, the step does nothing
+        with self._kept(), suppress(NothingToDraw):
+            BY_NAME[name].draw(self.driver, draws)
+
+    @contextmanager
+    def _kept(self) -> Iterator[None]:
+        """Remember what the block raises (once per example) before Hypothesis sees it."""
+        try:
+            yield
+        except Exception as raised:
+            if len(self.kit.raised) < KEPT and not any(
+                    world is self.world for _, world in self.kit.raised):
+                self.kit.raised.append((raised, self.world))
+            raise
 
     @invariant()
     def sequences_never_reused(self) -> None:
         """Within a space, every item sequence the kit has seen is distinct (P06)."""
-        with self.world.ledger.checking("invariant sequences_never_reused"):
+        with self._kept(), self.world.ledger.checking("invariant sequences_never_reused"):
             self._sequences_never_reused()
 
     def _sequences_never_reused(self) -> None:
@@ -97,10 +123,11 @@ class WaypostMachine(RuleBasedStateMachine):
             kit.trace.append([_line(c) for c in self.world.commands])
         if kit.on_example is not None:
             kit.on_example(kit)
-        for wanted, rereads in ((VIEWS, view_rereads), (REVISIONS, revision_rereads)):
-            if kit.wants(wanted):
-                for command, args in rereads(self.world):
-                    self.world.perform(command, args)
+        with self._kept():
+            for wanted, rereads in ((VIEWS, view_rereads), (REVISIONS, revision_rereads)):
+                if kit.wants(wanted):
+                    for command, args in rereads(self.world):
+                        self.world.perform(command, args)
 
 
 def _line(command: dict[str, Any]) -> str:

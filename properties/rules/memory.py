@@ -13,11 +13,12 @@ from waypost.properties.commands import revisions
 from waypost.properties.commands.memory import PATHS
 from waypost.properties.model.state import COLLECTIONS
 from waypost.properties.rules.driver import METADATA, RuleDriver, sample
+from waypost.properties.rules.hypothesis_hooks import StepDraws
 
 ACTIONS = ["publish"] * 8 + ["read"] * 3 + ["head", "race", "cursor", "limit", "history"]
 
 
-def memory(d: RuleDriver, data: st.DataObject) -> None:
+def memory(d: RuleDriver, data: StepDraws) -> None:
     """One memory action by a writer of some collection (mostly) or any token, on its own
     collection (mostly), another or a missing one (P11–P14, P16)."""
     action = data.draw(st.sampled_from(ACTIONS))
@@ -46,7 +47,7 @@ def _head(d: RuleDriver, token: str, collection: str) -> int:
     return target.head if target is not None else 0
 
 
-def _read(d: RuleDriver, data: st.DataObject, action: str, token: str, collection: str) -> None:
+def _read(d: RuleDriver, data: StepDraws, action: str, token: str, collection: str) -> None:
     """A fixed revision read with random page sizes, or an item cursor moved elsewhere (P13)."""
     if action == "cursor":  # a collection with two revisions to move a cursor between
         holder = d.model.tokens[token]
@@ -62,7 +63,7 @@ def _read(d: RuleDriver, data: st.DataObject, action: str, token: str, collectio
           tombstones=data.draw(st.booleans()))
 
 
-def _write(d: RuleDriver, data: st.DataObject, action: str, token: str, collection: str) -> None:
+def _write(d: RuleDriver, data: StepDraws, action: str, token: str, collection: str) -> None:
     """A publish or a race, with entries on blobs the writer owns (or, when deliberately
     wrong, any blob and colliding paths)."""
     blobs = d.owned_blobs(data, token)
@@ -80,7 +81,7 @@ def _write(d: RuleDriver, data: st.DataObject, action: str, token: str, collecti
     _publish(d, data, token, collection, pool, wrong)
 
 
-def _history(d: RuleDriver, data: st.DataObject, token: str, collection: str) -> None:
+def _history(d: RuleDriver, data: StepDraws, token: str, collection: str) -> None:
     """Three or four valid publishes in a row at the head: entries, a snapshot that tombstones
     those it does not list, then one or two drawn freely. Later revisions must carry, or
     revive, the tombstones of earlier ones (P13, P14), which only a publish after a tombstone
@@ -93,7 +94,7 @@ def _history(d: RuleDriver, data: st.DataObject, token: str, collection: str) ->
                  min_items=0 if mode is None else 1)
 
 
-def _publish(d: RuleDriver, data: st.DataObject, token: str, collection: str, pool: list[int],
+def _publish(d: RuleDriver, data: StepDraws, token: str, collection: str, pool: list[int],
              wrong: bool, offset: int | None = None, manifest: bool | None = None,
              mode: str | None = None, min_items: int = 0) -> None:
     """One publish of entries on ``pool``'s blobs (snapshot or delta, maybe deletes); the
@@ -158,7 +159,7 @@ def _onto_a_held_path(d: RuleDriver, token: str, collection: str, pool: list[int
               items=[[int(moved[1:]), number, pool[0], None]], deletes=[], manifest=False)
 
 
-def _deletes(d: RuleDriver, data: st.DataObject, token: str, collection: str, mode: str,
+def _deletes(d: RuleDriver, data: StepDraws, token: str, collection: str, mode: str,
              items: list[Any], wrong: bool) -> list[int]:
     """Item numbers to delete: none in a valid snapshot, else some the head holds (or, when
     ``wrong``, any, also ids upserted at once)."""

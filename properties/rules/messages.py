@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 from waypost.properties.commands import messages
 from waypost.properties.model.state import SPACE_ACTORS
 from waypost.properties.rules.driver import KINDS, RuleDriver, sample, words
+from waypost.properties.rules.hypothesis_hooks import StepDraws
 
 
-def send(d: RuleDriver, data: st.DataObject) -> None:
+def send(d: RuleDriver, data: StepDraws) -> None:
     """New thread, reply in a thread, default or explicit recipients, non-members, unknown
     recipients, attachments (P02, P05, P06, P16). Most draws are valid, some deliberately
     not."""
@@ -35,7 +36,7 @@ def send(d: RuleDriver, data: st.DataObject) -> None:
           kind=kind, subject=subject, text=text, options=options, attachments=attachments)
 
 
-def _thread(d: RuleDriver, data: st.DataObject, token: str, wrong: bool) -> tuple[Any, int | None]:
+def _thread(d: RuleDriver, data: StepDraws, token: str, wrong: bool) -> tuple[Any, int | None]:
     """A new thread, the thread of an earlier message (mostly one the sender is a member of)
     perhaps replying to a message, or (when ``wrong``) a missing thread."""
     choice = data.draw(st.sampled_from(["new", "existing"] + (["missing"] if wrong else [])))
@@ -52,7 +53,7 @@ def _thread(d: RuleDriver, data: st.DataObject, token: str, wrong: bool) -> tupl
     return ("missing" if choice == "missing" else "new"), None
 
 
-def read_message(d: RuleDriver, data: st.DataObject) -> None:
+def read_message(d: RuleDriver, data: StepDraws) -> None:
     """Readers get the exact message; others, foreign or not, the same 404 (P01, P05)."""
     if not d.world.message_order:
         return send(d, data)

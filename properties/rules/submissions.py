@@ -7,10 +7,11 @@ from hypothesis import strategies as st
 
 from waypost.properties.commands import submissions
 from waypost.properties.rules.driver import RuleDriver, sample
+from waypost.properties.rules.hypothesis_hooks import StepDraws
 from waypost.properties.rules.messages import send
 
 
-def resubmit(d: RuleDriver, data: st.DataObject) -> None:
+def resubmit(d: RuleDriver, data: StepDraws) -> None:
     """An earlier write again: unchanged → the identical stable result; altered →
     IDEMPOTENCY_CONFLICT; looked up → the committed result and the kit's own fingerprint
     (P03, P04)."""

@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 from waypost.properties.commands import timing
 from waypost.properties.commands.timing import ADVANCES, probe_item
 from waypost.properties.rules.driver import RuleDriver, sample, words
+from waypost.properties.rules.hypothesis_hooks import StepDraws
 
 
-def long_polls(d: RuleDriver, data: st.DataObject) -> None:
+def long_polls(d: RuleDriver, data: StepDraws) -> None:
     """Two or three consumers of space A that would see a new message of the sender long-poll
     at once while the sender sends it to them (P06)."""
     model = d.model
@@ -32,14 +33,14 @@ def long_polls(d: RuleDriver, data: st.DataObject) -> None:
     d.run(timing.long_polls, readers=chosen, sender=sender.handle, subject=data.draw(words))
 
 
-def restart(d: RuleDriver, data: st.DataObject) -> None:
+def restart(d: RuleDriver, data: StepDraws) -> None:
     """Restart the server where the target offers the hook; everything reads back the same
     (P05, P03)."""
     if d.model.hooks:
         d.run(timing.restart)
 
 
-def late_retry(d: RuleDriver, data: st.DataObject) -> None:
+def late_retry(d: RuleDriver, data: StepDraws) -> None:
     """An earlier submission again after the server clock moved an hour, a day or a week
     (P03)."""
     if d.model.submissions:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,7 +33,9 @@ class Ledger:
     """What one run (or replay) has checked, counted where each check is made: per property,
     per requirement id (and which named check of the kit cited it: ``command send``,
     ``limit ack_items``, …), the checks that failed, and the violations that were only
-    recorded because their property is not enforced (not selected, or an expected failure)."""
+    recorded because their property is not enforced (not selected, or an expected failure).
+    The workers of a run share one ledger: its counts are kept under a lock, and the named check
+    being made is each thread's own."""
 
     def __init__(self, enforced: set[str] | None = None) -> None:
         self.checks: Counter[str] = Counter()  # property → checks made
@@ -41,7 +44,8 @@ class Ledger:
         self.by_requirement: dict[str, Counter[str]] = {}  # id → named check → checks made
         self.failed_requirements: dict[str, Counter[str]] = {}  # id → property → checks failed
         self.failed_checks: dict[str, str] = {}  # named check → the property it failed
-        self.current = "unnamed"  # the check being made (:meth:`checking`)
+        self._local = threading.local()  # .current: this thread's named check (:meth:`checking`)
+        self._lock = threading.Lock()
         self.enforced = enforced  # None: every property raises
         self.recorded: dict[str, PropertyViolation] = {}
         self.failures = 0  # every failed check, raised or recorded
@@ -55,6 +59,15 @@ class Ledger:
         finally:
             self.current = outer
 
+    @property
+    def current(self) -> str:
+        """The named check this thread is making ("unnamed" outside any)."""
+        return getattr(self._local, "current", "unnamed")
+
+    @current.setter
+    def current(self, name: str) -> None:
+        self._local.current = name
+
     def check(self, ids: Ids, ok: bool, message: str, **evidence: Any) -> bool:
         """One check of the requirement ids ``ids`` (docs/protocol.md), counted under the
         property of the first (:func:`~waypost.properties.verdicts.owners.property_of`). A failure
@@ -62,17 +75,19 @@ class Ledger:
         once and False is returned (the caller stops that command)."""
         pid = property_of(ids)
         rids = as_tuple(ids)
-        self.checks[pid] += 1
-        self.by_check[self.current] += 1
-        for rid in rids:
-            self.by_requirement.setdefault(rid, Counter())[self.current] += 1
-        if ok:
-            return True
-        self.failures += 1
-        self.failed[pid] += 1
-        for rid in rids:
-            self.failed_requirements.setdefault(rid, Counter())[pid] += 1
-        self.failed_checks.setdefault(self.current, pid)
+        current = self.current
+        with self._lock:
+            self.checks[pid] += 1
+            self.by_check[current] += 1
+            for rid in rids:
+                self.by_requirement.setdefault(rid, Counter())[current] += 1
+            if ok:
+                return True
+            self.failures += 1
+            self.failed[pid] += 1
+            for rid in rids:
+                self.failed_requirements.setdefault(rid, Counter())[pid] += 1
+            self.failed_checks.setdefault(current, pid)
         violation = KINDS.get(pid, PropertyViolation)(pid, f"{message} [{', '.join(rids)}]",
                                                       {"requirements": list(rids), **evidence})
         if self.enforced is None or pid in self.enforced:

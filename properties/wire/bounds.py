@@ -166,12 +166,18 @@ def environment_proxy(url: str) -> str | None:
     return urllib.request.getproxies().get(target.scheme)
 
 
-def network_transport(url: str | None = None) -> httpx.HTTPTransport:
+def network_transport(url: str | None = None,
+                      connections: int | None = None) -> httpx.HTTPTransport:
     """httpx's transport (through the environment's proxy for ``url``, if any) with every
-    socket operation bound by the call's deadline. httpx takes no network backend, so the one
+    socket operation bound by the call's deadline, and at most ``connections`` open at once
+    (httpx's default, 100, when None). httpx takes no network backend, so the one
     of its connection pool is wrapped in place; should a later httpx hide it, the deadline
     still holds between the chunks of a body (docs/spec.md says so)."""
-    transport = httpx.HTTPTransport(proxy=environment_proxy(url) if url else None)
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections) \
+        if connections is not None else httpx.Limits(max_connections=100,
+                                                     max_keepalive_connections=20)
+    transport = httpx.HTTPTransport(proxy=environment_proxy(url) if url else None,
+                                    limits=limits)
     pool = getattr(transport, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
     if isinstance(backend, httpcore.NetworkBackend):

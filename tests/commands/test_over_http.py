@@ -107,18 +107,24 @@ def test_bootstrap_reports_a_wrong_admin_token(server: str) -> None:
 
 
 @pytest.mark.slow  # a kit run and its baseline: seconds of load, the slow tier's
-def test_bench_kit_reports_json_with_machine_and_baseline(tmp_path: Path) -> None:
+def test_bench_kit_reports_json_with_machine_and_baseline_near_and_far(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "waypost.cli", "bench", "kit", "--profile", "quick",
-         "--json", str(tmp_path / "bench.json")], capture_output=True, text=True, timeout=600)
+         "--rtt", "20", "--json", str(tmp_path / "bench.json")],
+        capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr
     bench = json.loads((tmp_path / "bench.json").read_text())
     assert bench["machine"]["cpus"] >= 1
-    assert bench["baseline"]["round_trips_per_second"] > 0
-    assert bench["steps"] > 0
-    assert bench["steps_per_second"] > 0
-    assert 0 < bench["time"]["http_share"] <= 1
-    assert "POST /v1/messages" in bench["time"]["by_request"]
+    near, far = bench["runs"]
+    assert (near["rtt_ms"], far["rtt_ms"]) == (0, 20)
+    assert far["measured_rtt_ms"] >= 20 > near["measured_rtt_ms"]  # the proxy adds the distance
+    assert near["workers"] == 1 < far["workers"]  # the kit picks workers for a far target
+    for run in (near, far):
+        assert run["baseline"]["round_trips_per_second"] > 0
+        assert run["steps"] > 0 and run["steps_per_second"] > 0 and run["checks_per_second"] > 0
+        assert run["seconds"] > 0 and run["load"]["kit_cpu_seconds"] > 0
+        assert "POST /v1/messages" in run["time"]["by_request"]
+        assert not run["failed"]
     assert "example 10 of 15" in result.stderr  # progress while it runs
 
 

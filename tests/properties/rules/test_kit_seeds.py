@@ -1,6 +1,6 @@
 """A seed explores the same examples in any process: the kit's draws depend neither on time,
 nor on the process's string hashing (PYTHONHASHSEED), nor on the source code loaded beside the
-kit (Hypothesis draws literals of local modules, conformance/hypothesis_hooks.py)."""
+kit (Hypothesis draws literals of local modules, properties/rules/hypothesis_hooks.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The two places the kit reaches into Hypothesis' private parts, and only here. Hypothesis
-has no public setting for either; both were written for Hypothesis 6.170 (``pyproject.toml``
-pins the kit's range to it), and ``tests/conformance/test_hypothesis_hooks.py`` fails with a
-clear message when a new release moves the names they use (:func:`missing` lists them).
+"""The three places the kit reaches into Hypothesis' private parts, and only here. Hypothesis
+has no public way to do any of them; all were written for Hypothesis 6.170 (``pyproject.toml``
+pins the kit's range to it), and ``tests/properties/rules/test_hypothesis_hooks.py`` fails with
+a clear message when a new release moves the names they use (:func:`missing` lists them).
 
 - :func:`shrinking_budget`: Hypothesis' shrinker stops after 500 successful shrinks or at
   ``MAX_SHRINKING_SECONDS`` (300 s), a module constant its own comment calls "monkeypatchable,
@@ -15,23 +15,41 @@ clear message when a new release moves the names they use (:func:`missing` lists
   not, and a user's own modules count too. The same seed then explores differently, so a
   failure found in one place is not found by the same seed in another. The set is emptied for
   the length of a run and restored afterwards.
+- :class:`StepDraws`: what a step of the state machine draws inside its rule. The rules draw
+  from the model (the items seen, the cursors held, the uploads sealed), and the model holds what
+  the target answered: which items a long poll returned, in which order concurrent commits
+  landed, whether a retry was needed. Drawn from Hypothesis' own choice sequence, those draws
+  would differ between two runs of the same choices whenever the target's timing did (a far
+  target, jitter), and Hypothesis ends the run with ``FlakyStrategyDefinition``. So a step draws
+  a fixed width from Hypothesis (its rule, one 64-bit seed), and everything the rule draws
+  comes from a private ``ConjectureData`` driven by that seed: the same strategies, the same
+  distributions, and a choice sequence whose shape no answer of the target can change.
+  Shrinking still drops steps and simplifies the rule drawn; it cannot simplify inside a step.
 
 docs/spec.md ("Profiles") says what each means for a run."""
 
 from __future__ import annotations
 
 import importlib
+import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
+from hypothesis.errors import StopTest
 from hypothesis.internal.conjecture import engine, providers
+from hypothesis.internal.conjecture.data import ConjectureData
 from hypothesis.internal.constants_ast import Constants
+from hypothesis.strategies import SearchStrategy
+
+T = TypeVar("T")
 
 #: Each private name the hooks use: (module, attribute).
 USED = (("hypothesis.internal.conjecture.engine", "MAX_SHRINKING_SECONDS"),
         ("hypothesis.internal.conjecture.providers", "_get_local_constants"),
         ("hypothesis.internal.conjecture.providers", "CONSTANTS_CACHE"),
-        ("hypothesis.internal.constants_ast", "Constants"))
+        ("hypothesis.internal.constants_ast", "Constants"),
+        ("hypothesis.internal.conjecture.data", "ConjectureData"))
 
 
 def missing() -> list[str]:
@@ -71,3 +89,23 @@ def seed_only_draws() -> Iterator[None]:
     finally:
         providers._get_local_constants = saved
         providers.CONSTANTS_CACHE.cache.clear()
+
+
+class NothingToDraw(Exception):
+    """A step's rule asked for a draw with no possible value (an empty choice): the step does
+    nothing."""
+
+
+class StepDraws:
+    """The draws of one step's rule, from its own seed: ``draw(strategy)`` as
+    ``StepDraws.draw``, independent of Hypothesis' choice sequence (module docstring)."""
+
+    def __init__(self, seed: int) -> None:
+        self._data = ConjectureData(random=random.Random(seed))
+
+    def draw(self, strategy: SearchStrategy[T]) -> T:
+        """A value of ``strategy``; :class:`NothingToDraw` where it has none."""
+        try:
+            return self._data.draw(strategy)
+        except StopTest as stopped:  # an empty strategy, a filter that found nothing
+            raise NothingToDraw(str(strategy)) from stopped

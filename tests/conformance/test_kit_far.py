@@ -1,0 +1,52 @@
+"""The kit at a distance (docs/spec.md, "A far target"): the honest reference behind the bench's
+latency proxy, 5 to 40 ms each way with jitter, gets the kit's ci profile through the command
+line as any deployment URL would. Timing never changes what the kit draws, so every run passes,
+with no ERROR row, with the workers the kit picks for the distance: one seed in the slow tier,
+five in the thorough one."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from waypost.bench.latency_proxy import at_distance
+from waypost.conformance.targets import open_target
+
+#: 5 ms each way, plus up to 35 ms more each way: 5 to 40 ms.
+RTT_MS, JITTER_MS = 10, 35
+
+
+def _far_run(tmp_path: Path, seed: int) -> subprocess.CompletedProcess[str]:
+    with open_target("sqlite", None) as target, \
+            at_distance(target.url, RTT_MS, JITTER_MS, seed=seed) as url:
+        return subprocess.run(
+            [sys.executable, "-m", "waypost.cli", "conformance", "--target", url,
+             "--profile", "ci", "--seed", str(seed), "--replay-dir", str(tmp_path / "replays")],
+            capture_output=True, text=True, timeout=1800, cwd=tmp_path,
+            env={**os.environ, "WAYPOST_ADMIN_TOKEN": target.admin_token})
+
+
+def _assert_passes_from_afar(result: subprocess.CompletedProcess[str]) -> None:
+    said = result.stdout + result.stderr
+    assert result.returncode == 0, result.stdout[-8000:]
+    assert result.stdout.strip().splitlines()[-1].startswith("PASS: "), result.stdout[-3000:]
+    assert " ERROR " not in said and "Flaky" not in said and "HealthCheck" not in said
+    header = next(line for line in result.stderr.splitlines()
+                  if line.startswith("waypost conformance: target"))
+    assert " 1 worker" not in header  # a far target gets several
+
+
+@pytest.mark.slow
+def test_a_ci_run_through_a_far_jittery_network_passes(tmp_path: Path) -> None:
+    _assert_passes_from_afar(_far_run(tmp_path, seed=7))
+
+
+@pytest.mark.thorough
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_ci_runs_at_five_seeds_through_a_far_jittery_network_pass(tmp_path: Path,
+                                                                   seed: int) -> None:
+    _assert_passes_from_afar(_far_run(tmp_path, seed))
