@@ -258,8 +258,9 @@ def parser(command: str | None = None, words: Sequence[str] = ()) -> argparse.Ar
                             "the process on the spot (os._exit), for real-crash runs")
     serve.add_argument("--simulate-power-cuts", action="store_true",
                        help="with --test-hooks: nothing SQLite writes reaches the disk until it "
-                            "is synced, so killing the process loses what a power cut would "
-                            "(fault injection for test deployments; docs/spec.md)")
+                            "is synced, and the next start undoes the blob files and directory "
+                            "entries not synced, so killing the process loses what a power cut "
+                            "would (fault injection for test deployments; docs/spec.md)")
     serve.add_argument("--log-level", default="info",
                        choices=["critical", "error", "warning", "info", "debug"],
                        help="uvicorn log level (default: info)")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,10 +15,11 @@ from typing import Any
 from starlette.applications import Starlette
 
 from waypost import power_cut
+from waypost.adapters import power_cut_files
 from waypost.adapters.blobs.files import FileBlobStore
 from waypost.adapters.blobs.r2 import R2BlobStore
 from waypost.adapters.d1.driver import D1Driver
-from waypost.adapters.durable import make_dirs
+from waypost.adapters.durable import DISK, FileCalls, make_dirs
 from waypost.adapters.sqlite.driver import SqliteDriver
 from waypost.reference.domain.clock import SystemClock
 from waypost.reference.domain.errors import StorageUnavailable
@@ -54,15 +54,16 @@ class Settings:
     gateway_url: str | None = None
     gateway_secret: str | None = field(default=None, repr=False)
     exit_on_crash: bool = False  # a ``crash`` fault ends the process (``--crash-mode exit``)
-    #: the database through the power-cut simulator: nothing unsynced survives a kill
-    #: (``--simulate-power-cuts``, test deployments only: ``waypost/power_cut.py``)
+    #: the database through the power-cut simulator, the data directory and the blob store
+    #: through its file-call shim: nothing unsynced survives a kill (``--simulate-power-cuts``,
+    #: test deployments only: ``waypost/power_cut.py``, ``adapters/power_cut_files.py``)
     simulate_power_cuts: bool = False
     dashboard: bool = False  # serve the operator dashboard under /dashboard/
     #: dashboard sessions end this long after their last use, and this long after sign-in
     sessions: SessionPolicy = field(default_factory=SessionPolicy)
 
 
-def cursor_key(data_dir: Path) -> bytes:
+def cursor_key(data_dir: Path, calls: FileCalls = DISK) -> bytes:
     """The server's secret, from which every key is derived (``domain/keys.py``; cursors' key
     among them, hence the file's name): 32 random bytes made once, kept so that cursors and
     dashboard sessions survive restarts.
@@ -70,23 +71,16 @@ def cursor_key(data_dir: Path) -> bytes:
     path = data_dir / CURSOR_KEY
     if not path.exists():
         temp = data_dir / f".{CURSOR_KEY}.{secrets.token_hex(6)}"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with calls.create(temp, 0o600) as out:
+            out.write(secrets.token_bytes(32))
+            calls.fsync(out)
         try:
-            os.write(fd, secrets.token_bytes(32))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(temp, path)  # the first writer wins; others read its key
+            calls.link(temp, path)  # the first writer wins; others read its key
         except FileExistsError:
             pass
         finally:
-            temp.unlink()
-        directory = os.open(data_dir, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+            calls.unlink(temp)
+        calls.sync_dir(data_dir)
     key = path.read_bytes()
     if len(key) != 32:
         raise RuntimeError(f"{path} is damaged: expected 32 bytes")
@@ -127,8 +121,13 @@ async def serving(settings: Settings) -> AsyncIterator[Context]:
 @asynccontextmanager
 async def open_context(settings: Settings) -> AsyncIterator[Context]:
     """Open (or create) the data directory and yield the context requests share."""
+    files: FileCalls = DISK
+    blob_files: FileCalls = DISK
+    if settings.simulate_power_cuts:  # first undo what the last cut lost (a test deployment)
+        journal = await asyncio.to_thread(power_cut_files.install, settings.data_dir)
+        files, blob_files = journal.calls(), journal.calls(power_cut_files.dropped_syncs())
     # its own entry must survive a power cut during the first run, or everything goes with it
-    await asyncio.to_thread(make_dirs, settings.data_dir)
+    await asyncio.to_thread(make_dirs, settings.data_dir, calls=files)
     driver: Driver
     blobs: BlobStore
     limits = Limits()
@@ -143,8 +142,9 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
         driver = SqliteDriver(settings.data_dir / DATABASE, synchronous=settings.synchronous,
                               on_durable=lambda: faults.hit("commit.durable"),
                               vfs=power_cut.install() if settings.simulate_power_cuts else None)
-        blobs = FileBlobStore(settings.data_dir / "objects", durable=settings.synchronous == "FULL")
-    keys = derive_keys(cursor_key(settings.data_dir))
+        blobs = FileBlobStore(settings.data_dir / "objects", durable=settings.synchronous == "FULL",
+                              calls=blob_files)
+    keys = derive_keys(cursor_key(settings.data_dir, files))
     try:
         await driver.migrate()
         yield Context(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import re
 import secrets
 from collections.abc import AsyncIterable, AsyncIterator
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from waypost.adapters.durable import make_dirs, sync_dir
+from waypost.adapters.durable import DISK, FileCalls, make_dirs
 from waypost.reference.storage.blob_store import FactsMismatch, ObjectConflict, ObjectFacts, Written
 
 _REF = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -43,6 +42,7 @@ class _Upload:
 
     temp: Path
     final: Path
+    calls: FileCalls
     out: BinaryIO | None = None
     size: int = 0
     hasher: Any = field(default_factory=hashlib.sha256)
@@ -51,18 +51,22 @@ class _Upload:
         if self.out is not None:
             self.out.close()
             self.out = None
-        self.temp.unlink(missing_ok=True)
+        self.calls.unlink(self.temp)
 
 
 class FileBlobStore:
-    """Objects live at ``root/<last two characters>/<object_ref>``."""
+    """Objects live at ``root/<last two characters>/<object_ref>``. Every call that changes
+    the disk goes through ``calls`` (a test deployment's power-cut shim, or the system's)."""
 
-    def __init__(self, root: Path, *, durable: bool = True, chunk_bytes: int = CHUNK) -> None:
+    def __init__(self, root: Path, *, durable: bool = True, chunk_bytes: int = CHUNK,
+                 calls: FileCalls = DISK) -> None:
         self.root = root
         self.durable = durable  # False skips fsyncs: for throwaway test targets only
         self.chunk_bytes = chunk_bytes
+        self.calls = calls
         self.streamed = StreamStats()
-        make_dirs(root, durable=durable)  # objects/ may be new in a data directory with files
+        # objects/ may be new in a data directory with files
+        make_dirs(root, durable=durable, calls=calls)
 
     def path(self, object_ref: str) -> Path:
         if not _REF.fullmatch(object_ref):
@@ -72,7 +76,7 @@ class FileBlobStore:
     async def create_only(self, object_ref: str, chunks: AsyncIterable[bytes],
                           expected: ObjectFacts | None = None) -> tuple[Written, ObjectFacts]:
         final = self.path(object_ref)
-        upload = _Upload(final.parent / f".tmp-{secrets.token_hex(8)}", final)
+        upload = _Upload(final.parent / f".tmp-{secrets.token_hex(8)}", final, self.calls)
         try:
             size, pending = 0, bytearray()
             async for chunk in chunks:
@@ -92,8 +96,8 @@ class FileBlobStore:
     def _write(self, upload: _Upload, data: bytes) -> None:
         if upload.out is None:
             # a new shard directory must survive a power cut (its entry in the root is synced)
-            make_dirs(upload.temp.parent, durable=self.durable)
-            upload.out = open(upload.temp, "xb")  # noqa: SIM115 (closed by discard)
+            make_dirs(upload.temp.parent, durable=self.durable, calls=self.calls)
+            upload.out = self.calls.create(upload.temp)  # closed by discard
         upload.hasher.update(data)
         upload.out.write(data)
         upload.size += len(data)
@@ -111,12 +115,12 @@ class FileBlobStore:
         assert upload.out is not None
         upload.out.flush()
         if self.durable:
-            os.fsync(upload.out.fileno())
+            self.calls.fsync(upload.out)
         facts = ObjectFacts(upload.size, upload.hasher.digest())
         if expected is not None and facts != expected:
             raise FactsMismatch(upload.final.name)
         try:
-            os.link(upload.temp, upload.final)
+            self.calls.link(upload.temp, upload.final)
         except FileExistsError:
             if _facts_of(upload.final) != facts:
                 raise ObjectConflict(upload.final.name) from None
@@ -162,12 +166,12 @@ class FileBlobStore:
         await asyncio.to_thread(self._remove, self.path(object_ref))
 
     def _remove(self, path: Path) -> None:
-        path.unlink(missing_ok=True)
+        self.calls.unlink(path)
         self._fsync_dir(path.parent)
 
     def _fsync_dir(self, directory: Path) -> None:
         if self.durable:
-            sync_dir(directory)
+            self.calls.sync_dir(directory)
 
 
 def _facts_of(path: Path) -> ObjectFacts | None:
