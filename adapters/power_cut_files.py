@@ -219,7 +219,8 @@ def _cut_files(records: list[dict[str, Any]]) -> int:
         elif "synced" in record and record["synced"] in synced:
             synced[record["synced"]] = record["size"]
     cut = 0
-    names = {record.get("add") or record.get("remove") for record in records} - {None}
+    names: set[str] = {str(name) for record in records
+                       if (name := record.get("add") or record.get("remove"))}
     for name in sorted(names):
         try:
             facts = os.lstat(name)

@@ -144,7 +144,8 @@ def _bench_kit(args: argparse.Namespace) -> int:
     from waypost.bench.kit import bench_kit
 
     rtts = (0.0, args.rtt) if args.rtt else (0.0,)
-    result = bench_kit(args.profile, args.seed, args.json, rtts, args.workers)
+    result = bench_kit(args.profile, args.seed, args.json, rtts, args.workers,
+                       test_hooks=not args.without_hooks)
     return 1 if result["failed"] else 0
 
 
@@ -355,6 +356,9 @@ def parser(command: str | None = None, words: Sequence[str] = ()) -> argparse.Ar
                           "(round trip, half each way)")
     kit.add_argument("--workers", type=int, default=None, metavar="N",
                      help="the kit's workers (default: as the kit picks for the distance)")
+    kit.add_argument("--without-hooks", action="store_true",
+                     help="start the reference without test hooks, as a deployment runs (the "
+                          "kit's fault proxy then injects the faults)")
     kit.add_argument("--json", type=Path, default=None, help="also write the JSON here")
     kit.set_defaults(run=_bench_kit)
 

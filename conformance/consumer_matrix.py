@@ -24,8 +24,11 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,7 @@ from typing import Any
 import httpx
 
 from waypost.conformance.consumer_space import Space, Untrusted
+from waypost.properties.commands.server_wide import ServerWide
 from waypost.properties.contract.consumer import (
     OUTBOUND_ONCE,
     PID,
@@ -273,19 +277,30 @@ OnCell = Callable[[int, int, "Cell"], None]
 def consumer_matrix(url: str, admin_token: str, *, command: Sequence[str] = DEFAULT_COMMAND,
                     flows: Sequence[str] = FLOWS, points: Sequence[str] = POINTS,
                     on_cell: OnCell | None = None, bounds: Bounds | None = None,
-                    power_loss: bool = False) -> ConsumerMatrix:
+                    power_loss: bool = False, workers: int = 1,
+                    gate: ServerWide | None = None) -> ConsumerMatrix:
     """Every fault point × flow against the server at ``url`` (its admin token provisions a
-    fresh space per cell), every answer read within ``bounds``; ``power_loss``: each crash
-    of the consumer also loses what it wrote but did not sync (the power-cut simulator)."""
+    fresh space per cell, so ``workers`` cells run at once), every answer read within
+    ``bounds``; ``power_loss``: each crash of the consumer also loses what it wrote but did
+    not sync (the power-cut simulator). The cells are in flow × point order. Beside a kit
+    run's exploration, each cell holds the run's ``gate`` (no fault or restart meanwhile)."""
     matrix = ConsumerMatrix()
-    total = len(flows) * len(points)
-    with tempfile.TemporaryDirectory(prefix="waypost-p17-") as work:
-        for flow in flows:
-            for point in points:
-                matrix.cells.append(run_cell(url, admin_token, flow, point, command, Path(work),
-                                             bounds, power_loss))
-                if on_cell is not None:
-                    on_cell(len(matrix.cells), total, matrix.cells[-1])
+    pairs = [(flow, point) for flow in flows for point in points]
+    done: list[Cell] = []
+    lock = threading.Lock()
+
+    def one(pair: tuple[str, str], work: Path) -> Cell:
+        with gate.command() if gate is not None else nullcontext():
+            cell = run_cell(url, admin_token, *pair, command, work, bounds, power_loss)
+        with lock:
+            done.append(cell)
+            if on_cell is not None:
+                on_cell(len(done), len(pairs), cell)
+        return cell
+
+    with tempfile.TemporaryDirectory(prefix="waypost-p17-") as work, \
+            ThreadPoolExecutor(max(1, workers), thread_name_prefix="waypost-p17") as pool:
+        matrix.cells = list(pool.map(lambda pair: one(pair, Path(work)), pairs))
     return matrix
 
 
@@ -302,7 +317,7 @@ def for_run(client: httpx.Client, admin_token: str, ledger: Ledger, wanted: set[
             replay_dir: Path, run_id: str, *, command: Sequence[str] = DEFAULT_COMMAND,
             flows: Sequence[str] = FLOWS, points: Sequence[str] = POINTS,
             on_cell: OnCell | None = None,
-            bounds: Bounds | None = None
+            bounds: Bounds | None = None, workers: int = 1, gate: ServerWide | None = None,
             ) -> dict[str, tuple[PropertyViolation, PropertyViolation, Path]]:
     """P17 in a kit run: the matrix against the run's target, its checks counted in the run's
     ledger; a failing matrix is the run's P17 failure, and a server answer a cell could not go
@@ -313,7 +328,7 @@ def for_run(client: httpx.Client, admin_token: str, ledger: Ledger, wanted: set[
     if (wanted is not None and PID not in wanted) or not reachable(url, bounds):
         return {}
     matrix = consumer_matrix(url, admin_token, command=command, flows=flows, points=points,
-                             on_cell=on_cell, bounds=bounds)
+                             on_cell=on_cell, bounds=bounds, workers=workers, gate=gate)
     found = _server_failures(matrix, ledger)
     mine = _matrix_failure(matrix, ledger)
     if mine is not None:

@@ -11,6 +11,8 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ import httpx
 
 from waypost.conformance.arguments import add_target, admin_token, subset
 from waypost.conformance.targets import check_target, open_target
+from waypost.properties.commands.server_wide import ServerWide
 from waypost.properties.contract import checks as contract_checks
 from waypost.properties.hostile import http as hostile_http
 from waypost.properties.hostile import text as hostile_text
@@ -32,6 +35,7 @@ from waypost.properties.hostile.probes import (
     provision,
     still_answering,
 )
+from waypost.properties.model.matching import epoch_ms
 from waypost.properties.wire.bounds import bounded_client
 from waypost.properties.wire.untrusted import visible
 
@@ -69,21 +73,48 @@ REPLAY_FORMAT = "waypost-hostile-replay/1"
 def run_checks(client: httpx.Client, admin_token: str, prefix: str,
                only: tuple[str, ...] = NAMES,
                progress: Callable[[HostileRow], None] | None = None,
-               replay_dir: Path | None = None) -> list[HostileRow]:
-    """Run the chosen checks, each in a space of its own (``<prefix>-<random>``); with
-    ``replay_dir``, a failed check's last exchanges go to ``<prefix>-hostile-<check>.json``
-    there (its row's ``replay``)."""
-    rows: list[HostileRow] = []
-    for check in (c for c in CHECKS if c.name in only):
+               replay_dir: Path | None = None, workers: int = 1,
+               gate: ServerWide | None = None) -> list[HostileRow]:
+    """Run the chosen checks, each in a space of its own (``<prefix>-<random>``), ``workers``
+    at once; those that move the server through its test hooks (the clock) run alone,
+    afterwards. With ``replay_dir``, a failed check's last exchanges go to
+    ``<prefix>-hostile-<check>.json`` there (its row's ``replay``). The rows are in the
+    checks' order. Beside a kit run's exploration each check holds the run's ``gate``, those
+    that move the clock alone (and the clock they leave is read for the exploration's model)."""
+    chosen = [c for c in CHECKS if c.name in only]
+
+    def one(check: HostileCheck) -> HostileRow:
         started = time.monotonic()
-        row = _run_one(check, client, admin_token, prefix)
+        held = nullcontext() if gate is None else (
+            gate.alone() if check.needs == "test hooks" else gate.command())
+        with held:
+            row = _run_one(check, client, admin_token, prefix)
+            if gate is not None and check.needs == "test hooks":
+                _read_clock(client, admin_token, gate)
         row.seconds = time.monotonic() - started
         if row.result == "fail" and replay_dir is not None:
             row.replay = str(write_replay(replay_dir, prefix, row, str(client.base_url)))
-        rows.append(row)
         if progress is not None:
             progress(row)
-    return rows
+        return row
+
+    apart = [c for c in chosen if c.needs == "test hooks"]
+    with ThreadPoolExecutor(max(1, workers), thread_name_prefix="waypost-kit-hostile") as pool:
+        done = dict(zip((c.name for c in chosen if c not in apart),
+                        pool.map(one, [c for c in chosen if c not in apart]), strict=True))
+    done.update((check.name, one(check)) for check in apart)
+    return [done[check.name] for check in chosen]
+
+
+def _read_clock(client: httpx.Client, admin_token: str, gate: ServerWide) -> None:
+    """The server clock as a check that moved it left it, for the workers' models."""
+    try:
+        answer = client.get("/_test/clock", headers={"Authorization": f"Bearer {admin_token}"})
+        now = epoch_ms(answer.json().get("now")) if answer.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return
+    if now is not None:
+        gate.clock_read(now)
 
 
 def write_replay(directory: Path, prefix: str, row: HostileRow, target: str) -> Path:

@@ -26,7 +26,12 @@ from waypost.conformance.profiles import PROFILES
 from waypost.conformance.requirement_table import text_table as requirement_table
 from waypost.conformance.run_results import Report
 from waypost.conformance.targets import Target, check_target, open_target
-from waypost.conformance.workers import MAX_CONNECTIONS, default_workers, round_trip
+from waypost.conformance.workers import (
+    MAX_CONNECTIONS,
+    default_workers,
+    round_trip,
+    shares,
+)
 from waypost.properties.coverage.catalogue import Property, select
 from waypost.properties.model.fixture_sets import Fixtures
 from waypost.properties.model.fixture_sets import load as load_fixtures
@@ -212,7 +217,9 @@ def progress(args: argparse.Namespace, selected: list[Property], fixtures: Fixtu
              *(["hostile"] if fixtures is None and not args.only else []),
              *(["fuzz"] if fuzzed else [])]
     cells = len(consumer_matrix.FLOWS) * (profile.consumer_points or len(consumer_matrix.POINTS))
-    return Progress(sys.stderr, profile.examples, later=later, cells=cells,
+    planned = sum(share.examples for share in shares(args.seed, profile.examples,
+                                                     args.workers or 1, args.worker))
+    return Progress(sys.stderr, planned, later=later, cells=cells,
                     shrink_seconds=0 if fixtures is not None else (
                         profile.shrink_seconds if args.shrink_seconds is None
                         else args.shrink_seconds), started=started)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -36,6 +37,7 @@ from waypost.conformance.run_results import (
 from waypost.conformance.workers import Share, run_workers, shares
 from waypost.properties.commands.control import published_limits, setup
 from waypost.properties.commands.provisioned import setup_args
+from waypost.properties.commands.server_wide import ServerWide
 from waypost.properties.commands.world import World
 from waypost.properties.limits.registry import NOT_INPUT, check_limit, registry, unreachable
 from waypost.properties.model.fixture_sets import Fixtures, FixturesExhausted
@@ -83,6 +85,9 @@ class Phase(Protocol):
     needs: str
     #: whether ``--only`` keeps it (it checks the selected properties only)
     kept_by_only: bool
+    #: whether it may run beside the exploration (a run of several workers): each of its
+    #: checks holds the workers' gate (``properties/commands/server_wide.py``)
+    beside: bool
 
     def runs(self, ctx: RunContext) -> bool:
         """Whether this run runs it (a phase that does not run leaves no row of its own)."""
@@ -94,7 +99,7 @@ class Phase(Protocol):
 class Limits:
     """Every limit the target publishes, at its boundary (:func:`limit_phase`)."""
 
-    name, needs, kept_by_only = "limits", "", True
+    name, needs, kept_by_only, beside = "limits", "", True, True
 
     def runs(self, ctx: RunContext) -> bool:
         return True
@@ -112,7 +117,8 @@ class Limits:
             return str(path)
 
         report.limits = limit_phase(ctx.kit.session, f"{report.run_id}-lim", ctx.kit.ledger,
-                                    ctx.wanted, failed, light=report.profile == "quick")
+                                    ctx.wanted, failed, light=report.profile == "quick",
+                                    workers=ctx.workers, shared=ctx.kit.shared)
         return failures
 
 
@@ -120,14 +126,18 @@ Failed = Callable[[BaseException, World], str]  # writes a replay file, returns 
 
 
 def limit_phase(session: Session, prefix: str, ledger: Ledger, selected: set[str] | None,
-                on_failure: Failed, light: bool = False) -> list[LimitOutcome]:
-    """Check every limit the target publishes, each in a fresh example of its own; a limit
-    the kit knows and the target does not publish is reported, never guessed. ``light`` (the
-    quick profile) leaves the heavy checks to the longer profiles and says so."""
+                on_failure: Failed, light: bool = False, workers: int = 1,
+                shared: ServerWide | None = None) -> list[LimitOutcome]:
+    """Check every limit the target publishes, each in a fresh example of its own (``workers``
+    of them at once, each with a session of its own); a limit the kit knows and the target
+    does not publish is reported, never guessed. ``light`` (the quick profile) leaves the heavy
+    checks to the longer profiles and says so."""
     published = published_limits(session.describe().json)
     known = registry()
     names = [*known, *NOT_INPUT, *sorted(set(published) - set(known) - set(NOT_INPUT))]
-    rows = []
+    rows: list[LimitOutcome] = []
+    checks: list[tuple[World, LimitOutcome]] = []
+    shared = shared or ServerWide()
     for n, name in enumerate(names):
         limit = known.get(name)
         row = LimitOutcome(name, published.get(name), limit.properties if limit else (), "", "",
@@ -144,9 +154,11 @@ def limit_phase(session: Session, prefix: str, ledger: Ledger, selected: set[str
                         f"{published[name] * 8 // (1 << 20)} MiB)")
         elif limit is not None:
             row.note = limit.what
-            world = World(session, f"{prefix}-l{n}-", ledger)
-            _check(world, row, on_failure)
+            own = replace(session, trace=[], hook_faults=0, declared={}, reported={})
+            checks.append((World(own, f"{prefix}-l{n}-", ledger, shared), row))
         rows.append(row)
+    with ThreadPoolExecutor(max(1, workers), thread_name_prefix="waypost-kit-limit") as pool:
+        list(pool.map(lambda check: _check(check[0], check[1], on_failure), checks))
     return rows
 
 
@@ -184,7 +196,7 @@ class Exploration:
     shrinking stops on a clock, so only such a run names the same failure on a busy machine
     as on an idle one."""
 
-    name, needs, kept_by_only = "exploration", "", True
+    name, needs, kept_by_only, beside = "exploration", "", True, False
 
     def runs(self, ctx: RunContext) -> bool:
         return True
@@ -253,7 +265,7 @@ class ConsumerMatrix:
     """P17: the reference consumer, crashed at each fault point of each flow (a quick run
     samples the points)."""
 
-    name, needs, kept_by_only = "P17", "the admin API", True
+    name, needs, kept_by_only, beside = "P17", "the admin API", True, True
 
     def runs(self, ctx: RunContext) -> bool:
         return ctx.fixtures is None
@@ -266,7 +278,8 @@ class ConsumerMatrix:
         matrix = consumer_matrix.for_run(
             ctx.client, ctx.admin_token, ctx.kit.ledger, ctx.wanted, ctx.replay_dir,
             ctx.report.run_id, points=points,
-            on_cell=ctx.progress.cell if ctx.progress is not None else None, bounds=ctx.bounds)
+            on_cell=ctx.progress.cell if ctx.progress is not None else None, bounds=ctx.bounds,
+            workers=ctx.workers, gate=ctx.kit.shared)
         failures: Failures = {pid: cells for pid, cells in matrix.items()}
         return failures
 
@@ -276,7 +289,7 @@ class HostileInput:
     (each check provisions a fresh space of its own). A failed check's exchanges go to the
     replay directory, and the row names the first such file."""
 
-    name, needs, kept_by_only = "hostile", "the admin API", False
+    name, needs, kept_by_only, beside = "hostile", "the admin API", False, True
 
     def runs(self, ctx: RunContext) -> bool:
         return True  # its row says why it did not run, where it did not
@@ -291,7 +304,8 @@ class HostileInput:
         else:
             report.hostile = hostile_phase.run_checks(ctx.client, ctx.admin_token,
                                                       f"{report.run_id}-h",
-                                                      replay_dir=ctx.replay_dir)
+                                                      replay_dir=ctx.replay_dir,
+                                                      workers=ctx.workers, gate=ctx.kit.shared)
             result, note = hostile_phase.summary(report.hostile)
             row = PropertyResult(
                 HOSTILE, result, sum(row.inputs for row in report.hostile), note,
@@ -306,7 +320,7 @@ class HostileInput:
 class Fuzz:
     """Contract fuzzing (``conformance/fuzz.py``), when the command line asks for it."""
 
-    name, needs, kept_by_only = "fuzz", "the admin API", False
+    name, needs, kept_by_only, beside = "fuzz", "the admin API", False, False
 
     def runs(self, ctx: RunContext) -> bool:
         return ctx.fuzz is not None

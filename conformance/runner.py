@@ -13,6 +13,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +25,7 @@ from waypost.conformance import consumer_matrix
 from waypost.conformance import requirement_table as coverage
 from waypost.conformance.fixtures_file import NEEDS, fixture_rules, not_run
 from waypost.conformance.kit_command import Progress as Progress  # what a run shows meanwhile
-from waypost.conformance.phases import PHASES, RunContext
+from waypost.conformance.phases import PHASES, Phase, RunContext
 from waypost.conformance.profiles import PROFILES
 from waypost.conformance.run_results import HOSTILE, Failures, PropertyResult, Report
 from waypost.conformance.targets import check_target, identity
@@ -106,14 +107,51 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
                      replay_dir, budget, progress, fixtures, bounds, fuzz,
                      workers=workers, worker=worker)
     started = time.monotonic()
-    for phase in PHASES:
-        if phase.runs(ctx):
-            _starts(progress, phase.name, kit)
-            for pid, found in phase.run(ctx).items():
-                ctx.failures.setdefault(pid, found)  # the first phase's failure is reported
+    found = _run_phases(ctx, progress)
+    for phase in PHASES:  # the first phase's failure of a property is the one reported
+        for pid, failure in found.get(phase.name, {}).items():
+            ctx.failures.setdefault(pid, failure)
     report.seconds = time.monotonic() - started
     _results(ctx, proxy)
     return report
+
+
+def _run_phases(ctx: RunContext, progress: Progress | None) -> dict[str, Failures]:
+    """Each phase's failures, by phase. With several workers against a target without test
+    hooks, the phases that may run beside the exploration (``Phase.beside``: each of their
+    checks holds the workers' gate, so none meets a fault of the proxy) run in a thread of
+    their own meanwhile. With hooks they wait: their checks would hold up every fault, clock
+    move and restart of the exploration, which then runs slower than the phases save."""
+    found: dict[str, Failures] = {}
+
+    def run(phases: list[Phase]) -> None:
+        for phase in phases:
+            if phase.runs(ctx):
+                _starts(progress, phase.name, ctx.kit)
+                found[phase.name] = phase.run(ctx)
+
+    beside = [phase for phase in PHASES if phase.beside] \
+        if ctx.workers > 1 and not _test_hooks(ctx.client) else []
+    if not beside:
+        run(list(PHASES))
+        return found
+    exploration = PHASES.index(next(p for p in PHASES if p.name == "exploration"))
+    with ThreadPoolExecutor(1, thread_name_prefix="waypost-kit-beside") as pool:
+        alongside = pool.submit(run, beside)
+        run([p for p in PHASES[:exploration + 1] if p not in beside])
+        alongside.result()
+    run([p for p in PHASES[exploration + 1:] if p not in beside])
+    return found
+
+
+def _test_hooks(client: httpx.Client) -> bool:
+    """Whether the target says it has test hooks (``capabilities.test_hooks``)."""
+    try:
+        described = client.get("/v1/describe").json()
+    except (httpx.HTTPError, ValueError):
+        return True  # in doubt, the phases run one after another
+    capabilities = described.get("capabilities") if isinstance(described, dict) else None
+    return isinstance(capabilities, dict) and bool(capabilities.get("test_hooks"))
 
 
 def _starts(progress: Progress | None, phase: str, kit: KitRun) -> None:

@@ -4,9 +4,10 @@ in its own spaces with a seed derived from the run's, their results merged into 
 A far target spends most of a step waiting on the network; N workers wait together. Worker
 ``i`` of ``N`` explores its share of the profile's examples with :func:`worker_seed`, so
 ``--workers N --worker i`` reruns that worker alone, the same draws. What the workers share is
-in ``properties/commands/server_wide.py``: commands that move the whole server (its clock,
-faults, a restart) run alone. The ledger is shared (its counts are kept under a lock).
-Hypothesis supports running tests in several threads since 6.136.9."""
+in ``properties/commands/server_wide.py``: where a command moves the whole server (its clock,
+a fault, a restart) it waits for every other command to end, and holds the others back. The
+ledger is shared (its counts are kept under a lock). Hypothesis supports running tests in
+several threads since 6.136.9."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ MOST_WORKERS = 8
 NEAR_SECONDS = 0.005
 #: The most connections a run opens to its target unless told otherwise (``--max-connections``).
 MAX_CONNECTIONS = 32
+#: The simplest examples Hypothesis begins a run with (see :func:`shares`).
+HYPOTHESIS_PROBES = 2
 #: The connections a worker may hold at once (a step's parallel retries: 4).
 CONNECTIONS_PER_WORKER = 4
 
@@ -59,9 +62,14 @@ def worker_seed(seed: int, index: int, workers: int) -> int:
 
 
 def shares(seed: int, examples: int, workers: int, only: int | None = None) -> list[Share]:
-    """The workers' shares of ``examples`` (all of them, or worker ``only`` alone)."""
+    """The workers' shares of ``examples`` (all of them, or worker ``only`` alone). Hypothesis
+    begins every run with its simplest examples (every step the first rule with the same
+    seed, then a setup alone): a run of one worker counts them among its examples, as it always
+    did; each of several workers adds them to its share, so that the workers together explore
+    at least what one would."""
+    probes = HYPOTHESIS_PROBES if workers > 1 else 0
     every = [Share(i, workers, worker_seed(seed, i, workers),
-                   examples // workers + (1 if i < examples % workers else 0))
+                   examples // workers + (1 if i < examples % workers else 0) + probes)
              for i in range(workers)]
     return every if only is None else [every[only]]
 
@@ -116,4 +124,5 @@ def worker_kit(kit: KitRun, share: Share) -> KitRun:
     """A worker's kit: the run's choices, a session of its own over the same client."""
     session = replace(kit.session, trace=[], hook_faults=0, declared={}, reported={})
     return KitRun(session, kit.prefix + share.prefix, kit.ledger, kit.rules, kit.selected,
-                  trace=[] if kit.trace is not None else None, shared=kit.shared)
+                  trace=[] if kit.trace is not None else None, shared=kit.shared,
+                  skip_simplest=share.workers > 1)

@@ -24,15 +24,18 @@ from waypost.conformance.profiles import PROFILES
 from waypost.conformance.targets import open_target
 from waypost.conformance.workers import MAX_CONNECTIONS, default_workers, round_trip
 from waypost.properties.wire import http as kit_http
+from waypost.properties.wire.bounds import network_transport
 
 
 def bench_kit(profile: str, seed: int, out: Path | None, rtts: tuple[float, ...] = (0,),
-              workers: int | None = None) -> dict[str, Any]:
-    """One kit run per round trip in ``rtts`` (milliseconds), each against a fresh reference;
-    ``workers`` as given, else as the kit picks for the measured distance."""
-    runs = [_one_run(profile, seed, rtt, workers) for rtt in rtts]
+              workers: int | None = None, test_hooks: bool = True) -> dict[str, Any]:
+    """One kit run per round trip in ``rtts`` (milliseconds), each against a fresh reference
+    (with its test hooks, or as a deployment runs without them); ``workers`` as given, else as
+    the kit picks for the measured distance."""
+    runs = [_one_run(profile, seed, rtt, workers, test_hooks) for rtt in rtts]
     result = {"benchmark": "kit", "machine": machine(), "profile": profile, "seed": seed,
-              "runs": runs, "failed": any(run["failed"] for run in runs)}
+              "test_hooks": test_hooks, "runs": runs,
+              "failed": any(run["failed"] for run in runs)}
     text = json.dumps(result, indent=2)
     if out is not None:
         out.write_text(text + "\n")
@@ -40,7 +43,8 @@ def bench_kit(profile: str, seed: int, out: Path | None, rtts: tuple[float, ...]
     return result
 
 
-def _one_run(profile: str, seed: int, rtt_ms: float, workers: int | None) -> dict[str, Any]:
+def _one_run(profile: str, seed: int, rtt_ms: float, workers: int | None,
+             test_hooks: bool) -> dict[str, Any]:
     spent: dict[str, float] = defaultdict(float)
     calls: Counter[str] = Counter()
     original = kit_http.Session.call
@@ -58,10 +62,10 @@ def _one_run(profile: str, seed: int, rtt_ms: float, workers: int | None) -> dic
     kit_http.Session.call = timed  # type: ignore[method-assign]
     load_before, cpu_before = os.getloadavg(), os.times()
     try:
-        with open_target("sqlite", None) as target, \
+        with open_target("sqlite", None, test_hooks=test_hooks) as target, \
                 at_distance(target.url, rtt_ms) as url, \
                 httpx.Client(base_url=url, timeout=60,
-                             limits=httpx.Limits(max_connections=MAX_CONNECTIONS)) as client:
+                             transport=network_transport(url, MAX_CONNECTIONS)) as client:
             measured = round_trip(client)
             chosen = workers or default_workers(measured, MAX_CONNECTIONS)
             print(f"waypost bench kit: the baseline, then the kit ({profile}, seed {seed}, "

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from waypost.properties.commands.server_wide import server_wide
 from waypost.properties.model.matching import MISSING, epoch_ms, protocol_view, shaped
 from waypost.properties.model.state import Recorded, Token, Upload
 from waypost.properties.protocol import fingerprints
@@ -88,7 +87,7 @@ def put(world: World, token: str, upload: int, right: bool) -> None:
         world.expect_refusal(answer, refused, refusal_ids(refused, NOT_THEIRS),
                              "PUT by someone else")
         return
-    if expired(world, slot) and slot.state == "awaiting":
+    if expired(world, slot):  # stored or not: a PUT after the expiry is refused (WP-UPL-7)
         world.expect_refusal(answer, {"UPLOAD_EXPIRED", "CONTENT_MISMATCH"}, "WP-UPL-7",
                              "PUT after expiry")
         return
@@ -167,17 +166,18 @@ def read_blob(world: World, token: str, upload: int | None) -> None:
                 status=content.status, etag=content.etag, size=len(content.data))
 
 
-@server_wide
 def advance_clock(world: World, ms: int) -> None:
-    """Move the server clock (test hook) so uploads expire (P15)."""
+    """Move the server clock (test hook) so uploads expire (P15); no command of another
+    worker is in flight meanwhile (its model judged expiry by the clock before)."""
     if not world.model.hooks:
         return
-    before = world.shared.now_ms
-    answer = world.session.admin("POST", "/_test/clock", {"advance_ms": ms})
-    now = epoch_ms(answer.json.get("now")) if isinstance(answer.json, dict) else None
-    if world.check("WP-HOOK-3", answer.status == 200 and now is not None
-                   and now >= before + ms,
-                   f"POST /_test/clock must move the clock {ms} ms forward and answer now",
-                   answer=answer.json, status=answer.status, before=before):
-        assert now is not None
-        world.shared.clock_read(now)
+    with world.shared.alone():
+        before = world.shared.now_ms
+        answer = world.session.admin("POST", "/_test/clock", {"advance_ms": ms})
+        now = epoch_ms(answer.json.get("now")) if isinstance(answer.json, dict) else None
+        moved = answer.status == 200 and now is not None and now >= before + ms
+        if moved:  # every worker's model reads the new clock before its next command
+            world.shared.clock_moved(now or 0, ms, world)
+    world.check("WP-HOOK-3", moved,
+                f"POST /_test/clock must move the clock {ms} ms forward and answer now",
+                answer=answer.json, status=answer.status, before=before)

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from waypost.properties.commands import memory
 from waypost.properties.commands.messages import SEND_ANSWER, record_send, send_body, submit_send
-from waypost.properties.commands.server_wide import server_wide
 from waypost.properties.model.matching import shaped
 from waypost.properties.model.state import Token
 from waypost.properties.protocol.constants import FAULT_ACTIONS, REQUIRED_FAULT_POINTS
@@ -69,19 +68,21 @@ def disarm(world: World, point: str, restart: bool) -> None:
                     status=restarted.status, answer=restarted.json)
 
 
-@server_wide
 def fault_send(world: World, token: str, point: str, action: str, restart: bool,
                send: dict[str, Any]) -> None:
     """``message.send`` with a fault on its way (P03, P18)."""
     sender = world.token(token)
     body = send_body(world, sender, **send)
-    if not world.model.live(sender) or world.model.send_errors(sender, body) \
-            or not arm(world, point, action):
+    answer = None
+    if world.model.live(sender) and not world.model.send_errors(sender, body):
+        with world.shared.alone():  # no other worker's request meets the armed fault
+            if arm(world, point, action):
+                answer = world.session.call("POST", "/v1/messages", bearer=sender.secret,
+                                            who=sender.handle, body=body, may_drop=True)
+                disarm(world, point, restart)
+    if answer is None:
         submit_send(world, sender, body)  # no fault where nothing would be written
         return
-    answer = world.session.call("POST", "/v1/messages", bearer=sender.secret, who=sender.handle,
-                                body=body, may_drop=True)
-    disarm(world, point, restart)
     if answer.status == 201:  # the fault point was not on this write's path, or lost nothing
         if action == "duplicate":  # the network delivered it twice: the second is a replay
             world.check("WP-IDEM-6", answer.replayed, "a request delivered twice must be replayed the "
@@ -132,7 +133,6 @@ def resolve(world: World, writer: Token, operation: str, path: str, body: dict[s
     return result if isinstance(result, dict) else {"unexpected": result}
 
 
-@server_wide
 def fault_publish(world: World, token: str, point: str, action: str, restart: bool,
                   publish: dict[str, Any]) -> None:
     """``memory.publish`` at the head with a fault on its way (P11, P18): exactly one revision
@@ -144,16 +144,21 @@ def fault_publish(world: World, token: str, point: str, action: str, restart: bo
                             if target else 0, "mode": publish["mode"], "items": items}
     valid = target is not None and world.model.live(writer) and memory.real_change(
         world, writer, target, body)
-    if not valid or not arm(world, point, action):
+    faulted = None
+    if valid:
+        with world.shared.alone():  # no other worker's request meets the armed fault
+            if arm(world, point, action):
+                faulted = world.session.call("POST", memory.path_of(publish["collection"]),
+                                             bearer=writer.secret, who=writer.handle,
+                                             body=body, may_drop=True)
+                disarm(world, point, restart)
+    if faulted is None:
         answer = world.as_(writer, "POST", memory.path_of(publish["collection"]), body)
         memory.expect_publish(world, writer, publish["collection"], body,
                               {"items": items}, answer)
         return
     assert target is not None
-    path = memory.path_of(target.collection_id)
-    answer = world.session.call("POST", path, bearer=writer.secret, who=writer.handle,
-                                body=body, may_drop=True)
-    disarm(world, point, restart)
+    path, answer = memory.path_of(target.collection_id), faulted
     if answer.status != 201:
         result = resolve(world, writer, "memory.publish", path, body, 201, answer,
                          f"{action} at {point}")

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from waypost.properties.commands.blobs import advance_clock
 from waypost.properties.commands.feed import PAGE, check_page
 from waypost.properties.commands.messages import send_body, submit_send
-from waypost.properties.commands.server_wide import server_wide
 from waypost.properties.commands.submissions import retry
 from waypost.properties.model.matching import protocol_view, shaped, subset
 from waypost.properties.model.state import HeldCursor, Item, Token
@@ -164,14 +163,14 @@ def caught_up(world: World, reader: Token) -> tuple[int, str] | None:
     return None
 
 
-@server_wide
 def restart(world: World) -> None:
     """Restart the server (test hook), then read back what it answered before: every view
     (nothing lost, the checkpoint where it was), the latest messages and sealed blobs, every
     collection's head; the latest submissions replay (P05: WP-LOAD-3; P03: WP-IDEM-6)."""
     if not world.model.hooks:
         return
-    answer = world.session.admin("POST", "/_test/restart", {})
+    with world.shared.alone():  # no request of another worker is in flight meanwhile
+        answer = world.session.admin("POST", "/_test/restart", {})
     if answer.status != 200:
         return  # a restart hook that fails is P18's finding (the fault commands check it)
     _messages_kept(world)
@@ -263,7 +262,6 @@ def _view_kept(world: World, reader: Token) -> None:
                 reader=reader.handle)
 
 
-@server_wide
 def late_retry(world: World, submission: int, advance_ms: int) -> None:
     """Move the server clock ``advance_ms`` forward (where the target offers the clock
     hook), then retry an earlier submission: its key must not have expired (P03)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from waypost.properties.commands.server_wide import ServerWide, is_server_wide
+from waypost.properties.commands.server_wide import ServerWide
 from waypost.properties.model.matching import MISSING, masked
 from waypost.properties.model.state import SPACE_ACTORS, Item, Model, Recorded, Token
 from waypost.properties.verdicts.owners import Ids
@@ -46,16 +46,17 @@ class World:
         self.message_order: list[str] = []
         self.boundary: dict[str, bool] = {}  # a limit check's steps: "at", "over" -> held
         self._next = 0
+        self._moves_seen = len(self.shared.moves)  # clock moves before this example
 
     def perform(self, command: Command, args: dict[str, Any]) -> None:
         """Perform one command (the state machine, the limit phase and replays all come here),
         recorded by its name for the replay file."""
         name = command.__name__
-        self.commands.append({"command": name, "args": args})
         check = f"limit {args.get('limit')}" if name == "check_limit" else f"command {name}"
         try:
-            with self.shared.command(alone=is_server_wide(command)), \
-                    self.ledger.checking(check):
+            with self.shared.command(), self.ledger.checking(check):
+                self._note_clock_moves()
+                self.commands.append({"command": name, "args": args})
                 command(self, **args)
         except PropertyViolation as violation:  # the evidence of this very example
             violation.commands = list(self.commands)
@@ -99,6 +100,13 @@ class World:
         return data
 
     # ----- checks ----------------------------------------------------------------------------
+
+    def _note_clock_moves(self) -> None:
+        """The clock moves other workers made since this world's last command, written into its
+        commands as its own (so that its replay moves the clock there too)."""
+        self._moves_seen, moves = self.shared.moves_since(self._moves_seen, self)
+        self.commands.extend({"command": "advance_clock", "args": {"ms": ms},
+                              "by": "another worker"} for ms in moves)
 
     def check(self, ids: Ids, ok: bool, message: str, **evidence: Any) -> bool:
         """One check of the requirement ids ``ids`` (:meth:`Ledger.check`)."""

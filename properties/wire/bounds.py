@@ -166,6 +166,11 @@ def environment_proxy(url: str) -> str | None:
     return urllib.request.getproxies().get(target.scheme)
 
 
+#: How long the kit keeps an idle connection for reuse: under any idle timeout a deployment
+#: would set (the reference's is 5 s), so the kit seldom sends on one the server is closing.
+KEEPALIVE_SECONDS = 2.0
+
+
 def network_transport(url: str | None = None,
                       connections: int | None = None) -> httpx.HTTPTransport:
     """httpx's transport (through the environment's proxy for ``url``, if any) with every
@@ -173,9 +178,9 @@ def network_transport(url: str | None = None,
     (httpx's default, 100, when None). httpx takes no network backend, so the one
     of its connection pool is wrapped in place; should a later httpx hide it, the deadline
     still holds between the chunks of a body (docs/spec.md says so)."""
-    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections) \
-        if connections is not None else httpx.Limits(max_connections=100,
-                                                     max_keepalive_connections=20)
+    limits = httpx.Limits(max_connections=connections or 100,
+                          max_keepalive_connections=connections or 20,
+                          keepalive_expiry=KEEPALIVE_SECONDS)
     transport = httpx.HTTPTransport(proxy=environment_proxy(url) if url else None,
                                     limits=limits)
     pool = getattr(transport, "_pool", None)

@@ -122,6 +122,10 @@ def _payload(response: httpx.Response) -> tuple[Any, bool]:
         return {"unparsed": response.text[:500]}, False
 
 
+#: What httpcore says of a connection closed before any byte of an answer.
+UNANSWERED = "without sending a response"
+
+
 @dataclass
 class Session:
     """A target's HTTP client plus the admin token; ``trace`` keeps the exchanges of one run."""
@@ -152,9 +156,11 @@ class Session:
             headers["Content-Type"] = "application/json"
         try:
             if raw is None:
-                response = self._send(method, path, json=body, params=params, headers=headers)
+                response = self._send(method, path, not may_drop, json=body, params=params,
+                                      headers=headers)
             else:
-                response = self._send(method, path, content=raw, params=params, headers=headers)
+                response = self._send(method, path, not may_drop, content=raw, params=params,
+                                      headers=headers)
         except httpx.TransportError:
             if not may_drop:
                 raise
@@ -237,13 +243,22 @@ class Session:
 
     # ----- untrusted answers -----------------------------------------------------------------
 
-    def _send(self, method: str, path: str, **options: Any) -> httpx.Response | OutOfBounds:
+    def _send(self, method: str, path: str, retry_closed: bool = True,
+              **options: Any) -> httpx.Response | OutOfBounds:
         """The answer, or the breach of the kit's bounds that ended it: returned, so that the
-        failed check made of it is raised outside any handler and chains to nothing."""
-        try:
-            return self.client.request(method, path, **options)
-        except OutOfBounds as breach:
-            return breach
+        failed check made of it is raised outside any handler and chains to nothing. A
+        connection the target closed before any byte of an answer is tried once more on a new
+        one (``retry_closed``, unless a fault was armed): a server may close an idle keep-alive
+        connection at any time, and the kit may have sent on it meanwhile (RFC 9112, 9.3.1)."""
+        for attempt in (1, 2):
+            try:
+                return self.client.request(method, path, **options)
+            except OutOfBounds as breach:
+                return breach
+            except httpx.RemoteProtocolError as closed:
+                if attempt == 2 or not retry_closed or UNANSWERED not in str(closed):
+                    raise
+        raise AssertionError("unreachable")
 
     def _unsendable(self, method: str, path: str, who: str, body: Any,
                     params: dict[str, Any] | None) -> Answer | None:

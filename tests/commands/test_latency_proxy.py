@@ -20,13 +20,13 @@ BODY = bytes(range(256)) * 8192  # 2 MiB: many chunks each way
 class Echo(BaseHTTPRequestHandler):
     """Answers a POST with the SHA-256 of its body, a GET with BODY."""
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Length", str(len(BODY)))
         self.end_headers()
         self.wfile.write(BODY)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         data = self.rfile.read(int(self.headers["Content-Length"]))
         digest = hashlib.sha256(data).hexdigest().encode()
         self.send_response(200)

@@ -121,8 +121,11 @@ def test_bench_kit_reports_json_with_machine_and_baseline_near_and_far(tmp_path:
     assert near["workers"] == 1 < far["workers"]  # the kit picks workers for a far target
     for run in (near, far):
         assert run["baseline"]["round_trips_per_second"] > 0
-        assert run["steps"] > 0 and run["steps_per_second"] > 0 and run["checks_per_second"] > 0
-        assert run["seconds"] > 0 and run["load"]["kit_cpu_seconds"] > 0
+        assert run["steps"] > 0
+        assert run["steps_per_second"] > 0
+        assert run["checks_per_second"] > 0
+        assert run["seconds"] > 0
+        assert run["load"]["kit_cpu_seconds"] > 0
         assert "POST /v1/messages" in run["time"]["by_request"]
         assert not run["failed"]
     assert "example 10 of 15" in result.stderr  # progress while it runs
