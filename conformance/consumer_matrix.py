@@ -28,7 +28,6 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,6 @@ from typing import Any
 import httpx
 
 from waypost.conformance.consumer_space import Space, Untrusted
-from waypost.properties.commands.server_wide import ServerWide
 from waypost.properties.contract.consumer import (
     OUTBOUND_ONCE,
     PID,
@@ -277,21 +275,19 @@ OnCell = Callable[[int, int, "Cell"], None]
 def consumer_matrix(url: str, admin_token: str, *, command: Sequence[str] = DEFAULT_COMMAND,
                     flows: Sequence[str] = FLOWS, points: Sequence[str] = POINTS,
                     on_cell: OnCell | None = None, bounds: Bounds | None = None,
-                    power_loss: bool = False, workers: int = 1,
-                    gate: ServerWide | None = None) -> ConsumerMatrix:
+                    power_loss: bool = False, workers: int = 1) -> ConsumerMatrix:
     """Every fault point × flow against the server at ``url`` (its admin token provisions a
     fresh space per cell, so ``workers`` cells run at once), every answer read within
     ``bounds``; ``power_loss``: each crash of the consumer also loses what it wrote but did
-    not sync (the power-cut simulator). The cells are in flow × point order. Beside a kit
-    run's exploration, each cell holds the run's ``gate`` (no fault or restart meanwhile)."""
+    not sync (the power-cut simulator). The cells are in flow × point order. Its
+    consumers have clients of their own (never the kit's fault proxy)."""
     matrix = ConsumerMatrix()
     pairs = [(flow, point) for flow in flows for point in points]
     done: list[Cell] = []
     lock = threading.Lock()
 
     def one(pair: tuple[str, str], work: Path) -> Cell:
-        with gate.command() if gate is not None else nullcontext():
-            cell = run_cell(url, admin_token, *pair, command, work, bounds, power_loss)
+        cell = run_cell(url, admin_token, *pair, command, work, bounds, power_loss)
         with lock:
             done.append(cell)
             if on_cell is not None:
@@ -317,7 +313,7 @@ def for_run(client: httpx.Client, admin_token: str, ledger: Ledger, wanted: set[
             replay_dir: Path, run_id: str, *, command: Sequence[str] = DEFAULT_COMMAND,
             flows: Sequence[str] = FLOWS, points: Sequence[str] = POINTS,
             on_cell: OnCell | None = None,
-            bounds: Bounds | None = None, workers: int = 1, gate: ServerWide | None = None,
+            bounds: Bounds | None = None, workers: int = 1,
             ) -> dict[str, tuple[PropertyViolation, PropertyViolation, Path]]:
     """P17 in a kit run: the matrix against the run's target, its checks counted in the run's
     ledger; a failing matrix is the run's P17 failure, and a server answer a cell could not go
@@ -328,7 +324,7 @@ def for_run(client: httpx.Client, admin_token: str, ledger: Ledger, wanted: set[
     if (wanted is not None and PID not in wanted) or not reachable(url, bounds):
         return {}
     matrix = consumer_matrix(url, admin_token, command=command, flows=flows, points=points,
-                             on_cell=on_cell, bounds=bounds, workers=workers, gate=gate)
+                             on_cell=on_cell, bounds=bounds, workers=workers)
     found = _server_failures(matrix, ledger)
     mine = _matrix_failure(matrix, ledger)
     if mine is not None:
@@ -359,19 +355,20 @@ def _server_failures(matrix: ConsumerMatrix, ledger: Ledger) -> dict[str, Proper
 def _matrix_failure(matrix: ConsumerMatrix, ledger: Ledger) -> PropertyViolation | None:
     """The matrix's checks into the run's ledger; P17's violation if a cell failed and P17
     is enforced (else it is recorded)."""
-    ledger.checks[PID] += matrix.checks
-    ledger.by_check[CHECK] += matrix.checks
-    for cell in matrix.cells:  # each check named its ids (WP-CONS-…) in the cell's ledger
-        for rid, count in cell.requirements.items():
-            ledger.by_requirement.setdefault(rid, Counter())[CHECK] += count
-        for rid, count in cell.failed.items():
-            ledger.failed_requirements.setdefault(rid, Counter())[owners().get(rid) or PID] \
-                += count
     failed = [cell for cell in matrix.cells if not cell.ok]
-    if not failed:
-        return None
-    ledger.failed[PID] += sum(sum(cell.failed.values()) for cell in failed) or len(failed)
-    ledger.failed_checks.setdefault(CHECK, PID)
+    with ledger.locked():  # the exploration may be checking meanwhile
+        ledger.checks[PID] += matrix.checks
+        ledger.by_check[CHECK] += matrix.checks
+        for cell in matrix.cells:  # each check named its ids (WP-CONS-…) in the cell's ledger
+            for rid, count in cell.requirements.items():
+                ledger.by_requirement.setdefault(rid, Counter())[CHECK] += count
+            for rid, count in cell.failed.items():
+                ledger.failed_requirements.setdefault(rid, Counter())[
+                    owners().get(rid) or PID] += count
+        if not failed:
+            return None
+        ledger.failed[PID] += sum(sum(cell.failed.values()) for cell in failed) or len(failed)
+        ledger.failed_checks.setdefault(CHECK, PID)
     violation = PropertyViolation(PID, f"{failed[0].flow} × {failed[0].point}: {failed[0].note}",
                                   {"failed_cells": [c.__dict__ for c in failed]})
     if ledger.enforced is not None and PID not in ledger.enforced:

@@ -35,7 +35,6 @@ from waypost.properties.hostile.probes import (
     provision,
     still_answering,
 )
-from waypost.properties.model.matching import epoch_ms
 from waypost.properties.wire.bounds import bounded_client
 from waypost.properties.wire.untrusted import visible
 
@@ -79,18 +78,14 @@ def run_checks(client: httpx.Client, admin_token: str, prefix: str,
     at once; those that move the server through its test hooks (the clock) run alone,
     afterwards. With ``replay_dir``, a failed check's last exchanges go to
     ``<prefix>-hostile-<check>.json`` there (its row's ``replay``). The rows are in the
-    checks' order. Beside a kit run's exploration each check holds the run's ``gate``, those
-    that move the clock alone (and the clock they leave is read for the exploration's model)."""
+    checks' order. Beside a kit run's exploration each check holds the run's ``gate`` (it
+    shares the fault proxy)."""
     chosen = [c for c in CHECKS if c.name in only]
 
     def one(check: HostileCheck) -> HostileRow:
         started = time.monotonic()
-        held = nullcontext() if gate is None else (
-            gate.alone() if check.needs == "test hooks" else gate.command())
-        with held:
+        with nullcontext() if gate is None else gate.command():
             row = _run_one(check, client, admin_token, prefix)
-            if gate is not None and check.needs == "test hooks":
-                _read_clock(client, admin_token, gate)
         row.seconds = time.monotonic() - started
         if row.result == "fail" and replay_dir is not None:
             row.replay = str(write_replay(replay_dir, prefix, row, str(client.base_url)))
@@ -104,17 +99,6 @@ def run_checks(client: httpx.Client, admin_token: str, prefix: str,
                         pool.map(one, [c for c in chosen if c not in apart]), strict=True))
     done.update((check.name, one(check)) for check in apart)
     return [done[check.name] for check in chosen]
-
-
-def _read_clock(client: httpx.Client, admin_token: str, gate: ServerWide) -> None:
-    """The server clock as a check that moved it left it, for the workers' models."""
-    try:
-        answer = client.get("/_test/clock", headers={"Authorization": f"Bearer {admin_token}"})
-        now = epoch_ms(answer.json().get("now")) if answer.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return
-    if now is not None:
-        gate.clock_read(now)
 
 
 def write_replay(directory: Path, prefix: str, row: HostileRow, target: str) -> Path:

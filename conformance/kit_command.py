@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import shutil
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -205,35 +206,48 @@ class Progress:
         self.started = time.monotonic() if started is None else started
         self.later = [key for key in LATER if key in later]  # the phases still to come
         self.cells, self.shrink_seconds = cells, shrink_seconds
-        self.phase_started = time.monotonic()  # the current phase's (the exploration first)
+        self.phase_started = time.monotonic()  # the current later phase's
+        self.explore_started = time.monotonic()  # the exploration's (phases may run beside it)
+        self.lock = threading.RLock()  # the exploration's workers and the phases beside them
         self.baseline: dict[str, int] = {}  # enforced failures before the exploration
         self.failed_at: tuple[int, str] | None = None  # the first failing example, its pids
         self.width = 0  # of the line shown in place (0: none)
 
     def exploring(self, kit: KitRun) -> None:
         """The exploration starts: its clock, and the failures the limit phase already had."""
-        self.phase_started, self.baseline = time.monotonic(), _enforced(kit)
+        with self.lock:
+            self.explore_started, self.baseline = time.monotonic(), _enforced(kit)
 
     def __call__(self, kit: KitRun) -> None:
+        with self.lock:
+            self._example(kit)
+
+    def _example(self, kit: KitRun) -> None:
         if self.failed_at is None:
             failed = [pid for pid, n in _enforced(kit).items() if n > self.baseline.get(pid, 0)]
             self.failed_at = (kit.examples, ", ".join(sorted(failed))) if failed else None
         if not self.tty and kit.examples % 10:
             return
-        rate = kit.steps / max(time.monotonic() - self.phase_started, 1e-9)
+        rate = kit.steps / max(time.monotonic() - self.explore_started, 1e-9)
+        checks, _ = kit.ledger.counts()
         self._show(f"example {kit.examples} {self.of(kit.examples)}: "
                    f"{self._clock(self._exploration_left(kit.examples))}; {kit.steps} steps, "
-                   f"{sum(kit.ledger.checks.values())} checks, {rate:.0f} steps/s")
+                   f"{sum(checks.values())} checks, {rate:.0f} steps/s")
 
     def phase(self, key: str) -> None:
         """A later phase starts (a key of :data:`LATER`): shown if it was planned."""
-        if key in self.later:
-            self.later.remove(key)
-            self.phase_started = time.monotonic()
-            self._show(f"{self._name(key)}: {self._clock('')}", rewrite=False)
+        with self.lock:
+            if key in self.later:
+                self.later.remove(key)
+                self.phase_started = time.monotonic()
+                self._show(f"{self._name(key)}: {self._clock('')}", rewrite=False)
 
     def cell(self, done: int, total: int, cell: Cell) -> None:
         """The P17 consumer matrix's progress: one line per cell."""
+        with self.lock:
+            self._cell(done, total, cell)
+
+    def _cell(self, done: int, total: int, cell: Cell) -> None:
         if done == 1:
             self.phase("P17")
             self._show("", rewrite=False)  # below the examples' line, if one is shown in place
@@ -264,7 +278,7 @@ class Progress:
                 f" for at most {duration(self.shrink_seconds)}")
         if examples >= self.planned:
             return "ending the exploration"
-        spent = time.monotonic() - self.phase_started
+        spent = time.monotonic() - self.explore_started
         return f"~{duration(spent / max(examples, 1) * (self.planned - examples))} left to explore"
 
     def _clock(self, left: str) -> str:
@@ -294,5 +308,5 @@ class Progress:
 def _enforced(kit: KitRun) -> dict[str, int]:
     """The failed checks of enforced properties so far (failures of the run), by property."""
     enforced = kit.ledger.enforced
-    return {pid: n for pid, n in kit.ledger.failed.items()
-            if n and (enforced is None or pid in enforced)}
+    _, failed = kit.ledger.counts()
+    return {pid: n for pid, n in failed.items() if n and (enforced is None or pid in enforced)}

@@ -182,8 +182,8 @@ def rerun_command(args: argparse.Namespace, selected: list[Property]) -> str:
              "--seed", str(args.seed)]
     if args.only:
         words += ["--only", ",".join(p.pid for p in selected)]
-    if args.workers is not None and args.workers > 1:  # the seeds of its workers depend on it
-        words += ["--workers", str(args.workers)]
+    if args.workers is not None and (args.workers > 1 or args.target.startswith("http")):
+        words += ["--workers", str(args.workers)]  # its workers' seeds depend on it
     if args.worker is not None:
         words += ["--worker", str(args.worker)]
     if args.shrink_seconds is not None:
@@ -235,8 +235,9 @@ def _run(args: argparse.Namespace, target: Target, client: httpx.Client, proxy: 
     check_target(client, target.admin_token)
     where = target.url if target.name == "url" else f"{target.name} at {target.url}"
     rtt = round_trip(client)
-    if args.workers is None:
-        args.workers = default_workers(rtt, args.max_connections)
+    if args.workers is None:  # the reference started here is near by construction
+        args.workers = 1 if target.name != "url" or fixtures is not None else default_workers(
+            rtt, args.max_connections)
     workers = f"{args.workers} worker" + ("s" if args.workers != 1 else "")
     print(visible(f"waypost conformance: target {where} ({1000 * rtt:.0f} ms away), profile "
                   f"{args.profile}, seed {args.seed}, {workers}"), file=sys.stderr)

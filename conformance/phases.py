@@ -20,7 +20,7 @@ import httpx
 from hypothesis import HealthCheck, Verbosity, settings
 from hypothesis import Phase as HypothesisPhase
 from hypothesis import seed as hypothesis_seed
-from hypothesis.errors import Flaky, FlakyStrategyDefinition
+from hypothesis.errors import Flaky, FlakyFailure, FlakyStrategyDefinition
 from hypothesis.stateful import run_state_machine_as_test
 
 from waypost.conformance import consumer_matrix, hostile_phase
@@ -108,17 +108,25 @@ class Limits:
         failures: Failures = {}
         report = ctx.report
 
+        found: dict[str, Failures] = {}  # by limit: its checks may run at once
+
         def failed(error: BaseException, world: World) -> str:
             violation = error if isinstance(error, PropertyViolation) else None
             step = str(world.commands[-1]["args"].get("limit", "setup"))  # or its setup
             path = write_replay(ctx.replay_dir, report, violation, error, world,
                                 f"limit-{step}-")
-            failures.setdefault(violation.pid if violation else "ERROR", (violation, error, path))
+            found[step] = {violation.pid if violation else "ERROR": (violation, error, path)}
             return str(path)
 
         report.limits = limit_phase(ctx.kit.session, f"{report.run_id}-lim", ctx.kit.ledger,
                                     ctx.wanted, failed, light=report.profile == "quick",
                                     workers=ctx.workers, shared=ctx.kit.shared)
+        for row in report.limits:  # the first limit's failure of a property is reported
+            for pid, failure in found.get(row.name, {}).items():
+                failures.setdefault(pid, failure)
+        for step in found.keys() - {row.name for row in report.limits}:  # a setup's
+            for pid, failure in found[step].items():
+                failures.setdefault(pid, failure)
         return failures
 
 
@@ -132,12 +140,13 @@ def limit_phase(session: Session, prefix: str, ledger: Ledger, selected: set[str
     of them at once, each with a session of its own); a limit the kit knows and the target
     does not publish is reported, never guessed. ``light`` (the quick profile) leaves the heavy
     checks to the longer profiles and says so."""
-    published = published_limits(session.describe().json)
+    shared = shared or ServerWide()
+    with shared.command():  # beside the exploration: no armed fault of the proxy meets it
+        published = published_limits(session.describe().json)
     known = registry()
     names = [*known, *NOT_INPUT, *sorted(set(published) - set(known) - set(NOT_INPUT))]
     rows: list[LimitOutcome] = []
     checks: list[tuple[World, LimitOutcome]] = []
-    shared = shared or ServerWide()
     for n, name in enumerate(names):
         limit = known.get(name)
         row = LimitOutcome(name, published.get(name), limit.properties if limit else (), "", "",
@@ -236,28 +245,33 @@ class Exploration:
                 # only mislead.
                 verbosity=Verbosity.quiet))
         except Exception as raised:  # every failure is reported, none swallowed
-            timing = isinstance(raised, Flaky)
-            for failure, world in _underlying(raised, kit):
+            for failure, world, timing in _underlying(raised, kit):
                 if isinstance(failure, FixturesExhausted):
                     continue  # the run's fresh spaces are used up: exploration ends there
                 violation = failure if isinstance(failure, PropertyViolation) else None
+                pid = violation.pid if violation else "ERROR"
+                if pid in failures:
+                    continue  # the first failure of a property is the one reported
                 path = write_replay(ctx.replay_dir, ctx.report, violation, failure, world,
                                     name=f"{share.prefix}-" if share.prefix else "",
                                     worker=share, timing=timing)
-                failures[violation.pid if violation else "ERROR"] = (violation, failure, path)
+                failures[pid] = (violation, failure, path)
         return failures
 
 
-def _underlying(raised: Exception, kit: KitRun) -> list[tuple[BaseException, World | None]]:
-    """What an exploration ended with, each with the world it happened in. Where Hypothesis
-    says only that the same draws behaved differently (a failure at one step of one run and
-    not of the next: timing), the failure is the first one the examples raised."""
-    found: list[tuple[BaseException, World | None]] = []
+def _underlying(raised: Exception,
+                kit: KitRun) -> list[tuple[BaseException, World | None, bool]]:
+    """What an exploration ended with, each with the world it happened in and whether it
+    depends on timing. Where Hypothesis says only that the same draws behaved differently (a
+    failure at one step of one run and not of the next), the failure is the first one the
+    examples raised; where it found a failure it could not repeat, that failure."""
+    found: list[tuple[BaseException, World | None, bool]] = []
+    flaky = isinstance(raised, FlakyFailure)  # its leaves: the failures that did not repeat
     for failure in leaf_failures(raised):
-        if isinstance(failure, FlakyStrategyDefinition) and kit.raised:
-            found.append(kit.raised[0])
+        if isinstance(failure, FlakyStrategyDefinition):
+            found.append((*kit.raised[0], True) if kit.raised else (failure, kit.last, True))
         else:
-            found.append((failure, kit.last))
+            found.append((failure, kit.last, flaky or isinstance(failure, Flaky)))
     return found
 
 
@@ -279,7 +293,7 @@ class ConsumerMatrix:
             ctx.client, ctx.admin_token, ctx.kit.ledger, ctx.wanted, ctx.replay_dir,
             ctx.report.run_id, points=points,
             on_cell=ctx.progress.cell if ctx.progress is not None else None, bounds=ctx.bounds,
-            workers=ctx.workers, gate=ctx.kit.shared)
+            workers=ctx.workers)
         failures: Failures = {pid: cells for pid, cells in matrix.items()}
         return failures
 
@@ -305,7 +319,7 @@ class HostileInput:
             report.hostile = hostile_phase.run_checks(ctx.client, ctx.admin_token,
                                                       f"{report.run_id}-h",
                                                       replay_dir=ctx.replay_dir,
-                                                      workers=ctx.workers, gate=ctx.kit.shared)
+                                                      workers=ctx.workers)
             result, note = hostile_phase.summary(report.hostile)
             row = PropertyResult(
                 HOSTILE, result, sum(row.inputs for row in report.hostile), note,

@@ -87,6 +87,8 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
     once, each its share of the examples with a seed derived from ``seed``; ``worker`` runs
     that one of them alone (conformance/workers.py)."""
     check_target(client, admin_token)
+    if fixtures is not None:  # each example takes a set: one worker keeps the file's count
+        workers, worker = 1, None
     chosen = PROFILES[profile]
     seed = random.randrange(2**32) if seed is None else seed
     report = Report(target_name, profile, seed, f"run{secrets.token_hex(4)}",

@@ -12,6 +12,7 @@ several threads since 6.136.9."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import threading
 import time
@@ -101,10 +102,11 @@ def run_workers(kit: KitRun, plans: list[Share], explore: Callable[[KitRun, Shar
     prefix, the run's ledger and server-wide gate); ``kit`` then holds the totals."""
     lock = threading.Lock()
     kits = [worker_kit(kit, share) for share in plans]
+    finished = itertools.count(1)
 
-    def tally(_: KitRun) -> None:
+    def tally(_: KitRun) -> None:  # an example of a worker ended: the run's progress
         with lock:
-            kit.examples = sum(k.examples for k in kits)
+            kit.examples = next(finished)
             kit.steps = sum(k.steps for k in kits)
             if on_example is not None:
                 on_example(kit)
@@ -113,7 +115,8 @@ def run_workers(kit: KitRun, plans: list[Share], explore: Callable[[KitRun, Shar
         worker.on_example = tally
     with ThreadPoolExecutor(len(plans), thread_name_prefix="waypost-kit-worker") as pool:
         found = list(pool.map(explore, kits, plans))
-    tally(kit)
+    kit.examples = sum(k.examples for k in kits)
+    kit.steps = sum(k.steps for k in kits)
     if kit.trace is not None:
         kit.trace = [example for worker in kits for example in worker.trace or []]
     kit.session.hook_faults += sum(worker.session.hook_faults for worker in kits)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from waypost.properties.commands import memory
 from waypost.properties.commands.messages import SEND_ANSWER, record_send, send_body, submit_send
+from waypost.properties.commands.world import carrying
 from waypost.properties.model.matching import shaped
 from waypost.properties.model.state import Token
 from waypost.properties.protocol.constants import FAULT_ACTIONS, REQUIRED_FAULT_POINTS
@@ -182,8 +183,8 @@ def parallel_retries(world: World, token: str, copies: int, send: dict[str, Any]
         submit_send(world, sender, body)
         return
     with ThreadPoolExecutor(copies) as pool:
-        answers = list(pool.map(lambda _: world.as_(sender, "POST", "/v1/messages", body),
-                                range(copies)))
+        answers = list(pool.map(carrying(
+            lambda _: world.as_(sender, "POST", "/v1/messages", body)), range(copies)))
     pending = [a for a in answers if a.code == "SUBMISSION_PENDING"]
     done = [a for a in answers if a.status == 201]
     if not world.check("WP-IDEM-12", len(done) + len(pending) == copies,
@@ -210,7 +211,8 @@ def concurrent_sends(world: World, token: str, subjects: list[str]) -> None:
             submit_send(world, sender, body)
         return
     with ThreadPoolExecutor(len(bodies)) as pool:
-        answers = list(pool.map(lambda b: world.as_(sender, "POST", "/v1/messages", b), bodies))
+        answers = list(pool.map(carrying(
+            lambda b: world.as_(sender, "POST", "/v1/messages", b)), bodies))
     if not world.check(("WP-LOAD-3", "WP-MSG-9"), all(a.status == 201 and shaped(a.json, SEND_ANSWER)
                                   and str(a.json["sequence"]).isdigit() for a in answers),
                        "concurrent sends must all publish",

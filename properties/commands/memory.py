@@ -10,6 +10,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from waypost.properties.commands.world import carrying
 from waypost.properties.model.matching import protocol_view, shaped
 from waypost.properties.model.state import Collection, Entries, Recorded, Token, input_errors, next_state
 from waypost.properties.protocol import fingerprints
@@ -244,8 +245,8 @@ def race(world: World, token: str, collection: str, items: list[list[Any]]) -> N
     if not real_change(world, writer, target, bodies[0]):
         return  # only a real change races: alone it would publish
     with ThreadPoolExecutor(2) as pool:
-        answers = list(pool.map(lambda b: world.as_(writer, "POST", path_of(collection), b),
-                                bodies))
+        answers = list(pool.map(carrying(
+            lambda b: world.as_(writer, "POST", path_of(collection), b)), bodies))
     winners = [n for n, a in enumerate(answers) if a.status == 201]
     if not world.check(("WP-MEM-18", "WP-LOAD-3"), len(winners) == 1 and all(
             a.code == "REVISION_CONFLICT" for n, a in enumerate(answers) if n not in winners),

@@ -32,7 +32,7 @@ class ServerWide:
     def command(self) -> Iterator[None]:
         """Hold the gate, shared, for one command (a command performed inside another, on the
         same thread, passes through)."""
-        if getattr(self._held, "shared", False):
+        if getattr(self._held, "shared", False) or getattr(self._held, "alone", False):
             yield
             return
         self._enter(alone=False)
@@ -46,14 +46,20 @@ class ServerWide:
     @contextmanager
     def alone(self) -> Iterator[None]:
         """Within a command: hold the gate alone for the block (this command's shared hold is
-        given up meanwhile, so two workers asking at once wait for each other in turn)."""
+        given up meanwhile, so two workers asking at once wait for each other in turn). Within
+        an alone block, another passes through."""
+        if getattr(self._held, "alone", False):
+            yield
+            return
         shared = getattr(self._held, "shared", False)
         if shared:
             self._leave(alone=False)
         self._enter(alone=True)
+        self._held.alone = True
         try:
             yield
         finally:
+            self._held.alone = False
             self._leave(alone=True)
             if shared:
                 self._enter(alone=False)

@@ -27,6 +27,7 @@ from waypost.properties.commands.blobs import advance_clock
 from waypost.properties.commands.feed import PAGE, check_page
 from waypost.properties.commands.messages import send_body, submit_send
 from waypost.properties.commands.submissions import retry
+from waypost.properties.commands.world import carrying
 from waypost.properties.model.matching import protocol_view, shaped, subset
 from waypost.properties.model.state import HeldCursor, Item, Token
 from waypost.properties.wire.http import Answer
@@ -86,8 +87,8 @@ def long_polls(world: World, readers: list[str], sender: str, subject: str) -> N
 
     known = len(world.message_order)
     with ThreadPoolExecutor(len(polled)) as pool:
-        polls = [pool.submit(poll, reader, cursor) for reader, (_, cursor) in zip(
-            polled, ends, strict=True)]
+        polls = [pool.submit(carrying(lambda args: poll(*args)), (reader, cursor))
+                 for reader, (_, cursor) in zip(polled, ends, strict=True)]
         time.sleep(SETTLE)  # bounded: polls that come later must answer at once anyway
         submit_send(world, writer, body)
         visible_by = time.monotonic()  # the send's answer was in: the item was visible

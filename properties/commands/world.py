@@ -10,8 +10,9 @@ messages, items and cursors), so a replay file that lists them reruns the same r
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from waypost.properties.commands.server_wide import ServerWide
 from waypost.properties.model.matching import MISSING, masked
@@ -23,6 +24,15 @@ from waypost.properties.wire.http import Answer, Session
 #: A command: a function of the world and concrete, JSON-able arguments
 #: (``coverage/command_names.py`` names them all, for replay files).
 Command = Callable[..., None]
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+def carrying(call: Callable[[A], R]) -> Callable[[A], R]:
+    """``call``, to run on a pool's thread in the caller's context (the named check its
+    checks count under)."""
+    parent = contextvars.copy_context()
+    return lambda arg: parent.copy().run(call, arg)
 
 
 class ProvisioningFailed(RuntimeError):

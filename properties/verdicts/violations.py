@@ -6,6 +6,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from waypost.properties.verdicts.owners import Ids, as_tuple, property_of
@@ -29,6 +30,10 @@ KINDS: dict[str, type[PropertyViolation]] = {
     f"P{n:02d}": type(f"P{n:02d}Violation", (PropertyViolation,), {}) for n in range(1, 19)}
 
 
+#: The named check being made (``command send``, ``limit ack_items``), per thread and context.
+CURRENT: ContextVar[str] = ContextVar("waypost_named_check", default="unnamed")
+
+
 class Ledger:
     """What one run (or replay) has checked, counted where each check is made: per property,
     per requirement id (and which named check of the kit cited it: ``command send``,
@@ -44,7 +49,6 @@ class Ledger:
         self.by_requirement: dict[str, Counter[str]] = {}  # id → named check → checks made
         self.failed_requirements: dict[str, Counter[str]] = {}  # id → property → checks failed
         self.failed_checks: dict[str, str] = {}  # named check → the property it failed
-        self._local = threading.local()  # .current: this thread's named check (:meth:`checking`)
         self._lock = threading.Lock()
         self.enforced = enforced  # None: every property raises
         self.recorded: dict[str, PropertyViolation] = {}
@@ -59,14 +63,27 @@ class Ledger:
         finally:
             self.current = outer
 
+    def counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        """A copy of the checks made and failed, by property (safe while others check)."""
+        with self._lock:
+            return dict(self.checks), dict(self.failed)
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the ledger's lock: to add counts made elsewhere (P17's matrix) at once."""
+        with self._lock:
+            yield
+
     @property
     def current(self) -> str:
-        """The named check this thread is making ("unnamed" outside any)."""
-        return getattr(self._local, "current", "unnamed")
+        """The named check being made in this context ("unnamed" outside any): each worker's
+        own; a command's helper threads carry it (``properties/commands/world.py``,
+        :func:`~waypost.properties.commands.world.carrying`)."""
+        return CURRENT.get()
 
     @current.setter
     def current(self, name: str) -> None:
-        self._local.current = name
+        CURRENT.set(name)
 
     def check(self, ids: Ids, ok: bool, message: str, **evidence: Any) -> bool:
         """One check of the requirement ids ``ids`` (docs/protocol.md), counted under the

@@ -247,16 +247,18 @@ class Session:
               **options: Any) -> httpx.Response | OutOfBounds:
         """The answer, or the breach of the kit's bounds that ended it: returned, so that the
         failed check made of it is raised outside any handler and chains to nothing. A
-        connection the target closed before any byte of an answer is tried once more on a new
-        one (``retry_closed``, unless a fault was armed): a server may close an idle keep-alive
-        connection at any time, and the kit may have sent on it meanwhile (RFC 9112, 9.3.1)."""
+        connection the target closed before any byte of an answer (or before the request was
+        written) is tried once more on a new one (``retry_closed``, unless a fault was armed):
+        a server may close an idle keep-alive connection at any time, and the kit may have sent
+        on it meanwhile (RFC 9112, 9.3.1)."""
         for attempt in (1, 2):
             try:
                 return self.client.request(method, path, **options)
             except OutOfBounds as breach:
                 return breach
-            except httpx.RemoteProtocolError as closed:
-                if attempt == 2 or not retry_closed or UNANSWERED not in str(closed):
+            except (httpx.RemoteProtocolError, httpx.WriteError) as closed:
+                unsent = isinstance(closed, httpx.WriteError) or UNANSWERED in str(closed)
+                if attempt == 2 or not retry_closed or not unsent:
                     raise
         raise AssertionError("unreachable")
 

@@ -235,7 +235,8 @@ def test_the_cli_runs_the_kit_against_a_url_target(tmp_path: Path) -> None:
         server.stop()
     assert result.returncode == 0, result.stdout + result.stderr
     assert "P03 Idempotent submissions" in result.stdout
-    assert f"target {server.url}, profile quick" in result.stderr  # the URL named once
+    assert f"target {server.url} (" in result.stderr  # the URL named once, then its distance
+    assert "profile quick, seed 3, 1 worker" in result.stderr  # a near URL: one worker
     assert result.stderr.count(server.url) == 1
     lines = {line.split()[0]: line for line in result.stdout.splitlines()
              if line.strip().startswith("P")}

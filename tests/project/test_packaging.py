@@ -57,8 +57,10 @@ def test_the_wheel_ships_only_the_package(tmp_path: Path) -> None:
     assert not [name for name in names if "node_modules" in name or "__pycache__" in name]
 
 
-#: What the base install (``pip install waypost``) may add to a fresh venv, in MiB on disk.
-BASE_INSTALL_MIB = 45
+#: What the base install (``pip install waypost``) may add to a fresh venv, in MiB on disk:
+#: 43 when this was written, 45.1 with the kit's workers and the power-cut shim; the margin
+#: catches a heavy dependency of the base, not the package's own slow growth.
+BASE_INSTALL_MIB = 47
 
 
 def _mib_on_disk(folder: Path) -> float:
