@@ -68,8 +68,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     kit.add_argument("--workers", type=int, default=None, metavar="N",
                      help="state machines exploring at once, each in its own spaces with its "
                           "share of the examples and a seed derived from --seed (default: 1 "
-                          "for a target under 5 ms away, else one per 6.25 ms of round trip, "
-                          "at most 8; commands that move the whole server run alone)")
+                          "for sqlite, d1, a run through --fixtures and a URL under 5 ms away, "
+                          "else one per 6.25 ms of round trip, at most 8; where a command "
+                          "moves the whole server, the others wait)")
     kit.add_argument("--worker", type=int, default=None, metavar="I",
                      help="run only worker I (from 0) of --workers: a worker's failure alone, "
                           "with the same draws")
