@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 from waypost.conformance.arguments import add_target, later
 from waypost.conformance.compare_command import add_command as add_compare
 from waypost.conformance.profiles import PROFILES
-from waypost.properties.wire.bound_values import SECONDS
+from waypost.properties.wire.bound_values import MAX_CONNECTIONS, SECONDS
 
 if TYPE_CHECKING:
     from waypost.conformance.consumer_matrix import Cell
@@ -74,9 +74,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     kit.add_argument("--worker", type=int, default=None, metavar="I",
                      help="run only worker I (from 0) of --workers: a worker's failure alone, "
                           "with the same draws")
-    kit.add_argument("--max-connections", type=int, default=32, metavar="N",
+    kit.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, metavar="N",
                      help="the most connections the kit opens to the target at once "
-                          "(default 32; for a deployment that documents a lower limit, "
+                          f"(default {MAX_CONNECTIONS}; for a deployment that documents a lower "
+                          "limit, "
                           "WP-LOAD-4); each worker needs 4")
     kit.add_argument("--shrink-seconds", type=float, default=None, metavar="SECONDS",
                      help="how long Hypothesis may shrink a failure to its shortest replay "

@@ -26,16 +26,11 @@ from waypost.conformance.profiles import PROFILES
 from waypost.conformance.requirement_table import text_table as requirement_table
 from waypost.conformance.run_results import Report
 from waypost.conformance.targets import Target, check_target, open_target
-from waypost.conformance.workers import (
-    MAX_CONNECTIONS,
-    default_workers,
-    round_trip,
-    shares,
-)
+from waypost.conformance.workers import default_workers, round_trip, shares
 from waypost.properties.coverage.catalogue import Property, select
 from waypost.properties.model.fixture_sets import Fixtures
 from waypost.properties.model.fixture_sets import load as load_fixtures
-from waypost.properties.wire.bound_values import SECONDS
+from waypost.properties.wire.bound_values import MAX_CONNECTIONS, SECONDS
 from waypost.properties.wire.bounds import (
     BoundedTransport,
     Bounds,

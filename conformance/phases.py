@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -163,8 +163,8 @@ def limit_phase(session: Session, prefix: str, ledger: Ledger, selected: set[str
                         f"{published[name] * 8 // (1 << 20)} MiB)")
         elif limit is not None:
             row.note = limit.what
-            own = replace(session, trace=[], hook_faults=0, declared={}, reported={})
-            checks.append((World(own, f"{prefix}-l{n}-", ledger, shared), row))
+            checks.append((World(session.for_another_thread(), f"{prefix}-l{n}-", ledger,
+                                 shared), row))
         rows.append(row)
     with ThreadPoolExecutor(max(1, workers), thread_name_prefix="waypost-kit-limit") as pool:
         list(pool.map(lambda check: _check(check[0], check[1], on_failure), checks))

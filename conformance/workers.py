@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TypeVar
 
 import httpx
@@ -31,8 +31,6 @@ R = TypeVar("R")
 MOST_WORKERS = 8
 #: Below this round trip a run keeps one worker: the kit's own time dominates.
 NEAR_SECONDS = 0.005
-#: The most connections a run opens to its target unless told otherwise (``--max-connections``).
-MAX_CONNECTIONS = 32
 #: The simplest examples Hypothesis begins a run with (see :func:`shares`).
 HYPOTHESIS_PROBES = 2
 #: The connections a worker may hold at once (a step's parallel retries: 4).
@@ -125,7 +123,6 @@ def run_workers(kit: KitRun, plans: list[Share], explore: Callable[[KitRun, Shar
 
 def worker_kit(kit: KitRun, share: Share) -> KitRun:
     """A worker's kit: the run's choices, a session of its own over the same client."""
-    session = replace(kit.session, trace=[], hook_faults=0, declared={}, reported={})
-    return KitRun(session, kit.prefix + share.prefix, kit.ledger, kit.rules, kit.selected,
-                  trace=[] if kit.trace is not None else None, shared=kit.shared,
+    return KitRun(kit.session.for_another_thread(), kit.prefix + share.prefix, kit.ledger,
+                  kit.rules, kit.selected, trace=[] if kit.trace is not None else None, shared=kit.shared,
                   skip_simplest=share.workers > 1)

@@ -23,8 +23,9 @@ from waypost.bench.machine import baseline, machine
 from waypost.conformance import runner
 from waypost.conformance.profiles import PROFILES
 from waypost.conformance.targets import open_target
-from waypost.conformance.workers import MAX_CONNECTIONS, default_workers, round_trip, shares
+from waypost.conformance.workers import default_workers, round_trip, shares
 from waypost.properties.wire import http as kit_http
+from waypost.properties.wire.bound_values import MAX_CONNECTIONS
 from waypost.properties.wire.bounds import network_transport
 
 

@@ -8,3 +8,5 @@ ANSWER_BYTES = 4 << 20
 SECONDS = 60.0
 #: The most a long poll's ``wait`` adds to its call's deadline.
 LONGEST_WAIT = 60.0
+#: The most connections a run opens to its target unless told otherwise (``--max-connections``).
+MAX_CONNECTIONS = 32

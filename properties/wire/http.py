@@ -10,7 +10,7 @@ The trace keeps bounded excerpts of what was sent and answered, never a whole an
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -140,6 +140,11 @@ class Session:
     ledger: Ledger | None = None  # where an answer past the kit's bounds fails its check
     declared: dict[str, int] = field(default_factory=dict)  # blob id → size the kit declared
     reported: dict[str, int] = field(default_factory=dict)  # blob id → size its metadata says
+
+    def for_another_thread(self) -> Session:
+        """This session over the same client (its proxy, fixtures and ledger), with a trace and
+        counts of its own: for a worker or a limit check running beside others."""
+        return replace(self, trace=[], hook_faults=0, declared={}, reported={})
 
     def call(self, method: str, path: str, *, bearer: str, who: str, body: Any = None,
              params: dict[str, Any] | None = None, may_drop: bool = False,

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from starlette.testclient import TestClient
@@ -27,6 +29,17 @@ def _verify(data_dir: Path) -> subprocess.CompletedProcess[str]:
                            str(data_dir)], capture_output=True, text=True, timeout=120)
 
 
+@contextmanager
+def _spaces_with_notes(data_dir: Path) -> Iterator[Api]:
+    """The reference on ``data_dir`` with two spaces and the notes collection."""
+    with TestClient(build_app(Settings(data_dir, ADMIN_TOKEN, sweep_seconds=0))) as client:
+        api = Api(client)
+        api.space("s1")
+        api.space("s2", ("dave", "erin"))
+        with_notes(api)
+        yield api
+
+
 def _stored(data_dir: Path, size: int) -> Path:
     (found,) = [p for p in stored_objects(data_dir) if p.stat().st_size == size]
     return found
@@ -34,11 +47,7 @@ def _stored(data_dir: Path, size: int) -> Path:
 
 def test_verify_names_each_damaged_and_missing_object(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    with TestClient(build_app(Settings(data_dir, ADMIN_TOKEN, sweep_seconds=0))) as client:
-        api = Api(client)
-        api.space("s1")
-        api.space("s2", ("dave", "erin"))
-        with_notes(api)
+    with _spaces_with_notes(data_dir) as api:
         kept = sealed_blob(api, "s1/alice", b"k" * 1001)
         torn = sealed_blob(api, "s1/alice", b"t" * 1002)
         gone = sealed_blob(api, "s1/alice", b"g" * 1003)
@@ -70,11 +79,7 @@ def test_verify_says_where_there_is_no_database(tmp_path: Path) -> None:
 
 def test_a_damaged_manifest_is_named_by_its_revision(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    with TestClient(build_app(Settings(data_dir, ADMIN_TOKEN, sweep_seconds=0))) as client:
-        api = Api(client)
-        api.space("s1")
-        api.space("s2", ("dave", "erin"))
-        with_notes(api)
+    with _spaces_with_notes(data_dir) as api:
         entry = sealed_blob(api, "s1/alice", b"e" * 1001)
         assert publish(api, 0, items=[item("a", entry)]).status_code == 201
     (manifest,) = [p for p in stored_objects(data_dir) if p.stat().st_size != 1001]
