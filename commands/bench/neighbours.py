@@ -6,7 +6,9 @@ through the same patterns in the same run:
 
 - **hostile bodies**: a token with no scope keeps 4 POSTs in flight of a 1 MiB ``[{},{},…]``,
   then of a send with ~1 MiB of float metadata (a process of its own), while another client
-  times ``GET /v1/describe`` one after another: the event loop's lag, seen from outside;
+  times ``GET /v1/describe`` one after another: the event loop's lag, seen from outside; then
+  the same bodies from alice, whose token has the scope (``scoped_…``: the body is read and
+  parsed before it is refused);
 - **timeout herd**: W long polls (``wait=5``) parked at once, then each one's re-poll from its
   ``next_cursor`` parked at once: for the re-polls (the first round's figures beside them), the
   server's CPU from parking to the last answer, and each answer's lateness after its deadline;
@@ -51,6 +53,9 @@ from waypost.collector import THRESHOLDS
 WAIT, HERD_WAIT = 30, 5  # the published maximum; the herd's short wait
 PARK_SECONDS = 0.05  # after a poll is sent, before the send it waits for
 BROADCAST_REPEATS, HOSTILE_SECONDS, IN_FLIGHT, REST_DESCRIBES = 5, 4.0, 4, 300
+#: Who posts the hostile bodies, and the prefix of their figures: the token without any scope
+#: (refused before its body), then alice's, which may send (the body is read and parsed).
+HOSTILE_SENDERS = (("", "hostile"), ("scoped_", "alice"))
 BATCH = 100  # connections opened at once
 DEADLINE_SECONDS = 1200.0
 
@@ -368,26 +373,32 @@ def _hostile(subject: Subject) -> dict[str, Any]:
         limit = int(client.get("/v1/describe").json()["limits"]["request_bytes"])
     rest = millis(asyncio.run(_describes(subject.port, lambda: False, REST_DESCRIBES)))
     found: dict[str, Any] = {"describe_at_rest": rest, "request_bytes": limit}
-    forked = multiprocessing.get_context("fork")  # its drain threads touch nothing it uses
-    for name, body in _hostile_bodies(limit).items():
-        out = forked.Queue()
-        load = forked.Process(target=_hostile_load, args=(
-            subject.port, subject.tokens["hostile"], body, HOSTILE_SECONDS, out))
-        load.start()
-        out.get(timeout=60)
-        before, wall = subject.cpu(), time.perf_counter()
-        during = millis(asyncio.run(_describes(subject.port, load.is_alive, 50)))
-        after, wall = subject.cpu(), time.perf_counter() - wall
-        load.join(timeout=60)
-        if load.is_alive():
-            load.kill()
-        busy = (after.threads[after.main] - before.threads[before.main]) / wall
-        found[name] = {"body_bytes": len(body), "in_flight": IN_FLIGHT, "describe": during,
-                       "event_loop_lag": lag(during, rest),
-                       "p99_over_rest_p99": round(during["p99_ms"] / rest["p99_ms"], 2),
-                       "answers_by_status": out.get(timeout=60),
-                       "event_loop_cpu_share": round(busy, 2)}
+    for prefix, who in HOSTILE_SENDERS:
+        for name, body in _hostile_bodies(limit).items():
+            found[prefix + name] = _hostile_phase(subject, subject.tokens[who], body, rest)
     return found
+
+
+def _hostile_phase(subject: Subject, token: str, body: bytes,
+                   rest: dict[str, float]) -> dict[str, Any]:
+    """Describe latency while ``token`` keeps :data:`IN_FLIGHT` POSTs of ``body`` in flight."""
+    forked = multiprocessing.get_context("fork")  # its drain threads touch nothing it uses
+    out = forked.Queue()
+    load = forked.Process(target=_hostile_load, args=(
+        subject.port, token, body, HOSTILE_SECONDS, out))
+    load.start()
+    out.get(timeout=60)
+    before, wall = subject.cpu(), time.perf_counter()
+    during = millis(asyncio.run(_describes(subject.port, load.is_alive, 50)))
+    after, wall = subject.cpu(), time.perf_counter() - wall
+    load.join(timeout=60)
+    if load.is_alive():
+        load.kill()
+    busy = (after.threads[after.main] - before.threads[before.main]) / wall
+    return {"body_bytes": len(body), "in_flight": IN_FLIGHT, "describe": during,
+            "event_loop_lag": lag(during, rest),
+            "p99_over_rest_p99": round(during["p99_ms"] / rest["p99_ms"], 2),
+            "answers_by_status": out.get(timeout=60), "event_loop_cpu_share": round(busy, 2)}
 
 
 def bench_neighbours(levels: Sequence[int], sends: int,

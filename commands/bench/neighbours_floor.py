@@ -47,6 +47,10 @@ TARGETS = {"wakeup_cpu_over_empty": 2.0, "wakeup_p50_ms": 5.0, "wakeup_p99_ms": 
 IDLE = [f"idle-{n:02}" for n in range(1, 17)]
 CROWD = [f"crowd-{n:02}" for n in range(1, 65)]  # a send names at most 64 recipients
 ACTORS = ["alice", "bob", "hostile", *IDLE, *CROWD]
+#: The hostile-body figures of ``waypost bench neighbours``: each body from the token without
+#: any scope, then from alice's, which may send.
+HOSTILE_FIGURES = tuple(f"{who}{body}" for who in ("", "scoped_")
+                        for body in ("empty_objects", "float_metadata"))
 READ = ["message.read", "event.subscribe"]
 
 
@@ -259,7 +263,7 @@ def verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     found["herd_cpu_over_floor"] = _verdict(
         None if None in herd or not herd[1] else round(herd[0] / herd[1], 2),
         TARGETS["herd_cpu_over_floor"], reference_ms=herd[0], floor_ms=herd[1])
-    for body in ("empty_objects", "float_metadata"):
+    for body in HOSTILE_FIGURES:
         found[f"hostile_{body}_p99_over_rest_p99"] = _verdict(
             _figure(result, "hostile_bodies", "reference", body, "p99_over_rest_p99"),
             TARGETS["hostile_p99_over_rest_p99"],
@@ -285,7 +289,7 @@ def summary(result: dict[str, Any]) -> list[str]:
                  f"{both('timeout_herd', 'server_cpu_ms', 'total')} ms, last answer "
                  f"{both('timeout_herd', 'last_answer_after_its_deadline_ms')} ms after its "
                  "deadline")
-    for body in ("empty_objects", "float_metadata"):
+    for body in HOSTILE_FIGURES:
         lines.append(f"hostile {body} (reference / floor): describe p99 "
                      f"{both('hostile_bodies', body, 'describe', 'p99_ms')} ms (at rest "
                      f"{both('hostile_bodies', 'describe_at_rest', 'p99_ms')} ms), "

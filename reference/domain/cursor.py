@@ -36,6 +36,10 @@ class FeedCursor:
     grant_fingerprint: str
     position: int
     kind: str = "feed"
+    #: the server's claim that nothing of this view followed ``position`` when it was minted
+    #: (``origin.touches.token_id``, see ``service/wakeups.py``); "" makes none, and is not
+    #: encoded
+    seen: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,8 @@ def encode(key: bytes, cursor: FeedCursor | MemoryCursor) -> str:
     """Sign a cursor; the result is opaque to callers."""
     values = {name: getattr(cursor, name) for name in _NAMES[type(cursor)]}
     values["position"] = str(cursor.position)
+    if not values.get("seen", True):
+        del values["seen"]
     payload = canonical_json(values)
     return f"{VERSION}.{_b64(payload)}.{_b64(_tag(key, payload))}"
 
@@ -103,6 +109,8 @@ def decode(key: bytes, text: str) -> FeedCursor:
     try:
         fields = _verified(key, text, "feed")
         fields["position"] = int(fields["position"])
+        if not isinstance(fields.get("seen", ""), str):
+            raise TypeError("seen is not text")
         return FeedCursor(**fields)
     except (binascii.Error, ValueError, TypeError, KeyError):
         raise CursorInvalid("cursor is invalid", field="cursor") from None

@@ -23,22 +23,26 @@ from waypost.reference.domain.principal import Principal
 class RememberedPrincipals:
     """Principals by the SHA-256 digest of the token presented (never the token itself), at
     most ``size`` of them, the least recently used forgotten first (used on the event loop
-    only)."""
+    only). Each is remembered with the feed signal's count of touches noted before its check
+    (``service/wakeups.py``): where no control-plane write has been touched since and the token
+    has not expired, the principal is still live without another read."""
 
     def __init__(self, size: int = 4096) -> None:
         self._size = size
-        self._known: OrderedDict[bytes, Principal] = OrderedDict()
+        self._known: OrderedDict[bytes, tuple[Principal, int]] = OrderedDict()
 
-    def get(self, presented: bytes) -> Principal | None:
-        """The principal last checked for this digest, if it is still remembered."""
-        principal = self._known.get(presented)
-        if principal is not None:
+    def get(self, presented: bytes) -> tuple[Principal, int] | None:
+        """The principal last checked for this digest and the touches noted before its check,
+        if it is still remembered."""
+        known = self._known.get(presented)
+        if known is not None:
             self._known.move_to_end(presented)
-        return principal
+        return known
 
-    def put(self, presented: bytes, principal: Principal) -> None:
-        """Remember a principal whose token has just passed a full check."""
-        self._known[presented] = principal
+    def put(self, presented: bytes, principal: Principal, checked_at: int) -> None:
+        """Remember a principal whose token has just passed a full check (``checked_at``: the
+        touches noted before it read the token)."""
+        self._known[presented] = (principal, checked_at)
         self._known.move_to_end(presented)
         if len(self._known) > self._size:
             self._known.popitem(last=False)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,6 +15,7 @@ from starlette.responses import JSONResponse, Response
 
 from waypost.reference.domain import faults
 from waypost.reference.domain.errors import (
+    Forbidden,
     InvalidRequest,
     ResourceLimit,
     StorageUnavailable,
@@ -24,7 +27,12 @@ from waypost.reference.domain.errors import (
 from waypost.reference.domain.parsing import json_body
 from waypost.reference.domain.principal import Principal
 from waypost.reference.domain.remembered import StalePrincipal
-from waypost.reference.service.auth import authenticate, check_admin, presented_digest
+from waypost.reference.service.auth import (
+    authenticate,
+    check_admin,
+    presented_digest,
+    still_live,
+)
 from waypost.reference.service.context import Context, Outcome
 
 log = logging.getLogger("waypost.http")
@@ -162,7 +170,7 @@ def data(operation: Callable[[Context, Principal, Request], Awaitable[Outcome]],
             principal = await authenticate(ctx, authorization)
             query_params(request, *queries)
             return await operation(ctx, principal, request)
-        return await enveloped(work, ctx.faults)
+        return await enveloped(lambda: _braked(ctx, request, work), ctx.faults)
 
     return endpoint
 
@@ -174,14 +182,17 @@ async def _remembered(ctx: Context, authorization: str | None, request: Request,
     nothing first: the operation's own check (a plan's guard, a read's liveness and view
     check in the page's snapshot) decides whether the token is still live. Answers stay as a
     full check first would give them: on any failure the token is checked in full (a token no
-    longer live answers 401, not the failure), an operation that found its principal stale
+    longer live answers 401, not the failure) unless no control-plane write committed since its
+    check and it has not expired (:func:`...service.auth.still_live`: a token without the
+    operation's scope costs no read), an operation that found its principal stale
     (:class:`StalePrincipal`) runs again from the full check, and a dead token is forgotten.
     While a fault is armed (test deployments) every request is checked in full first, so a
     dead token never reaches a fault point."""
     presented = presented_digest(authorization)
-    principal = None if presented is None or ctx.faults.armed else ctx.remembered.get(presented)
-    if presented is None or principal is None:
+    known = None if presented is None or ctx.faults.armed else ctx.remembered.get(presented)
+    if presented is None or known is None:
         return await _checked_in_full(ctx, authorization, request, operation, queries)
+    principal, checked_at = known
     request.scope[_REMEMBERED] = True
     try:
         query_params(request, *queries)
@@ -194,6 +205,8 @@ async def _remembered(ctx: Context, authorization: str | None, request: Request,
     except (ClientDisconnect, faults.Abandoned):
         raise
     except Exception:
+        if still_live(ctx, principal, checked_at):
+            raise  # the token is as its check found it: the failure is the answer
         ctx.remembered.forget(presented)
         # 401 if the token died meanwhile; storage unavailable now, the failure stands
         with contextlib.suppress(StorageUnavailable):
@@ -211,6 +224,29 @@ async def _checked_in_full(ctx: Context, authorization: str | None, request: Req
     return await operation(ctx, principal, request)
 
 
+async def _braked(ctx: Context, request: Request, work: Callable[[], Awaitable[Outcome]],
+                  plane: str = "data") -> Outcome:
+    """``work``, a refusal of its credential held as long as the refusal brake says
+    (:mod:`...domain.refusal_brake`): a ``403`` for a missing scope by the token's digest, a
+    ``401`` by the client's address (a refused credential may be made up anew each time)."""
+    try:
+        return await work()
+    except Unauthenticated:
+        await _held(ctx, f"{plane} {request.client.host if request.client else ''}")
+        raise
+    except Forbidden as error:
+        digest = presented_digest(request.headers.get("authorization"))
+        if error.details.get("field") == "scope" and digest is not None:
+            await _held(ctx, digest)
+        raise
+
+
+async def _held(ctx: Context, key: bytes | str) -> None:
+    held = ctx.brake.hold(key, time.monotonic())
+    if held:
+        await asyncio.sleep(held)  # a timer: the loop serves the others meanwhile
+
+
 def admin(operation: Callable[[Context, Request], Awaitable[Outcome]]) -> Handler:
     """A control-plane endpoint: the operator's admin token first; no query parameters."""
 
@@ -221,7 +257,8 @@ def admin(operation: Callable[[Context, Request], Awaitable[Outcome]]) -> Handle
             check_admin(ctx, request.headers.get("authorization"))
             query_params(request)
             return await operation(ctx, request)
-        return await enveloped(work)  # the control plane and test hooks have no fault points
+        # the control plane and test hooks have no fault points
+        return await enveloped(lambda: _braked(ctx, request, work, "admin"))
 
     return endpoint
 

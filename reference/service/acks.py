@@ -14,7 +14,7 @@ from waypost.reference.domain.requests import Ack, parse_ack
 from waypost.reference.service import answers, submissions
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.feed import binding_fault
-from waypost.reference.service.woken import wake_items
+from waypost.reference.service.woken import publishing, wake_items
 from waypost.reference.storage import acks as sql
 from waypost.reference.storage.rules import KEY_TAKEN, refusal
 from waypost.reference.storage.submissions import ack_lines_from, decided_from
@@ -40,8 +40,9 @@ async def acknowledge(ctx: Context, principal: Principal, raw: Any,
     fingerprint = digest(request.normalised(checkpoint))
     write = _new_ack(request, fingerprint, checkpoint, binding)
     ctx.faults.hit("commit.before")
-    acked = decided_from(await ctx.driver.run(sql.acknowledge(
-        principal, ctx.clock.now_ms(), write)), extra=1)
+    acked = decided_from(await publishing(  # its receipts' routes are read back after
+        ctx, principal.space_id, None, sql.acknowledge(principal, ctx.clock.now_ms(), write)),
+        extra=1)
     ctx.faults.hit("ack.after_commit")
     ctx.faults.hit("commit.after")
     if acked.verdict == sql.VIEW_CHANGED and remembered:

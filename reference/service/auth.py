@@ -44,6 +44,7 @@ async def authenticate(ctx: Context, authorization: str | None) -> Principal:
     match = _BEARER.fullmatch(authorization or "")
     if match is None:
         raise credential_refused()
+    checked_at = ctx.signal.touches  # noted before the read: a later revoke touches after it
     state = await load_token(ctx.driver, match.group(1))
     presented = token_digest(f"{match.group(1)}.{match.group(2)}")
     if state is None:
@@ -55,8 +56,15 @@ async def authenticate(ctx: Context, authorization: str | None) -> Principal:
     if (state.revoked or state.actor_disabled or state.consumer_disabled
             or (state.expires_at is not None and state.expires_at <= now)):
         raise credential_refused()
-    ctx.remembered.put(presented, state.principal)
+    ctx.remembered.put(presented, state.principal, checked_at)
     return state.principal
+
+
+def still_live(ctx: Context, principal: Principal, checked_at: int) -> bool:
+    """Whether a principal whose token passed a full check after ``checked_at`` touches is
+    live now without another read: no control-plane write since, and the token unexpired."""
+    return not ctx.signal.authority_since(checked_at) and (
+        principal.expires_at is None or principal.expires_at > ctx.clock.now_ms())
 
 
 def check_admin(ctx: Context, authorization: str | None) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from waypost.reference.domain.clock import SystemClock
 from waypost.reference.domain.faults import Faults
 from waypost.reference.domain.published_limits import Limits
+from waypost.reference.domain.refusal_brake import RefusalBrake
 from waypost.reference.domain.remembered import RememberedPrincipals
 from waypost.reference.domain.sessions import SessionPolicy, SignInLimiter
 from waypost.reference.service.wakeups import FeedSignal
@@ -43,3 +44,4 @@ class Context:
     sessions: SessionPolicy = field(default_factory=SessionPolicy)
     sign_ins: SignInLimiter = field(default_factory=SignInLimiter)
     remembered: RememberedPrincipals = field(default_factory=RememberedPrincipals)
+    brake: RefusalBrake = field(default_factory=RefusalBrake)

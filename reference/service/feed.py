@@ -20,32 +20,55 @@ from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.wakeups import Waiter
 from waypost.reference.storage import feed as sql
 from waypost.reference.storage.acks import ACK_RULES, CURSOR_OF_ANOTHER, CURSOR_OF_ANOTHER_VIEW
+from waypost.reference.storage.plan import Row
 from waypost.reference.storage.rules import refusal
 
 
-def mint(ctx: Context, principal: Principal, position: int) -> str:
-    """A cursor bound to this consumer, view revision, filter and grant fingerprint."""
+def mint(ctx: Context, principal: Principal, position: int, known_at: int | None = None) -> str:
+    """A cursor bound to this consumer, view revision, filter and grant fingerprint; with
+    ``known_at``, the claim that the token's view held nothing after ``position`` at that
+    count of the signal's touches (see :func:`_claimed`)."""
+    seen = "" if known_at is None else f"{ctx.signal.origin}.{known_at}.{principal.token_id}"
     return cursor.encode(ctx.cursor_key, cursor.FeedCursor(
         principal.space_id, principal.actor_id, principal.consumer.consumer_id,
         principal.consumer.view_revision, principal.consumer.filter_fingerprint,
-        principal.grant_fingerprint.hex(), position))
+        principal.grant_fingerprint.hex(), position, seen=seen))
 
 
 def position_of(ctx: Context, principal: Principal, text: str) -> int:
     """Verify a cursor and its binding (P07): foreign → CURSOR_INVALID; minted for another view
     revision, filter or grant fingerprint → CURSOR_STALE."""
+    return _decoded(ctx, principal, text).position
+
+
+def _decoded(ctx: Context, principal: Principal, text: str) -> cursor.FeedCursor:
     decoded = cursor.decode(ctx.cursor_key, text)
     check_binding(principal, decoded)
-    return decoded.position
+    return decoded
 
 
-def _position(ctx: Context, principal: Principal, text: str, remembered: bool) -> int:
+def _position(ctx: Context, principal: Principal, text: str,
+              remembered: bool) -> tuple[int, int | None]:
+    """The cursor's position, and the touch its claim holds if this process may trust it."""
     try:
-        return position_of(ctx, principal, text)
+        decoded = _decoded(ctx, principal, text)
     except CursorStale:
         if remembered:  # the cursor may be of the consumer's newer view
             raise StalePrincipal from None
         raise
+    return decoded.position, _claimed(ctx, principal, decoded.seen)
+
+
+def _claimed(ctx: Context, principal: Principal, seen: str) -> int | None:
+    """The count of touches at which a cursor's page was complete, where this signal made the
+    claim for this very token (scopes and grants decide a view, and they are a token's): the
+    read that made it checked the token live, and :meth:`FeedSignal.quiet` tells whether
+    anything of its view, its authority included, was touched since."""
+    origin, _, rest = seen.partition(".")
+    touches, _, token_id = rest.partition(".")
+    if origin != ctx.signal.origin or token_id != principal.token_id or not touches.isdigit():
+        return None
+    return int(touches)
 
 
 def binding_fault(principal: Principal, decoded: cursor.FeedCursor) -> str:
@@ -103,45 +126,80 @@ def item_json(row: sql.FeedRow) -> dict[str, Any]:
 
 
 async def _read_until(ctx: Context, principal: Principal, position: int | None, limit: int,
-                      wait: int, waiter: Waiter | None,
-                      remembered: bool) -> tuple[int, list[sql.FeedRow]]:
+                      wait: int, waiter: Waiter | None, remembered: bool,
+                      claimed: int | None) -> tuple[int, list[sql.FeedRow], int]:
     """Read the page; while it is empty and the wait lasts, wait for a commit that concerns
     this reader and read again. A wait that ends with nothing having concerned the reader
     re-checks only its authority: its page is the one it read; and not even that where no
-    control-plane write committed in this process since (its token unexpired)."""
+    control-plane write committed in this process since (its token unexpired). A cursor whose
+    claim (``claimed``) still holds needs no first read: its page is empty, its token live.
+    Returns the position, the rows and the count of touches the answer is known at."""
     loop = asyncio.get_running_loop()
     deadline, first, woken, unchanged = loop.time() + wait, True, True, False
+    signal = ctx.signal
+    known_at = 0  # the count of touches the page was read at
     while True:
+        touches = signal.touches  # noted before the read: a later commit touches after it
         if waiter is not None:
-            ctx.signal.read(waiter)  # registered before the read: a later commit wakes it
-        if woken:
+            signal.read(waiter)  # registered before the read: a later commit wakes it
+        if first and claimed is not None and _still_empty(ctx, principal, claimed):
+            assert position is not None  # a claim comes with a cursor
+            page, current, known_at = [], None, touches
+        elif woken:
+            known_at = touches
             now = ctx.clock.now_ms()
             page, current = await ctx.driver.read([
                 sql.page_statement(principal, position, limit + 1),
                 sql.current_statement(principal, now) if position is not None
                 else sql.current_and_saved_statement(principal, now)])
-        elif unchanged and (principal.expires_at is None
-                            or principal.expires_at > ctx.clock.now_ms()):
+        elif unchanged and _unexpired(ctx, principal):
             assert position is not None  # set by the first read
-            return position, []  # nothing concerned it, and its authority is as it was
+            return position, [], _known_at(ctx, principal, known_at)
         else:  # nothing that concerns it was committed: only its authority may have changed
             page = []
             (current,) = await ctx.driver.read([
                 sql.current_statement(principal, ctx.clock.now_ms())])
-        verdict = sql.current_from(current)
-        if verdict == "CURSOR_STALE" and remembered and first:
-            raise StalePrincipal  # the view changed before this request: read as the new one
-        if verdict != "ok":
-            raise refuse_stale(verdict)
+        if current is not None:
+            position = _current(current, position, remembered and first)
         first = False
-        if position is None:
-            position = sql.saved_from(current)
         rows = [sql.feed_row_from(row) for row in page]
         remaining = deadline - loop.time()
         if rows or remaining <= 0 or waiter is None:
-            return position, rows
-        woken = await ctx.signal.wait(waiter, remaining)
-        unchanged = ctx.signal.unchanged(waiter)
+            assert position is not None
+            return position, rows, _known_at(ctx, principal, known_at)
+        woken = await signal.wait(waiter, remaining)
+        unchanged = signal.unchanged(waiter)
+
+
+def _current(current: list[Row], position: int | None, retry_stale: bool) -> int:
+    """The position after a read's verdict on the token and view (the saved checkpoint where
+    the read had no cursor); a stale view raises (:class:`StalePrincipal` where the request
+    may run again as the consumer's new view)."""
+    verdict = sql.current_from(current)
+    if verdict == "CURSOR_STALE" and retry_stale:
+        raise StalePrincipal  # the view changed before this request: read as the new one
+    if verdict != "ok":
+        raise refuse_stale(verdict)
+    return sql.saved_from(current) if position is None else position
+
+
+def _unexpired(ctx: Context, principal: Principal) -> bool:
+    return principal.expires_at is None or principal.expires_at > ctx.clock.now_ms()
+
+
+def _still_empty(ctx: Context, principal: Principal, claimed: int) -> bool:
+    """Whether a claim made at touch ``claimed`` still holds: nothing of the view touched
+    since, the token unexpired, and no fault armed (a test deployment's fault points are in
+    the reads)."""
+    return (not ctx.faults.armed and ctx.signal.quiet(principal, claimed)
+            and _unexpired(ctx, principal))
+
+
+def _known_at(ctx: Context, principal: Principal, known_at: int) -> int:
+    """The latest count of touches a page known at ``known_at`` holds for: now, where nothing
+    of the view was touched since."""
+    now = ctx.signal.touches
+    return now if now != known_at and ctx.signal.quiet(principal, known_at) else known_at
 
 
 def parse_limit(ctx: Context, raw: str | None, field: str = "limit", default: int = 50) -> int:
@@ -168,16 +226,17 @@ async def read_feed(ctx: Context, principal: Principal, cursor_text: str | None,
         if wait and not principal.has("event.subscribe"):
             raise Forbidden("long-polling needs the event.subscribe scope", field="wait")
     # without a cursor: after the saved checkpoint, read in the first page's snapshot
-    position = None if cursor_text is None else _position(ctx, principal, cursor_text,
-                                                          remembered)
+    position, claimed = (None, None) if cursor_text is None else _position(
+        ctx, principal, cursor_text, remembered)
     waiter = ctx.signal.listen(principal) if wait else None
     try:
-        position, rows = await _read_until(ctx, principal, position, limit, wait, waiter,
-                                           remembered)
+        position, rows, known_at = await _read_until(ctx, principal, position, limit, wait,
+                                                     waiter, remembered, claimed)
     finally:
         if waiter is not None:
             ctx.signal.forget(waiter)
     items = [item_json(row) for row in rows[:limit]]
-    last = (rows[limit - 1] if len(rows) > limit else rows[-1]).sequence if rows else position
-    return Outcome(200, {"items": items, "next_cursor": mint(ctx, principal, last),
-                         "has_more": len(rows) > limit})
+    has_more = len(rows) > limit
+    last = (rows[limit - 1] if has_more else rows[-1]).sequence if rows else position
+    next_cursor = mint(ctx, principal, last, None if has_more else known_at)
+    return Outcome(200, {"items": items, "next_cursor": next_cursor, "has_more": has_more})

@@ -33,7 +33,8 @@ from waypost.reference.domain.principal import Principal
 from waypost.reference.service import answers, blobs, manifest_build, submissions
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.feed import parse_limit
-from waypost.reference.service.wakeups import Route
+from waypost.reference.service.wakeups import Route, route_keys
+from waypost.reference.service.woken import publishing
 from waypost.reference.storage import authority, publish_rules
 from waypost.reference.storage import memory as sql
 from waypost.reference.storage import submissions as submission_sql
@@ -239,7 +240,9 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
             record.submission_id, outlook.collection.collection_id, request.expected_revision,
             request.mode, new_fingerprint, EMPTY_FINGERPRINT, values.new_id("upl")))
         ctx.faults.hit("commit.before")
-        decided = submission_sql.decided_from(await ctx.driver.run(plan))
+        route = Route("memory_revision", principal.actor_id, None, request.collection_id)
+        decided = submission_sql.decided_from(await publishing(
+            ctx, principal.space_id, route_keys(principal.space_id, route), plan))
         ctx.faults.hit("commit.after")
         if decided.verdict == "NOT_READY" and new_fingerprint is None:
             outlook = None
@@ -249,8 +252,7 @@ async def _resume(ctx: Context, principal: Principal, request: PublishMemory,
     if verdict not in ("ok", publish_rules.CONFLICT, publish_rules.UNCHANGED, submission_sql.SETTLED):
         raise refusal(plan.rules, verdict)
     if verdict == "ok":
-        ctx.signal.committed(principal.space_id, [Route(
-            "memory_revision", principal.actor_id, None, request.collection_id)])
+        ctx.signal.committed(principal.space_id, [route])
     assert decided.record is not None
     if verdict == submission_sql.SETTLED:
         return await submissions.replay(ctx, OPERATION, decided.record, None)

@@ -16,8 +16,8 @@ from waypost.reference.domain.principal import Principal
 from waypost.reference.domain.requests import SendMessage, parse_send
 from waypost.reference.service import answers, submissions
 from waypost.reference.service.context import Context, Outcome
-from waypost.reference.service.wakeups import Route
-from waypost.reference.service.woken import wake_items
+from waypost.reference.service.wakeups import Route, route_keys
+from waypost.reference.service.woken import publishing, wake_items
 from waypost.reference.storage import messages as sql
 from waypost.reference.storage.rows import texts
 from waypost.reference.storage.rules import KEY_TAKEN, refusal
@@ -37,19 +37,21 @@ async def send(ctx: Context, principal: Principal, raw: Any) -> Outcome:
     write = new_send(request, fingerprint)
     ctx.faults.hit("commit.before")
     plan = sql.send_message(principal, ctx.clock.now_ms(), write)
-    sent = decided_from(await ctx.driver.run(plan))
+    route = None if request.recipient_ids is None else Route(
+        "message", principal.actor_id, write.thread_id, None, tuple(request.recipient_ids))
+    sent = decided_from(await publishing(
+        ctx, principal.space_id, None if route is None else route_keys(principal.space_id, route),
+        plan))
     ctx.faults.hit("commit.after")
     if sent.verdict not in ("ok", KEY_TAKEN):
         raise refusal(plan.rules, sent.verdict, sent.details)
     assert sent.record is not None
     if sent.verdict == "ok":
-        if request.recipient_ids is None:
+        if route is None:
             # to the space's default actor, whom the plan resolved: its route is read back
             await wake_items(ctx, principal.space_id, [write.feed_item_id])
         else:
-            ctx.signal.committed(principal.space_id, [Route(
-                "message", principal.actor_id, write.thread_id, None,
-                tuple(request.recipient_ids))])
+            ctx.signal.committed(principal.space_id, [route])
         return await answers.stable_result(ctx, OPERATION, sent.record, sent.sequence)
     submissions.check_fingerprint(sent.record, fingerprint)
     return await submissions.replay(ctx, OPERATION, sent.record, sent.sequence)

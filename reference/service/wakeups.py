@@ -8,11 +8,21 @@ the waiters of the keys those routes reach and wakes those whose filter the item
 keys over-approximate visibility (a receipt about a revision wakes an inbox that may not see
 the collection): a waiter woken for nothing reads once more and waits again. A route with
 unknown recipients (``None``) reaches every inbox of the space.
+
+The signal also counts what may have changed a reader's view: each commit that may publish
+feed items *touches* the keys of its items (or its whole space where they are not known before
+it commits), each control-plane write touches every principal's authority, all when the write
+has ended in the database (:func:`waypost.reference.service.woken.publishing`). A read that
+notes the count before it reads knows its page for that count; a later read of the same token
+from the same position finds nothing new while nothing it listens on was touched since
+(:meth:`FeedSignal.quiet`), and need not read at all (a cursor carries the claim, protocol.md
+§8.4; the reference serves one database from one process).
 """
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -43,8 +53,8 @@ class Waiter:
     filter: dict[str, tuple[str, ...]]
     #: whether a commit woke it since its last read (:meth:`FeedSignal.read` clears it)
     woken: bool = False
-    #: the signal's authority epoch at the waiter's last read (:meth:`FeedSignal.unchanged`)
-    epoch: int = 0
+    #: the signal's count of touches at the waiter's last read (:meth:`FeedSignal.unchanged`)
+    read_at: int = 0
     _parked: asyncio.Future[None] | None = field(default=None, repr=False)
 
     def wake(self) -> None:
@@ -96,6 +106,20 @@ def keys_of(principal: Principal) -> tuple[Key, ...]:
     return tuple(keys)
 
 
+def listened(space_id: str, keys: Sequence[Key]) -> Iterator[Key]:
+    """The keys a reader of ``keys`` hears commits on: those, and every inbox's key where it
+    reads an inbox (a route of unknown recipients reaches every inbox)."""
+    for key in keys:
+        yield key
+        if key[0] == "inbox":
+            yield ("inboxes", space_id)
+
+
+def route_keys(space_id: str, route: Route) -> tuple[Key, ...]:
+    """The keys an item of ``route`` reaches (what its commit touches)."""
+    return tuple(_reached(space_id, route))
+
+
 def _reached(space_id: str, route: Route) -> Iterator[Key]:
     if route.item_type == "memory_revision":
         if route.collection_id is not None:
@@ -111,10 +135,17 @@ def _reached(space_id: str, route: Route) -> Iterator[Key]:
 class FeedSignal:
     """Waiters by key; a commit wakes the waiters its routes reach."""
 
-    def __init__(self) -> None:
+    def __init__(self, touched_keys: int = 100_000) -> None:
         self._waiters: dict[Key, set[Waiter]] = {}
         self._spaces: Counter[str] = Counter()  # waiters per space
-        self._epoch = 0  # control-plane writes so far (:meth:`authority_changed`)
+        #: names this signal in a cursor's claim: another process, or this one restarted,
+        #: never trusts a claim it did not make
+        self.origin = secrets.token_hex(8)
+        self._touches = 0  # touches so far (:meth:`touched`, :meth:`authority_changed`)
+        self._authority_at = 0  # the touch of the last control-plane write
+        self._touched: dict[Key, int] = {}  # the last touch of each key (a space: ("space", id))
+        self._floor = 0  # a key not in _touched was last touched at or before this
+        self._touched_keys = touched_keys  # the most keys remembered (then all are forgotten)
 
     def listen(self, principal: Principal) -> Waiter:
         """Register a wait of ``principal`` (before its read: a commit after the read wakes
@@ -138,26 +169,54 @@ class FeedSignal:
 
     @staticmethod
     def _index_keys(waiter: Waiter) -> Iterator[Key]:
-        for key in waiter.keys:
-            yield key
-            if key[0] == "inbox":  # a route of unknown recipients reaches every inbox
-                yield ("inboxes", waiter.space_id)
+        return listened(waiter.space_id, waiter.keys)
+
+    @property
+    def touches(self) -> int:
+        """Touches so far: a read that notes this before it reads knows its page for it."""
+        return self._touches
+
+    def touched(self, space_id: str, keys: Sequence[Key] | None) -> None:
+        """A write that may have published feed items under ``keys`` (None: under any key of
+        ``space_id``) has ended in the database."""
+        self._touches += 1
+        for key in [("space", space_id)] if keys is None else keys:
+            self._touched[key] = self._touches
+        if len(self._touched) > self._touched_keys:  # bounded: forget all, as touched now
+            self._touched.clear()
+            self._floor = self._touches
 
     def authority_changed(self) -> None:
         """A control-plane write committed (a revoke, a disable, a view change …): a wait
         that ends unwoken must re-check its token's authority and view in the database."""
-        self._epoch += 1
+        self._touches += 1
+        self._authority_at = self._touches
+
+    def authority_since(self, since: int) -> bool:
+        """Whether a control-plane write was touched after touch ``since``."""
+        return self._authority_at > since
+
+    def quiet(self, principal: Principal, since: int) -> bool:
+        """Whether nothing that can change ``principal``'s view was touched after touch
+        ``since``: no control-plane write, no commit in its space of unknown keys, none under
+        a key it listens on."""
+        if self._authority_at > since:
+            return False
+        touched, floor = self._touched, self._floor
+        space = principal.space_id
+        return touched.get(("space", space), floor) <= since and all(
+            touched.get(key, floor) <= since for key in listened(space, keys_of(principal)))
 
     def read(self, waiter: Waiter) -> None:
-        """The waiter reads now: clear its wake-up and note the authority epoch. (A commit
+        """The waiter reads now: clear its wake-up and note the count of touches. (A commit
         after this wakes it again, so none is lost between the read and the wait.)"""
         waiter.woken = False
-        waiter.epoch = self._epoch
+        waiter.read_at = self._touches
 
     def unchanged(self, waiter: Waiter) -> bool:
         """Whether no control-plane write committed in this process since the waiter's last
         read: its principal's authority and view are as the read found them, but for time."""
-        return waiter.epoch == self._epoch
+        return self._authority_at <= waiter.read_at
 
     def waiting(self, space_id: str) -> bool:
         """Whether any read of ``space_id`` waits (else a commit need not say what it made)."""

@@ -1,14 +1,36 @@
-"""Waking the long polls that committed feed items concern, where the committing request does
-not know their routes itself (an ACK's receipts, a send to the space's default actor): the
-routes are read back, and only when somebody in the space waits."""
+"""Commits that publish feed items, as the long polls and cursors' claims hear of them.
+
+:func:`publishing` runs such a plan and touches its keys when it has ended in the database,
+whatever becomes of the request. :func:`wake_items` wakes the long polls that committed feed
+items concern, where the committing request does not know their routes itself (an ACK's
+receipts, a send to the space's default actor): the routes are read back, and only when
+somebody in the space waits."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from waypost.reference.service.context import Context
-from waypost.reference.service.wakeups import Route
+from waypost.reference.service.wakeups import Key, Route
 from waypost.reference.storage import feed as feed_sql
+from waypost.reference.storage.plan import CommitPlan, Row
+
+
+async def publishing(ctx: Context, space_id: str, keys: Sequence[Key] | None,
+                     plan: CommitPlan) -> list[Row]:
+    """Run ``plan``, which may publish feed items under ``keys`` (None: any key of the space);
+    the signal is touched when the plan has ended, also where this request was cancelled or
+    fails after it: a cursor's claim that nothing changed must never outlive a commit."""
+    signal = ctx.signal
+    run = asyncio.ensure_future(ctx.driver.run(plan))
+
+    def ended(done: asyncio.Future[list[Row]]) -> None:
+        signal.touched(space_id, keys)
+        if not done.cancelled():
+            done.exception()  # retrieved here too, where the request is gone
+    run.add_done_callback(ended)  # before the request's own: touched before it answers
+    return await asyncio.shield(run)
 
 
 async def wake_items(ctx: Context, space_id: str, item_ids: Sequence[str]) -> None:

@@ -61,7 +61,8 @@ def test_bench_neighbours_reports_every_pattern_beside_its_floor(tmp_path: Path)
             _cpu(round_["server_cpu_ms"])
         hostile = bench["hostile_bodies"][who]
         assert hostile["describe_at_rest"]["count"] > 0
-        for body in ("empty_objects", "float_metadata"):
+        for body in ("empty_objects", "float_metadata", "scoped_empty_objects",
+                     "scoped_float_metadata"):
             row = hostile[body]
             assert 0 < row["body_bytes"] <= hostile["request_bytes"]
             _latencies(row["describe"], row["describe"]["count"])
@@ -73,12 +74,19 @@ def test_bench_neighbours_reports_every_pattern_beside_its_floor(tmp_path: Path)
     # the reference refuses a token without scopes; the floor checks none
     assert set(bench["hostile_bodies"]["reference"]["empty_objects"]["answers_by_status"]) <= {
         "400", "403", "413"}
+    # alice's token may send: her bodies are read and refused for what they hold
+    assert set(bench["hostile_bodies"]["reference"]["scoped_empty_objects"][
+        "answers_by_status"]) == {"400"}
+    assert set(bench["hostile_bodies"]["reference"]["scoped_float_metadata"][
+        "answers_by_status"]) <= {"400", "413"}
 
     targets = bench["targets"]
     assert {"wakeup_cpu_over_empty_at_50", "wakeup_p50_ms_at_0", "wakeup_p99_ms_at_50",
             "broadcast_last_answer_ms", "herd_cpu_over_floor",
             "hostile_empty_objects_p99_over_rest_p99",
-            "hostile_float_metadata_p99_over_rest_p99"} <= targets.keys()
+            "hostile_float_metadata_p99_over_rest_p99",
+            "hostile_scoped_empty_objects_p99_over_rest_p99",
+            "hostile_scoped_float_metadata_p99_over_rest_p99"} <= targets.keys()
     for name, verdict in targets.items():
         assert verdict["verdict"] in ("met", "not met"), name
         assert verdict["measured"] is not None

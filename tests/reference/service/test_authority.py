@@ -96,7 +96,11 @@ def test_a_send_reads_nothing_before_its_plan_once_its_token_is_known(
         api.must_send("s1/alice", recipient_ids=["bob"])
     assert counted[0] == 1  # the plan's guard re-checks it inside each send's transaction
     must_fail(api.send("s1/alice", recipient_ids=["nobody"]), 404, "NOT_FOUND", "recipient_ids")
-    assert counted[0] == 2  # a refusal checks the token in full before it answers
+    assert counted[0] == 1  # no control-plane write since its check: the token is as it was
+    api.token("s1", "carol", "carol-inbox", name="another")
+    assert counted[0] == 1
+    must_fail(api.send("s1/alice", recipient_ids=["nobody"]), 404, "NOT_FOUND", "recipient_ids")
+    assert counted[0] == 2  # after one, a refusal checks the token in full before it answers
 
 
 def test_a_known_token_revoked_answers_401_before_any_other_refusal(api: Api) -> None:
@@ -172,12 +176,39 @@ def test_a_feed_read_of_a_known_token_is_one_read_with_its_own_check(
     counted = _reads_counted(api, monkeypatch)
     page = api.feed("s1/bob")  # the saved checkpoint, the page and the token's check at once
     assert counted[0] == 1
-    api.as_("s1/bob", "GET", "/v1/feed", params={"cursor": page["next_cursor"]})
+    sent = api.must_send("s1/alice", recipient_ids=["bob"])
+    read = api.feed("s1/bob", cursor=page["next_cursor"])
     assert counted[0] == 2
+    assert [item["item_id"] for item in read["items"]] == [sent["feed_item_id"]]
     api.must_admin("POST", "/admin/v1/spaces/s1/actors/bob/disable", {"request_id": rid()})
     must_fail(api.as_("s1/bob", "GET", "/v1/feed"), 401, "UNAUTHENTICATED")
     must_fail(api.as_("s1/bob", "GET", "/v1/feed", params={"cursor": page["next_cursor"]}),
               401, "UNAUTHENTICATED")
+
+
+def test_a_cursor_of_a_complete_page_reads_again_only_after_a_write_its_view_may_see(
+        api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server knows that nothing of bob's view was committed since his page (docs/spec.md
+    "Reads that need no read"): his next poll reads nothing, until a send to him or a
+    control-plane write; a send to another does not count."""
+    api.must_send("s1/alice", recipient_ids=["bob"])
+    cursor = api.feed("s1/bob")["next_cursor"]
+    counted = _reads_counted(api, monkeypatch)
+
+    def poll() -> list[str]:
+        nonlocal cursor
+        page = api.feed("s1/bob", cursor=cursor)
+        cursor = page["next_cursor"]
+        return [item["item_id"] for item in page["items"]]
+    assert (poll(), poll(), counted[0]) == ([], [], 0)
+    api.must_send("s1/alice", recipient_ids=["carol"])  # not bob's
+    assert (poll(), counted[0]) == ([], 0)
+    to_bob = api.must_send("s1/alice", recipient_ids=["bob"])
+    assert (poll(), counted[0]) == ([to_bob["feed_item_id"]], 1)
+    assert (poll(), counted[0]) == ([], 1)
+    api.must_admin("POST", "/admin/v1/spaces/s1/actors/carol/disable", {"request_id": rid()})
+    assert (poll(), counted[0]) == ([], 2)
+    assert (poll(), counted[0]) == ([], 2)
 
 
 def test_a_remembered_principal_follows_its_consumers_new_view(api: Api) -> None:
