@@ -26,6 +26,7 @@ from waypost.reference.domain.errors import StorageUnavailable
 from waypost.reference.domain.faults import Abandoned, Faults
 from waypost.reference.domain.keys import derive as derive_keys
 from waypost.reference.domain.published_limits import D1_LIMITS, Limits
+from waypost.reference.domain.refusal_brake import RefusalBrake
 from waypost.reference.domain.sessions import SessionPolicy
 from waypost.reference.http.app import create_app
 from waypost.reference.service.auth import token_digest
@@ -159,6 +160,7 @@ async def open_context(settings: Settings) -> AsyncIterator[Context]:
             test_hooks=settings.test_hooks,
             faults=faults,
             sessions=settings.sessions,
+            brake=None if settings.test_hooks else RefusalBrake(),
         )
     finally:
         await driver.aclose()

@@ -48,6 +48,13 @@ class Forbidden(WaypostError):
     code = "FORBIDDEN"
 
 
+class MissingScope(Forbidden):
+    """The token lacks the operation's scope, found before its body is read (WP-AUTH-12)."""
+
+    def __init__(self, scope: str) -> None:
+        super().__init__(f"the token lacks the {scope} scope", field="scope")
+
+
 class NotFound(WaypostError):
     code = "NOT_FOUND"
 

@@ -16,7 +16,12 @@ from starlette.routing import BaseRoute, Route
 from waypost import __version__
 from waypost.reference.domain import faults, parsing, values
 from waypost.reference.domain.clock import MAX_ADVANCE_MS
-from waypost.reference.domain.errors import Forbidden, InvalidRequest, NotFound, internal_error
+from waypost.reference.domain.errors import (
+    InvalidRequest,
+    MissingScope,
+    NotFound,
+    internal_error,
+)
 from waypost.reference.domain.principal import Principal
 from waypost.reference.http import openapi
 from waypost.reference.http.dashboard import routes as dashboard_routes
@@ -76,7 +81,7 @@ def _scoped(principal: Principal, scope: str) -> None:
     """The operation's scope, checked before its body is read (WP-AUTH-12): a token without it
     costs no read and no parse of up to ``request_bytes``."""
     if not principal.has(scope):
-        raise Forbidden(f"the token lacks the {scope} scope", field="scope")
+        raise MissingScope(scope)
 
 
 async def _send(ctx: Context, principal: Principal, request: Request) -> Outcome:

@@ -15,8 +15,8 @@ from starlette.responses import JSONResponse, Response
 
 from waypost.reference.domain import faults
 from waypost.reference.domain.errors import (
-    Forbidden,
     InvalidRequest,
+    MissingScope,
     ResourceLimit,
     StorageUnavailable,
     Unauthenticated,
@@ -227,22 +227,23 @@ async def _checked_in_full(ctx: Context, authorization: str | None, request: Req
 async def _braked(ctx: Context, request: Request, work: Callable[[], Awaitable[Outcome]],
                   plane: str = "data") -> Outcome:
     """``work``, a refusal of its credential held as long as the refusal brake says
-    (:mod:`...domain.refusal_brake`): a ``403`` for a missing scope by the token's digest, a
-    ``401`` by the client's address (a refused credential may be made up anew each time)."""
+    (:mod:`...domain.refusal_brake`; none on a test deployment): a ``403`` for the missing
+    scope of an operation, found before its body, by the token's digest, a ``401`` by the
+    client's address (a refused credential may be made up anew each time)."""
     try:
         return await work()
     except Unauthenticated:
         await _held(ctx, f"{plane} {request.client.host if request.client else ''}")
         raise
-    except Forbidden as error:
+    except MissingScope:
         digest = presented_digest(request.headers.get("authorization"))
-        if error.details.get("field") == "scope" and digest is not None:
+        if digest is not None:
             await _held(ctx, digest)
         raise
 
 
 async def _held(ctx: Context, key: bytes | str) -> None:
-    held = ctx.brake.hold(key, time.monotonic())
+    held = 0.0 if ctx.brake is None else ctx.brake.hold(key, time.monotonic())
     if held:
         await asyncio.sleep(held)  # a timer: the loop serves the others meanwhile
 

@@ -62,8 +62,9 @@ async def authenticate(ctx: Context, authorization: str | None) -> Principal:
 
 def still_live(ctx: Context, principal: Principal, checked_at: int) -> bool:
     """Whether a principal whose token passed a full check after ``checked_at`` touches is
-    live now without another read: no control-plane write since, and the token unexpired."""
-    return not ctx.signal.authority_since(checked_at) and (
+    live now without another read: no control-plane write since (this process being the
+    database's only server), and the token unexpired."""
+    return ctx.sole_server and not ctx.signal.authority_since(checked_at) and (
         principal.expires_at is None or principal.expires_at > ctx.clock.now_ms())
 
 

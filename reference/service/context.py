@@ -44,4 +44,9 @@ class Context:
     sessions: SessionPolicy = field(default_factory=SessionPolicy)
     sign_ins: SignInLimiter = field(default_factory=SignInLimiter)
     remembered: RememberedPrincipals = field(default_factory=RememberedPrincipals)
-    brake: RefusalBrake = field(default_factory=RefusalBrake)
+    #: holds refused credentials (None: not at all, as on a test deployment, which serves a
+    #: conformance kit that is refused on purpose, all from one address)
+    brake: RefusalBrake | None = field(default_factory=RefusalBrake)
+    #: whether this process sees every write of its database (it alone serves it): cursors'
+    #: claims and tokens known to be live since their check rely on it
+    sole_server: bool = True

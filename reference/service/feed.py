@@ -189,9 +189,9 @@ def _unexpired(ctx: Context, principal: Principal) -> bool:
 
 def _still_empty(ctx: Context, principal: Principal, claimed: int) -> bool:
     """Whether a claim made at touch ``claimed`` still holds: nothing of the view touched
-    since, the token unexpired, and no fault armed (a test deployment's fault points are in
-    the reads)."""
-    return (not ctx.faults.armed and ctx.signal.quiet(principal, claimed)
+    since, the token unexpired, no fault armed (a test deployment's fault points are in the
+    reads), and this process the database's only server (it sees every write)."""
+    return (ctx.sole_server and not ctx.faults.armed and ctx.signal.quiet(principal, claimed)
             and _unexpired(ctx, principal))
 
 

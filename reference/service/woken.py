@@ -16,6 +16,10 @@ from waypost.reference.service.wakeups import Key, Route
 from waypost.reference.storage import feed as feed_sql
 from waypost.reference.storage.plan import CommitPlan, Row
 
+#: How long after a failed plan its commit may still land (over the D1 gateway client's 60 s
+#: timeout).
+UNKNOWN_OUTCOME_SECONDS = 120.0
+
 
 async def publishing(ctx: Context, space_id: str, keys: Sequence[Key] | None,
                      plan: CommitPlan) -> list[Row]:
@@ -27,8 +31,11 @@ async def publishing(ctx: Context, space_id: str, keys: Sequence[Key] | None,
 
     def ended(done: asyncio.Future[list[Row]]) -> None:
         signal.touched(space_id, keys)
-        if not done.cancelled():
-            done.exception()  # retrieved here too, where the request is gone
+        if not done.cancelled() and done.exception() is not None:
+            # its outcome unknown (a D1 round trip that failed may still commit): once more
+            # after the longest it could take, so that no claim made meanwhile outlives it
+            asyncio.get_running_loop().call_later(UNKNOWN_OUTCOME_SECONDS, signal.touched,
+                                                  space_id, keys)
     run.add_done_callback(ended)  # before the request's own: touched before it answers
     return await asyncio.shield(run)
 

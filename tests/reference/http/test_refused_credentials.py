@@ -18,7 +18,7 @@ class _Watched(RefusalBrake):
     """The server's brake, telling the test when it holds a refusal."""
 
     def __init__(self) -> None:
-        super().__init__(rate=0.5, burst=1)  # past the first refusal, each waits 2 s
+        super().__init__(rate=0.25, burst=1, longest_hold=4)  # past the first, each waits 4 s
         self.holding = threading.Event()
 
     def hold(self, key: bytes | str, now: float) -> float:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.support.api import Api, must_fail, rid
+from tests.support.api import Api, item, must_fail, publish, rid, sealed_blob
 
 
 @pytest.mark.parametrize("action", ["unavailable", "crash", "lose_response"])
@@ -24,6 +24,34 @@ def test_a_send_whose_answer_failed_after_its_commit_is_read(hooked: Api, action
     page = api.feed("s1/bob", cursor=cursor)
     assert [(item["type"], item["producer_id"]) for item in page["items"]] == [
         ("message", "alice")]
+
+
+def test_a_send_to_the_default_actor_ends_the_claims_of_its_space(api: Api) -> None:
+    """Its recipient is known only once it commits (alice is s1's default actor)."""
+    cursor = api.feed("s1/alice")["next_cursor"]
+    sent = api.must_send("s1/bob")  # no recipient_ids
+    page = api.feed("s1/alice", cursor=cursor)
+    assert [item["item_id"] for item in page["items"]] == [sent["feed_item_id"]]
+
+
+def test_an_ack_ends_the_claims_of_its_space(api: Api) -> None:
+    """The receipt goes to the producer of the item acknowledged, known only after it commits."""
+    sent = api.must_send("s1/alice", recipient_ids=["bob"])
+    cursor = api.feed("s1/alice")["next_cursor"]
+    acked = api.as_("s1/bob", "POST", "/v1/acks", {"request_id": rid(), "items": [
+        {"item_id": sent["feed_item_id"], "stage": "received"}]})
+    assert acked.status_code == 200, acked.text
+    page = api.feed("s1/alice", cursor=cursor)
+    assert [(item["type"], item["receipt"]["subject_item_id"]) for item in page["items"]] == [
+        ("receipt", sent["feed_item_id"])]
+
+
+def test_a_publish_ends_the_claims_of_its_collections_readers(mem: Api) -> None:
+    blob = sealed_blob(mem, "writer", b"entry")
+    cursor = mem.feed("reader")["next_cursor"]
+    assert publish(mem, 0, items=[item("a", blob)]).status_code == 201
+    page = mem.feed("reader", cursor=cursor)
+    assert [item["type"] for item in page["items"]] == ["memory_revision"]
 
 
 def test_a_claim_is_its_own_tokens_alone(api: Api) -> None:
