@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from typing import Any, TypeVar
 
+from waypost.reference.domain import stepwise_json
 from waypost.reference.domain.errors import InvalidRequest, ResourceLimit
 
 T = TypeVar("T")
@@ -14,15 +15,28 @@ T = TypeVar("T")
 def json_body(raw: bytes) -> Any:
     """Decode a request body as JSON (UTF-8, no NaN/Infinity, no duplicate keys)."""
     try:
-        value = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates,
-                           parse_constant=_no_constant)
-        # A lone surrogate (``"\ud800"``) is valid JSON but no UTF-8 text: refuse it here, once.
-        # UTF-8 input cannot hold one, so only a ``\u`` escape can bring it.
+        value = DECODER.decode(raw.decode("utf-8"))
         if b"\\u" in raw:
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
+            _utf8_only(value)
     except (UnicodeError, ValueError, RecursionError):  # ValueError: also 4300+ digit numbers
         raise InvalidRequest("request body must be JSON text in UTF-8", field="body") from None
     return value
+
+
+def json_body_steps(raw: bytes, window: int = stepwise_json.WINDOW) -> Generator[None, None, Any]:
+    """:func:`json_body` in bounded steps (:mod:`.stepwise_json`), yielding between them: the
+    same value, or the same refusal."""
+    try:
+        check = _utf8_only if b"\\u" in raw else None
+        return (yield from stepwise_json.steps(raw.decode("utf-8"), DECODER, check, window))
+    except (UnicodeError, ValueError, RecursionError):
+        raise InvalidRequest("request body must be JSON text in UTF-8", field="body") from None
+
+
+def _utf8_only(value: Any) -> None:
+    """A lone surrogate (``"\\ud800"``) is valid JSON but no UTF-8 text: refuse it. UTF-8
+    input cannot hold one, so only a ``\\u`` escape can bring it."""
+    json.dumps(value, ensure_ascii=False).encode("utf-8")
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -34,6 +48,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _no_constant(name: str) -> Any:
     raise InvalidRequest(f"{name} is not JSON", field="body")
+
+
+#: The request bodies' decoder: a repeated key or ``NaN``/``Infinity`` is refused.
+DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
 
 
 def fields(value: Any, field: str, required: Iterable[str], optional: Iterable[str] = ()) -> dict[str, Any]:

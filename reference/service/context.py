@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,3 +51,5 @@ class Context:
     #: whether this process sees every write of its database (it alone serves it): cursors'
     #: claims and tokens known to be live since their check rely on it
     sole_server: bool = True
+    #: one large request body parsed at a time (``http/endpoints.py``, ``_parsed_in_steps``)
+    large_bodies: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
