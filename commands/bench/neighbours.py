@@ -40,6 +40,8 @@ import httpx
 from waypost.bench.machine import machine
 from waypost.bench.neighbours_floor import (
     CROWD,
+    HOSTILE_BODIES,
+    HOSTILE_SENDERS,
     IDLE,
     BenchError,
     Subject,
@@ -53,9 +55,6 @@ from waypost.collector import THRESHOLDS
 WAIT, HERD_WAIT = 30, 5  # the published maximum; the herd's short wait
 PARK_SECONDS = 0.05  # after a poll is sent, before the send it waits for
 BROADCAST_REPEATS, HOSTILE_SECONDS, IN_FLIGHT, REST_DESCRIBES = 5, 4.0, 4, 300
-#: Who posts the hostile bodies, and the prefix of their figures: the token without any scope
-#: (refused before its body), then alice's, which may send (the body is read and parsed).
-HOSTILE_SENDERS = (("", "hostile"), ("scoped_", "alice"))
 BATCH = 100  # connections opened at once
 DEADLINE_SECONDS = 1200.0
 
@@ -295,7 +294,7 @@ def _hostile_bodies(limit: int) -> dict[str, bytes]:
     head = json.dumps(_send_body(["hostile"]))[:-1] + ', "metadata": {"floats": ['
     floats = ",".join(f"{n * 0.6180339887498949 % 1:.15f}"  # 18 bytes each with its comma
                       for n in range((limit - len(head) - 3) // 18))
-    return {"empty_objects": empties, "float_metadata": f"{head}{floats}]}}}}".encode()}
+    return dict(zip(HOSTILE_BODIES, (empties, f"{head}{floats}]}}}}".encode()), strict=True))
 
 
 async def _answer(connection: Connection) -> tuple[int, bool]:

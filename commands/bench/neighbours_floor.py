@@ -47,10 +47,13 @@ TARGETS = {"wakeup_cpu_over_empty": 2.0, "wakeup_p50_ms": 5.0, "wakeup_p99_ms": 
 IDLE = [f"idle-{n:02}" for n in range(1, 17)]
 CROWD = [f"crowd-{n:02}" for n in range(1, 65)]  # a send names at most 64 recipients
 ACTORS = ["alice", "bob", "hostile", *IDLE, *CROWD]
-#: The hostile-body figures of ``waypost bench neighbours``: each body from the token without
-#: any scope, then from alice's, which may send.
-HOSTILE_FIGURES = tuple(f"{who}{body}" for who in ("", "scoped_")
-                        for body in ("empty_objects", "float_metadata"))
+#: Who posts the hostile bodies of ``waypost bench neighbours``, and the prefix of their
+#: figures: the token without any scope (refused before its body), then alice's, which may
+#: send (the body is read and parsed).
+HOSTILE_SENDERS = (("", "hostile"), ("scoped_", "alice"))
+HOSTILE_BODIES = ("empty_objects", "float_metadata")
+#: The hostile-body figures: each body from each sender.
+HOSTILE_FIGURES = tuple(prefix + body for prefix, _ in HOSTILE_SENDERS for body in HOSTILE_BODIES)
 READ = ["message.read", "event.subscribe"]
 
 

@@ -13,8 +13,9 @@ time, and yields between slices:
 - a scalar is parsed alone (a number is at most a few thousand digits; a string, however
   long, is one pass of the C scanner).
 
-Each step parses at most a few windows. Duplicate keys are refused within a run by the
-decoder's hook and across runs here; :data:`MAX_DEPTH` bounds how deep entering goes.
+Each step parses at most a few windows. An object's members are handed to the decoder's hook
+at its end, as the decoder does (a run's own members go through the hook as they are parsed
+too); :data:`MAX_DEPTH` bounds how deep entering goes.
 """
 
 from __future__ import annotations

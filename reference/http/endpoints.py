@@ -197,12 +197,17 @@ def data(operation: Callable[[Context, Principal, Request], Awaitable[Outcome]],
             principal = await authenticate(ctx, authorization)
             query_params(request, *queries)
             return await operation(ctx, principal, request)
-        response = await enveloped(lambda: _braked(ctx, request, work), ctx.faults)
-        if request.scope.get(_LARGE):
-            response.background = BackgroundTask(_released, request.scope)
-        return response
+        return _releasing(request, await enveloped(lambda: _braked(ctx, request, work),
+                                                   ctx.faults))
 
     return endpoint
+
+
+def _releasing(request: Request, response: Response) -> Response:
+    """The response; after it is sent, a large body's value taken apart (:func:`_released`)."""
+    if request.scope.get(_LARGE):
+        response.background = BackgroundTask(_released, request.scope)
+    return response
 
 
 async def _released(scope: MutableMapping[str, Any]) -> None:
@@ -316,7 +321,7 @@ def admin(operation: Callable[[Context, Request], Awaitable[Outcome]]) -> Handle
             query_params(request)
             return await operation(ctx, request)
         # the control plane and test hooks have no fault points
-        return await enveloped(lambda: _braked(ctx, request, work, "admin"))
+        return _releasing(request, await enveloped(lambda: _braked(ctx, request, work, "admin")))
 
     return endpoint
 

@@ -64,8 +64,13 @@ def still_live(ctx: Context, principal: Principal, checked_at: int) -> bool:
     """Whether a principal whose token passed a full check after ``checked_at`` touches is
     live now without another read: no control-plane write since (this process being the
     database's only server), and the token unexpired."""
-    return ctx.sole_server and not ctx.signal.authority_since(checked_at) and (
-        principal.expires_at is None or principal.expires_at > ctx.clock.now_ms())
+    return (ctx.sole_server and not ctx.signal.authority_since(checked_at)
+            and unexpired(ctx, principal))
+
+
+def unexpired(ctx: Context, principal: Principal) -> bool:
+    """Whether the principal's token has not expired on the server clock."""
+    return principal.expires_at is None or principal.expires_at > ctx.clock.now_ms()
 
 
 def check_admin(ctx: Context, authorization: str | None) -> None:

@@ -8,7 +8,6 @@ unknown space, an id already taken) can be retried once its cause is fixed.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +18,7 @@ from waypost.reference.domain.grants import parse_grants
 from waypost.reference.domain.principal import FILTER_DIMENSIONS
 from waypost.reference.service.auth import new_token, token_digest
 from waypost.reference.service.context import Context, Outcome
+from waypost.reference.service.woken import to_the_end
 from waypost.reference.storage import control as sql
 from waypost.reference.storage.plan import CommitPlan
 from waypost.reference.storage.rules import refusal
@@ -32,10 +32,8 @@ MAX_URI_BYTES = 2048
 
 async def _settle(ctx: Context, admin_plan: CommitPlan, fingerprint: bytes,
                   extra: dict[str, Any] | None = None) -> Outcome:
-    # the epoch moves when the write is done, also where the request was cancelled meanwhile
-    write = asyncio.ensure_future(sql.run_admin(ctx.driver, admin_plan))
-    write.add_done_callback(lambda _: ctx.signal.authority_changed())
-    outcome = await asyncio.shield(write)
+    outcome = await to_the_end(sql.run_admin(ctx.driver, admin_plan),
+                               lambda _: ctx.signal.authority_changed())
     if outcome.verdict == sql.REPLAY:
         if outcome.fingerprint != fingerprint:
             raise IdempotencyConflict("request_id was used for a different request",

@@ -16,6 +16,7 @@ from waypost.reference.domain.errors import (
 )
 from waypost.reference.domain.principal import Principal
 from waypost.reference.domain.remembered import StalePrincipal
+from waypost.reference.service.auth import still_live, unexpired
 from waypost.reference.service.context import Context, Outcome
 from waypost.reference.service.wakeups import Waiter
 from waypost.reference.storage import feed as sql
@@ -152,7 +153,7 @@ async def _read_until(ctx: Context, principal: Principal, position: int | None, 
                 sql.page_statement(principal, position, limit + 1),
                 sql.current_statement(principal, now) if position is not None
                 else sql.current_and_saved_statement(principal, now)])
-        elif unchanged and _unexpired(ctx, principal):
+        elif unchanged and unexpired(ctx, principal):
             assert position is not None  # set by the first read
             return position, [], _known_at(ctx, principal, known_at)
         else:  # nothing that concerns it was committed: only its authority may have changed
@@ -183,16 +184,12 @@ def _current(current: list[Row], position: int | None, retry_stale: bool) -> int
     return sql.saved_from(current) if position is None else position
 
 
-def _unexpired(ctx: Context, principal: Principal) -> bool:
-    return principal.expires_at is None or principal.expires_at > ctx.clock.now_ms()
-
-
 def _still_empty(ctx: Context, principal: Principal, claimed: int) -> bool:
-    """Whether a claim made at touch ``claimed`` still holds: nothing of the view touched
-    since, the token unexpired, no fault armed (a test deployment's fault points are in the
-    reads), and this process the database's only server (it sees every write)."""
-    return (ctx.sole_server and not ctx.faults.armed and ctx.signal.quiet(principal, claimed)
-            and _unexpired(ctx, principal))
+    """Whether a claim made at touch ``claimed`` still holds: the token still live as the
+    read that made it found it (:func:`...auth.still_live`), nothing of the view touched
+    since, and no fault armed (a test deployment's fault points are in the reads)."""
+    return (not ctx.faults.armed and still_live(ctx, principal, claimed)
+            and ctx.signal.quiet(principal, claimed))
 
 
 def _known_at(ctx: Context, principal: Principal, known_at: int) -> int:

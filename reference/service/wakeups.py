@@ -200,7 +200,7 @@ class FeedSignal:
         """Whether nothing that can change ``principal``'s view was touched after touch
         ``since``: no control-plane write, no commit in its space of unknown keys, none under
         a key it listens on."""
-        if self._authority_at > since:
+        if self.authority_since(since):
             return False
         touched, floor = self._touched, self._floor
         space = principal.space_id

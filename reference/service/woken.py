@@ -9,16 +9,28 @@ somebody in the space waits."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from waypost.reference.service.context import Context
 from waypost.reference.service.wakeups import Key, Route
 from waypost.reference.storage import feed as feed_sql
 from waypost.reference.storage.plan import CommitPlan, Row
 
+T = TypeVar("T")
+
 #: How long after a failed plan its commit may still land (over the D1 gateway client's 60 s
 #: timeout).
 UNKNOWN_OUTCOME_SECONDS = 120.0
+
+
+async def to_the_end(write: Awaitable[T], ended: Callable[[asyncio.Future[T]], None]) -> T:
+    """``write`` carried to its end whatever becomes of the request awaiting it (shielded
+    from its cancellation), and ``ended`` called on the loop once it has ended, before the
+    request resumes: what the signal learns of a write never waits on its answer."""
+    run = asyncio.ensure_future(write)
+    run.add_done_callback(ended)  # before the request's own (the shield's): called first
+    return await asyncio.shield(run)
 
 
 async def publishing(ctx: Context, space_id: str, keys: Sequence[Key] | None,
@@ -27,7 +39,6 @@ async def publishing(ctx: Context, space_id: str, keys: Sequence[Key] | None,
     the signal is touched when the plan has ended, also where this request was cancelled or
     fails after it: a cursor's claim that nothing changed must never outlive a commit."""
     signal = ctx.signal
-    run = asyncio.ensure_future(ctx.driver.run(plan))
 
     def ended(done: asyncio.Future[list[Row]]) -> None:
         signal.touched(space_id, keys)
@@ -36,8 +47,7 @@ async def publishing(ctx: Context, space_id: str, keys: Sequence[Key] | None,
             # after the longest it could take, so that no claim made meanwhile outlives it
             asyncio.get_running_loop().call_later(UNKNOWN_OUTCOME_SECONDS, signal.touched,
                                                   space_id, keys)
-    run.add_done_callback(ended)  # before the request's own: touched before it answers
-    return await asyncio.shield(run)
+    return await to_the_end(ctx.driver.run(plan), ended)
 
 
 async def wake_items(ctx: Context, space_id: str, item_ids: Sequence[str]) -> None:
