@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ from waypost.conformance.phases import PHASES, Phase, RunContext
 from waypost.conformance.profiles import PROFILES
 from waypost.conformance.run_results import HOSTILE, Failures, PropertyResult, Report
 from waypost.conformance.targets import check_target, identity
+from waypost.conformance.workers import one_ast_at_a_time
 from waypost.properties.commands.world import World
 from waypost.properties.contract.consumer import PID as CONSUMER_PID
 from waypost.properties.coverage.catalogue import CATALOGUE, Property
@@ -109,7 +111,8 @@ def run(target_name: str, client: httpx.Client, admin_token: str, *, profile: st
                      replay_dir, budget, progress, fixtures, bounds, fuzz,
                      workers=workers, worker=worker)
     started = time.monotonic()
-    found = _run_phases(ctx, progress)
+    with one_ast_at_a_time() if ctx.workers > 1 else nullcontext():
+        found = _run_phases(ctx, progress)
     for phase in PHASES:  # the first phase's failure of a property is the one reported
         for pid, failure in found.get(phase.name, {}).items():
             ctx.failures.setdefault(pid, failure)

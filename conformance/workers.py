@@ -11,15 +11,17 @@ several threads since 6.136.9."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import itertools
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import httpx
 
@@ -126,3 +128,25 @@ def worker_kit(kit: KitRun, share: Share) -> KitRun:
     return KitRun(kit.session.for_another_thread(), kit.prefix + share.prefix, kit.ledger,
                   kit.rules, kit.selected, trace=[] if kit.trace is not None else None, shared=kit.shared,
                   skip_simplest=share.workers > 1)
+
+
+@contextmanager
+def one_ast_at_a_time() -> Iterator[None]:
+    """While a run's threads explore at once: ``ast.parse`` one call at a time. CPython 3.11
+    builds an AST's Python objects with one interpreter-wide recursion counter (gh-106905), so
+    two threads parsing at once (Hypothesis parses the source of lambdas, filters and modules
+    as it draws) can fail with ``SystemError: AST constructor recursion depth mismatch``: one
+    far run in CI did, reported as a kit error."""
+    original = ast.parse
+    lock = threading.RLock()  # re-entered where a parse's collection runs code that parses
+
+    def parse(*args: Any, **kwargs: Any) -> ast.AST:
+        with lock:
+            tree: ast.AST = original(*args, **kwargs)
+        return tree
+    setattr(ast, "parse", parse)  # noqa: B010 (the module's own attribute, as callers look it up)
+    try:
+        yield
+    finally:
+        setattr(ast, "parse", original)  # noqa: B010
+

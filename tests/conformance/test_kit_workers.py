@@ -4,7 +4,9 @@ finds what a run of one finds, and its checks add up in one ledger."""
 
 from __future__ import annotations
 
+import ast
 import json
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -15,7 +17,13 @@ from starlette.testclient import TestClient
 
 from tests.support.inprocess import kit_client
 from waypost.conformance import runner
-from waypost.conformance.workers import HYPOTHESIS_PROBES, default_workers, shares, worker_seed
+from waypost.conformance.workers import (
+    HYPOTHESIS_PROBES,
+    default_workers,
+    one_ast_at_a_time,
+    shares,
+    worker_seed,
+)
 from waypost.properties.coverage.catalogue import select
 
 KitApp = Callable[..., AbstractContextManager[TestClient]]  # the conftest fixture kit_app
@@ -68,3 +76,34 @@ def test_workers_find_a_broken_servers_failure_and_one_reruns_alone(
                            workers=3, worker=worker, selected=select("P06"), shrink_seconds=0,
                            replay_dir=tmp_path / "alone")
         assert [o.prop.pid for o in alone.outcomes if o.result == "fail"] == ["P06"]
+
+
+def test_while_workers_run_one_thread_parses_an_ast_at_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPython 3.11 cannot build two ASTs at once (gh-106905); Hypothesis parses source as it
+    draws. Two threads that would meet inside ``ast.parse`` never do while workers run."""
+    met: list[bool] = []
+    meeting = threading.Barrier(2, timeout=1)
+
+    def parse(*args: Any, **kwargs: Any) -> ast.AST:
+        try:
+            meeting.wait()
+            met.append(True)
+        except threading.BrokenBarrierError:
+            met.append(False)
+        return ast.Module(body=[], type_ignores=[])
+
+    def two_parse() -> list[bool]:
+        met.clear()
+        meeting.reset()
+        threads = [threading.Thread(target=lambda: ast.parse("x")) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        return met
+    monkeypatch.setattr(ast, "parse", parse)
+    assert two_parse() == [True, True]  # the control: two threads parse at once
+    with one_ast_at_a_time():
+        assert two_parse() == [False, False]
+    assert ast.parse is parse  # as it was after the run
